@@ -1,0 +1,70 @@
+package storage
+
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
+// Config holds the settings of one partition log. The names in the comments
+// are Kafka's topic configs of the same meaning.
+type Config struct {
+	// SegmentBytes rolls the active segment once it would grow past this size
+	// (segment.bytes).
+	SegmentBytes int64
+	// SegmentMs rolls the active segment once its first batch is older than
+	// this (segment.ms), measured on record timestamps like Kafka.
+	SegmentMs int64
+	// SegmentIndexBytes bounds a segment's offset index (segment.index.bytes);
+	// a full index rolls the segment.
+	SegmentIndexBytes int64
+	// IndexIntervalBytes is the number of log bytes between index entries
+	// (index.interval.bytes).
+	IndexIntervalBytes int64
+	// FlushMessages is the number of appended records after which the log is
+	// fsynced before the append is acknowledged (flush.messages). The default,
+	// 1, makes every acknowledged append durable; concurrent appends share
+	// fsyncs (group commit). Kafka's own default, math.MaxInt64, leaves
+	// durability to the page cache and to replication.
+	FlushMessages int64
+	// FlushMs fsyncs the log in the background once its oldest unflushed
+	// append is this old (flush.ms). math.MaxInt64 disables it.
+	FlushMs int64
+}
+
+// DefaultConfig returns Kafka's topic defaults, except FlushMessages, whose
+// default of 1 makes appends durable before they are acknowledged.
+func DefaultConfig() Config {
+	return Config{
+		SegmentBytes:       1 << 30,
+		SegmentMs:          7 * 24 * int64(time.Hour/time.Millisecond),
+		SegmentIndexBytes:  10 << 20,
+		IndexIntervalBytes: 4096,
+		FlushMessages:      1,
+		FlushMs:            math.MaxInt64,
+	}
+}
+
+// Validate checks the ranges Kafka enforces for these configs.
+func (c Config) Validate() error {
+	switch {
+	case c.SegmentBytes < 14:
+		return fmt.Errorf("%w: segment.bytes %d below 14", ErrInvalidConfig, c.SegmentBytes)
+	case c.SegmentBytes > math.MaxInt32:
+		return fmt.Errorf("%w: segment.bytes %d above 2^31-1", ErrInvalidConfig, c.SegmentBytes)
+	case c.SegmentMs < 1:
+		return fmt.Errorf("%w: segment.ms %d below 1", ErrInvalidConfig, c.SegmentMs)
+	case c.SegmentIndexBytes < 4:
+		return fmt.Errorf("%w: segment.index.bytes %d below 4", ErrInvalidConfig, c.SegmentIndexBytes)
+	case c.IndexIntervalBytes < 0:
+		return fmt.Errorf("%w: index.interval.bytes %d below 0", ErrInvalidConfig, c.IndexIntervalBytes)
+	case c.FlushMessages < 1:
+		return fmt.Errorf("%w: flush.messages %d below 1", ErrInvalidConfig, c.FlushMessages)
+	case c.FlushMs < 0:
+		return fmt.Errorf("%w: flush.ms %d below 0", ErrInvalidConfig, c.FlushMs)
+	}
+	return nil
+}
+
+// syncBeforeAck reports whether every append waits for an fsync.
+func (c Config) syncBeforeAck() bool { return c.FlushMessages <= 1 }

@@ -1,0 +1,1019 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gregor-io/gregor/protocol/record"
+)
+
+// TopicPartition names a partition.
+type TopicPartition struct {
+	Topic     string
+	Partition int32
+}
+
+func (tp TopicPartition) String() string { return tp.DirName() }
+
+// DirName is the partition's directory name, "<topic>-<partition>".
+func (tp TopicPartition) DirName() string {
+	return tp.Topic + "-" + strconv.FormatInt(int64(tp.Partition), 10)
+}
+
+// ParseDirName parses "<topic>-<partition>". Topic names may contain '-',
+// so the partition is what follows the last one.
+func ParseDirName(name string) (TopicPartition, bool) {
+	i := strings.LastIndexByte(name, '-')
+	if i <= 0 || i == len(name)-1 {
+		return TopicPartition{}, false
+	}
+	p, err := strconv.ParseInt(name[i+1:], 10, 32)
+	if err != nil || p < 0 || strconv.FormatInt(p, 10) != name[i+1:] {
+		return TopicPartition{}, false
+	}
+	return TopicPartition{Topic: name[:i], Partition: int32(p)}, true
+}
+
+// OpenState is what the log's owner persisted about it, in the per-dir
+// checkpoint files, and whether the last shutdown was clean.
+type OpenState struct {
+	RecoveryPoint int64
+	LogStart      int64
+	HighWatermark int64
+	// Clean skips the recovery scan: the files were closed by Close.
+	Clean bool
+}
+
+// Log is one partition's log: a sequence of segments with dense offsets
+// from LogStart to LogEndOffset, where appends are serialised and reads are
+// lock-free.
+//
+// Offsets: LogStart <= HighWatermark <= LogEndOffset. Below DurableOffset
+// everything is fsynced; below RecoveryPoint the segments and their indexes
+// are fsynced, so recovery after a crash scans only from there.
+type Log struct {
+	dir    string
+	tp     TopicPartition
+	logger *slog.Logger
+	syncer *syncer // nil: flushes run inline
+
+	cfg atomic.Pointer[Config]
+
+	// mu serialises appends, rolls, truncation and segment deletion. The
+	// append path writes to the page cache while holding it; no fsync and
+	// no directory scan happen under it.
+	mu struct {
+		sync.Mutex
+		closed bool
+		gen    uint64 // bumped by truncation, so a sync that raced it does not count
+	}
+	// syncMu serialises flushes of this log.
+	syncMu sync.Mutex
+
+	segs          atomic.Pointer[[]*segment] // copy on write; the last is active
+	leo           atomic.Int64
+	logStart      atomic.Int64
+	hw            atomic.Pointer[offsetPos]
+	durable       atomic.Int64
+	recoveryPoint atomic.Int64
+	firstUnsynced atomic.Int64 // unix ms of the oldest unflushed append; 0 when none
+	failed        atomic.Pointer[error]
+	syncQueued    atomic.Bool
+
+	epochs *epochCache
+	notify notifier
+
+	waiters struct {
+		sync.Mutex
+		list []flushWaiter
+	}
+}
+
+// offsetPos is an offset with the position of the batch starting at it.
+type offsetPos struct {
+	offset int64
+	seg    *segment
+	pos    int64
+}
+
+type flushWaiter struct {
+	offset int64
+	done   chan error
+}
+
+// Open opens (and, after an unclean shutdown, recovers) the log in dir.
+// syncer may be nil, in which case Flush syncs inline.
+func Open(dir string, tp TopicPartition, cfg Config, st OpenState, logger *slog.Logger) (*Log, error) {
+	return openLog(dir, tp, cfg, st, logger, nil)
+}
+
+func openLog(dir string, tp TopicPartition, cfg Config, st OpenState, logger *slog.Logger, sy *syncer) (*Log, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	l := &Log{dir: dir, tp: tp, logger: logger.With("partition", tp.String()), syncer: sy}
+	l.cfg.Store(&cfg)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("create log dir: %w", err)
+	}
+	epochs, err := loadEpochCache(filepath.Join(dir, epochCheckpointFile))
+	if err != nil {
+		return nil, err
+	}
+	l.epochs = epochs
+	if err := l.load(st); err != nil {
+		l.closeFiles()
+		return nil, fmt.Errorf("open %s: %w", tp, err)
+	}
+	return l, nil
+}
+
+// load lists the segments, recovers the ones after the recovery point when
+// the shutdown was not clean, and sets the offsets.
+func (l *Log) load(st OpenState) error {
+	ents, err := os.ReadDir(l.dir)
+	if err != nil {
+		return fmt.Errorf("list log dir: %w", err)
+	}
+	cfg := l.cfg.Load()
+	var segs []*segment
+	indexFiles := map[int64][]string{}
+	for _, e := range ents {
+		name := e.Name()
+		switch {
+		case strings.HasSuffix(name, deletedSuffix), strings.HasSuffix(name, cleanedSuffix),
+			strings.HasSuffix(name, swapSuffix), strings.HasSuffix(name, ".tmp"):
+			// Leftovers of an interrupted delete, clean or checkpoint write.
+			if err := os.Remove(filepath.Join(l.dir, name)); err != nil {
+				return fmt.Errorf("remove leftover: %w", err)
+			}
+		case strings.HasSuffix(name, logSuffix):
+			base, ok := parseSegmentName(name, logSuffix)
+			if !ok {
+				continue
+			}
+			s := newSegment(l.dir, base, cfg.IndexIntervalBytes)
+			info, err := e.Info()
+			if err != nil {
+				return fmt.Errorf("stat segment: %w", err)
+			}
+			s.size.Store(info.Size())
+			s.synced.Store(info.Size())
+			segs = append(segs, s)
+		case strings.HasSuffix(name, indexSuffix), strings.HasSuffix(name, timeIndexSuffix):
+			suffix := indexSuffix
+			if strings.HasSuffix(name, timeIndexSuffix) {
+				suffix = timeIndexSuffix
+			}
+			if base, ok := parseSegmentName(name, suffix); ok {
+				indexFiles[base] = append(indexFiles[base], name)
+			}
+		}
+	}
+	sort.Slice(segs, func(i, j int) bool { return segs[i].base < segs[j].base })
+	have := map[int64]bool{}
+	for _, s := range segs {
+		have[s.base] = true
+	}
+	for base, names := range indexFiles {
+		if !have[base] {
+			for _, n := range names {
+				if err := os.Remove(filepath.Join(l.dir, n)); err != nil {
+					return fmt.Errorf("remove orphan index: %w", err)
+				}
+			}
+		}
+	}
+	if len(segs) == 0 {
+		s, err := createSegment(l.dir, st.LogStart, cfg.IndexIntervalBytes)
+		if err != nil {
+			return err
+		}
+		if err := syncDir(l.dir); err != nil {
+			return err
+		}
+		segs = append(segs, s)
+	}
+	for _, s := range segs[:len(segs)-1] {
+		s.sealed = true
+	}
+	l.segs.Store(&segs)
+
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if st.Clean {
+		if err := l.openActiveLocked(); err != nil {
+			return err
+		}
+	} else if err := l.recoverLocked(st.RecoveryPoint); err != nil {
+		return err
+	}
+	segs = *l.segs.Load()
+	active := segs[len(segs)-1]
+	leo := active.ib.next
+	l.leo.Store(leo)
+	l.durable.Store(leo)
+	logStart := max(st.LogStart, segs[0].base)
+	if logStart > leo {
+		logStart = leo
+	}
+	l.logStart.Store(logStart)
+	l.recoveryPoint.Store(min(max(st.RecoveryPoint, 0), leo))
+	if st.Clean {
+		l.recoveryPoint.Store(leo)
+	}
+	if err := l.epochs.truncateFromEnd(leo); err != nil {
+		return err
+	}
+	if err := l.epochs.truncateFromStart(logStart); err != nil {
+		return err
+	}
+	hw := min(max(st.HighWatermark, logStart), leo)
+	l.setHWLocked(hw)
+	return nil
+}
+
+// openActiveLocked restores the active segment's appender state after a
+// clean shutdown: its indexes are complete, so only the batches after its
+// last index entry are read.
+func (l *Log) openActiveLocked() error {
+	segs := *l.segs.Load()
+	active := segs[len(segs)-1]
+	if err := active.loadIndexes(); err != nil {
+		return err
+	}
+	f, err := active.file()
+	if err != nil {
+		return err
+	}
+	return active.restoreAppenderLocked(f)
+}
+
+// recoverLocked scans every segment from the one holding the recovery
+// point, cuts the log after its last valid batch, and deletes the segments
+// after a damaged one.
+func (l *Log) recoverLocked(recoveryPoint int64) error {
+	segs := *l.segs.Load()
+	cfg := l.cfg.Load()
+	first := sort.Search(len(segs), func(i int) bool { return segs[i].base > recoveryPoint }) - 1
+	first = max(first, 0)
+	for i := first; i < len(segs); i++ {
+		s := segs[i]
+		res, err := s.recoverLocked(cfg.IndexIntervalBytes)
+		if err != nil {
+			return err
+		}
+		for _, e := range res.epochs {
+			if _, err := l.epochs.assign(e.epoch, e.start, false); err != nil {
+				return err
+			}
+		}
+		if res.validBytes < res.fileSize {
+			l.logger.Warn("truncated a damaged log tail", "segment", s.logPath,
+				"valid_bytes", res.validBytes, "cut_bytes", res.fileSize-res.validBytes)
+		}
+		if res.validBytes < res.fileSize || (i+1 < len(segs) && segs[i+1].base < s.ib.next) {
+			// Everything after a damaged batch goes: later segments no
+			// longer continue this one.
+			for _, later := range segs[i+1:] {
+				l.logger.Warn("deleted a segment after a damaged one", "segment", later.logPath)
+				if err := later.removeFiles(); err != nil {
+					return err
+				}
+			}
+			segs = segs[:i+1]
+			break
+		}
+	}
+	// An empty last segment that does not continue the one before it (its
+	// batches were all damaged) is dropped, so the log end stays dense.
+	for len(segs) > 1 {
+		last, prev := segs[len(segs)-1], segs[len(segs)-2]
+		if last.size.Load() != 0 {
+			break
+		}
+		if err := prev.loadIndexes(); err != nil {
+			return err
+		}
+		f, err := prev.file()
+		if err != nil {
+			return err
+		}
+		if err := prev.restoreAppenderLocked(f); err != nil {
+			return err
+		}
+		if last.base == prev.ib.next {
+			break
+		}
+		if err := last.removeFiles(); err != nil {
+			return err
+		}
+		segs = segs[:len(segs)-1]
+	}
+	for _, s := range segs[:len(segs)-1] {
+		s.sealed = true
+	}
+	active := segs[len(segs)-1]
+	if active.sealed {
+		active.sealed = false
+		if err := active.loadIndexes(); err != nil {
+			return err
+		}
+		f, err := active.file()
+		if err != nil {
+			return err
+		}
+		if err := active.restoreAppenderLocked(f); err != nil {
+			return err
+		}
+	}
+	l.segs.Store(&segs)
+	for _, s := range segs[first:] {
+		if err := s.persistIndexes(true); err != nil {
+			return err
+		}
+	}
+	if err := l.epochs.persist(); err != nil {
+		return err
+	}
+	return syncDir(l.dir)
+}
+
+func parseSegmentName(name, suffix string) (int64, bool) {
+	digits := strings.TrimSuffix(name, suffix)
+	if len(digits) != 20 {
+		return 0, false
+	}
+	base, err := strconv.ParseInt(digits, 10, 64)
+	return base, err == nil && base >= 0
+}
+
+// Config returns the log's current config.
+func (l *Log) Config() Config { return *l.cfg.Load() }
+
+// SetConfig changes the log's config; it applies to the next append.
+func (l *Log) SetConfig(cfg Config) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	l.cfg.Store(&cfg)
+	return nil
+}
+
+// TopicPartition is the partition this log holds.
+func (l *Log) TopicPartition() TopicPartition { return l.tp }
+
+// Dir is the log's directory.
+func (l *Log) Dir() string { return l.dir }
+
+// LogEndOffset is the offset the next appended record gets.
+func (l *Log) LogEndOffset() int64 { return l.leo.Load() }
+
+// LogStartOffset is the first offset readers may fetch.
+func (l *Log) LogStartOffset() int64 { return l.logStart.Load() }
+
+// HighWatermark is the offset up to which records are committed.
+func (l *Log) HighWatermark() int64 { return l.hw.Load().offset }
+
+// DurableOffset is the offset below which every record is fsynced.
+func (l *Log) DurableOffset() int64 { return l.durable.Load() }
+
+// RecoveryPoint is the offset from whose segment recovery would scan.
+func (l *Log) RecoveryPoint() int64 { return l.recoveryPoint.Load() }
+
+// Size is the total size of the log's segment files.
+func (l *Log) Size() int64 {
+	var n int64
+	for _, s := range *l.segs.Load() {
+		n += s.size.Load()
+	}
+	return n
+}
+
+// SegmentCount is the number of segments.
+func (l *Log) SegmentCount() int { return len(*l.segs.Load()) }
+
+// Changed returns a channel closed at the next change of the log end, high
+// watermark or log start offset; fetch long-polls wait on it.
+func (l *Log) Changed() <-chan struct{} { return l.notify.wait() }
+
+// Err returns the error that failed the log, or nil.
+func (l *Log) Err() error {
+	if p := l.failed.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// fail marks the log failed after an I/O error: data acknowledged before
+// stays, but nothing more is appended or flushed, as Kafka takes a log dir
+// offline after a failed write or fsync.
+func (l *Log) fail(err error) error {
+	wrapped := fmt.Errorf("%w: %v", ErrLogFailed, err)
+	if l.failed.CompareAndSwap(nil, &wrapped) {
+		l.logger.Error("log failed", "err", err)
+	}
+	l.wakeWaiters(math.MaxInt64, wrapped)
+	return wrapped
+}
+
+// AppendOptions says how an append treats the batches' offsets.
+type AppendOptions struct {
+	// AssignOffsets gives the batches offsets from the log end and stamps
+	// LeaderEpoch on them (a leader appending producer batches). Without it
+	// the batches keep their offsets, which must lie above the log end (a
+	// follower copying the leader's log).
+	AssignOffsets bool
+	LeaderEpoch   int32
+}
+
+// AppendResult describes an append.
+type AppendResult struct {
+	FirstOffset int64
+	LastOffset  int64
+	// LogStart is the log start offset after the append.
+	LogStart int64
+	// NeedsFlush is set when the flush policy wants the append fsynced
+	// before it is acknowledged: call Flush(ctx, LastOffset+1).
+	NeedsFlush bool
+}
+
+// Append writes a record set (whole batches back to back) to the end of the
+// log. The batches must have passed validation (record.Validate or, from a
+// leader, record.CheckIntegrity): Append only parses their lengths and
+// offsets. With AssignOffsets their base offset and leader epoch are patched
+// in place in set. The write goes to the page cache; see NeedsFlush.
+func (l *Log) Append(set []byte, opts AppendOptions) (AppendResult, error) {
+	var res AppendResult
+	if len(set) == 0 {
+		return res, fmt.Errorf("%w: empty record set", record.ErrTruncated)
+	}
+	cfg := l.cfg.Load()
+	if int64(len(set)) > cfg.SegmentBytes {
+		return res, fmt.Errorf("%w: %d bytes, segment.bytes %d", ErrRecordTooLarge, len(set), cfg.SegmentBytes)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.mu.closed {
+		return res, ErrClosed
+	}
+	if err := l.Err(); err != nil {
+		return res, err
+	}
+	next := l.leo.Load()
+	first := int64(-1)
+	var maxTS int64 = -1
+	it := record.NewIter(set)
+	for b, ok := it.Next(); ok; b, ok = it.Next() {
+		if opts.AssignOffsets {
+			b.SetBaseOffset(next)
+			b.SetPartitionLeaderEpoch(opts.LeaderEpoch)
+		} else if b.BaseOffset() < next {
+			return res, fmt.Errorf("%w: batch at %d, log end %d", ErrOffsetOrder, b.BaseOffset(), next)
+		}
+		if first < 0 {
+			first = b.BaseOffset()
+		}
+		next = b.NextOffset()
+		maxTS = max(maxTS, b.MaxTimestamp())
+	}
+	if err := it.Err(); err != nil {
+		return res, err
+	}
+	res.FirstOffset = first
+	seg, err := l.maybeRollLocked(cfg, int64(len(set)), first, next-1, maxTS)
+	if err != nil {
+		return res, err
+	}
+	f, err := seg.file()
+	if err != nil {
+		return res, err
+	}
+	pos := seg.size.Load()
+	if _, err := f.WriteAt(set, pos); err != nil {
+		// The bytes past pos are not counted and the next append overwrites
+		// them, but a failed write may mean a failing disk: stop here.
+		return res, l.fail(fmt.Errorf("write %s: %w", seg.logPath, err))
+	}
+	it = record.NewIter(set)
+	for b, ok := it.Next(); ok; b, ok = it.Next() {
+		p := pos + int64(it.Pos()-len(b))
+		seg.indexBatchLocked(p, int64(len(b)), b.LastOffset(), b.MaxTimestamp())
+		if e := b.PartitionLeaderEpoch(); e >= 0 {
+			if _, err := l.epochs.assign(e, b.BaseOffset(), true); err != nil {
+				return res, l.fail(err)
+			}
+		}
+	}
+	seg.size.Store(pos + int64(len(set)))
+	l.leo.Store(next)
+	if l.firstUnsynced.Load() == 0 {
+		l.firstUnsynced.Store(time.Now().UnixMilli())
+	}
+	res.LastOffset = next - 1
+	res.LogStart = l.logStart.Load()
+	res.NeedsFlush = next-l.durable.Load() >= cfg.FlushMessages
+	l.notify.broadcast()
+	return res, nil
+}
+
+// maybeRollLocked returns the segment to append to, rolling a new one when
+// the active segment would pass segment.bytes, its first batch is older
+// than segment.ms, its index is full, or the offsets would not fit its
+// relative offsets.
+func (l *Log) maybeRollLocked(cfg *Config, size, first, last, maxTS int64) (*segment, error) {
+	segs := *l.segs.Load()
+	active := segs[len(segs)-1]
+	overflow := last-active.base > math.MaxInt32
+	if active.size.Load() == 0 {
+		if overflow {
+			// Only a follower's batch far above an empty log gets here.
+			return l.rollLocked(first)
+		}
+		return active, nil
+	}
+	roll := overflow || active.size.Load()+size > cfg.SegmentBytes || active.indexFull(cfg)
+	if !roll {
+		// Kafka measures segment.ms on record timestamps when it has them.
+		if active.ib.firstTS >= 0 && maxTS >= 0 {
+			roll = maxTS-active.ib.firstTS > cfg.SegmentMs
+		} else {
+			roll = time.Since(active.created).Milliseconds() > cfg.SegmentMs
+		}
+	}
+	if !roll {
+		return active, nil
+	}
+	return l.rollLocked(first)
+}
+
+// rollLocked seals the active segment and starts a new one at base. The
+// sealed segment is fsynced with its indexes in the background, which then
+// moves the recovery point past it.
+func (l *Log) rollLocked(base int64) (*segment, error) {
+	segs := *l.segs.Load()
+	old := segs[len(segs)-1]
+	cfg := l.cfg.Load()
+	s, err := createSegment(l.dir, base, cfg.IndexIntervalBytes)
+	if err != nil {
+		return nil, l.fail(err)
+	}
+	if err := syncDir(l.dir); err != nil {
+		return nil, l.fail(err)
+	}
+	newSegs := make([]*segment, 0, len(segs)+1)
+	if old.size.Load() == 0 {
+		// An empty active segment is replaced, not kept.
+		if err := old.removeFiles(); err != nil {
+			return nil, l.fail(err)
+		}
+		newSegs = append(newSegs, segs[:len(segs)-1]...)
+	} else {
+		old.sealLocked()
+		old.sealed = true
+		newSegs = append(newSegs, segs...)
+	}
+	newSegs = append(newSegs, s)
+	l.segs.Store(&newSegs)
+	l.logger.Debug("rolled segment", "base", base)
+	if l.syncer != nil {
+		l.syncer.request(l)
+	}
+	return s, nil
+}
+
+// Flush fsyncs the log up to at least upTo (with everything before) and
+// returns once it is durable. Concurrent flushes of this and other logs of
+// one Manager share a round of fsyncs (group commit).
+func (l *Log) Flush(ctx context.Context, upTo int64) error {
+	if l.durable.Load() >= upTo {
+		return nil
+	}
+	if err := l.Err(); err != nil {
+		return err
+	}
+	if l.syncer == nil {
+		return l.sync()
+	}
+	w := flushWaiter{offset: upTo, done: make(chan error, 1)}
+	l.waiters.Lock()
+	l.waiters.list = append(l.waiters.list, w)
+	l.waiters.Unlock()
+	if l.durable.Load() >= upTo { // raced with a sync that finished
+		l.wakeWaiters(l.durable.Load(), nil)
+	}
+	l.syncer.request(l)
+	select {
+	case err := <-w.done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (l *Log) wakeWaiters(durable int64, err error) {
+	l.waiters.Lock()
+	defer l.waiters.Unlock()
+	keep := l.waiters.list[:0]
+	for _, w := range l.waiters.list {
+		if w.offset <= durable || err != nil {
+			w.done <- err
+		} else {
+			keep = append(keep, w)
+		}
+	}
+	clear(l.waiters.list[len(keep):])
+	l.waiters.list = keep
+}
+
+// sync fsyncs every segment with unsynced bytes, persists and fsyncs the
+// indexes of sealed segments, then advances the durable offset and the
+// recovery point. Only data fsyncs happen here, outside mu.
+func (l *Log) sync() error {
+	l.syncMu.Lock()
+	defer l.syncMu.Unlock()
+	if err := l.Err(); err != nil {
+		l.wakeWaiters(math.MaxInt64, err)
+		return err
+	}
+	l.mu.Lock()
+	gen := l.mu.gen
+	target := l.leo.Load()
+	segs := *l.segs.Load()
+	type work struct {
+		s    *segment
+		size int64
+	}
+	var todo []work
+	for _, s := range segs {
+		if n := s.size.Load(); s.synced.Load() < n || (s.sealed && !s.idx.isPersisted()) {
+			todo = append(todo, work{s, n})
+		}
+	}
+	l.firstUnsynced.Store(0)
+	l.mu.Unlock()
+
+	for _, w := range todo {
+		if w.s.synced.Load() < w.size {
+			f, err := w.s.acquire()
+			if err != nil {
+				if errors.Is(err, ErrClosed) {
+					continue // deleted meanwhile
+				}
+				return l.fail(err)
+			}
+			err = fdatasync(f)
+			w.s.release()
+			if err != nil {
+				return l.fail(fmt.Errorf("sync %s: %w", w.s.logPath, err))
+			}
+			w.s.synced.Store(w.size)
+		}
+		if w.s.sealed {
+			if err := w.s.persistIndexes(true); err != nil {
+				return l.fail(err)
+			}
+		}
+	}
+
+	l.mu.Lock()
+	if l.mu.gen == gen {
+		if target > l.durable.Load() {
+			l.durable.Store(target)
+		}
+		segs = *l.segs.Load()
+		rp := segs[len(segs)-1].base
+		for _, s := range segs[:len(segs)-1] {
+			if s.synced.Load() < s.size.Load() || !s.idx.isPersisted() {
+				rp = s.base
+				break
+			}
+		}
+		if rp > l.recoveryPoint.Load() {
+			l.recoveryPoint.Store(rp)
+		}
+	}
+	durable := l.durable.Load()
+	l.mu.Unlock()
+	l.wakeWaiters(durable, nil)
+	return nil
+}
+
+// needsTimedFlush reports whether flush.ms asks for a background flush now.
+func (l *Log) needsTimedFlush(now time.Time) bool {
+	first := l.firstUnsynced.Load()
+	return first != 0 && now.UnixMilli()-first >= l.cfg.Load().FlushMs
+}
+
+// SetHighWatermark moves the high watermark, clamped to [LogStart, LogEnd].
+// It must lie on a batch boundary, as every replica's log end does.
+func (l *Log) SetHighWatermark(hw int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.setHWLocked(min(max(hw, l.logStart.Load()), l.leo.Load()))
+	l.notify.broadcast()
+}
+
+func (l *Log) setHWLocked(hw int64) {
+	segs := *l.segs.Load()
+	i := segmentFor(segs, hw)
+	s := segs[i]
+	op := &offsetPos{offset: hw, seg: s}
+	if hw >= s.ib.next && i == len(segs)-1 {
+		op.pos = s.size.Load()
+	} else {
+		f, err := s.acquire()
+		if err == nil {
+			op.pos, _, err = s.findPosition(f, hw, s.size.Load())
+			s.release()
+		}
+		if err != nil {
+			op.seg = nil // position unknown: readers look it up
+		}
+	}
+	l.hw.Store(op)
+}
+
+// segmentFor returns the index of the last segment whose base is at most
+// offset (0 when offset lies below all of them).
+func segmentFor(segs []*segment, offset int64) int {
+	i := sort.Search(len(segs), func(i int) bool { return segs[i].base > offset }) - 1
+	return max(i, 0)
+}
+
+// ReadOptions bounds a read.
+type ReadOptions struct {
+	// Offset is the first offset wanted; the read starts at the batch that
+	// holds it.
+	Offset int64
+	// MaxBytes bounds the slice. The slice may end inside a batch, as
+	// Kafka's fetch responses may: clients drop a partial last batch.
+	MaxBytes int64
+	// MaxOffset is an exclusive upper bound on the batches read (the high
+	// watermark for consumers, the log end for followers); it must lie on a
+	// batch boundary. Zero or less means the log end.
+	MaxOffset int64
+	// MinOneBatch returns the whole first batch even when it is larger than
+	// MaxBytes (KIP-74), so a consumer always makes progress.
+	MinOneBatch bool
+}
+
+// Slice is a byte range of one segment file holding stored batches. It keeps
+// the file open until Release, so a server can send it with sendfile.
+type Slice struct {
+	seg *segment
+	f   *os.File
+	// Pos and Len locate the bytes in File.
+	Pos, Len int64
+	// BaseOffset is the base offset of the first batch in the slice (at or
+	// below the offset asked for); -1 when the slice is empty.
+	BaseOffset int64
+}
+
+// File is the segment file the slice lies in; nil for an empty slice.
+func (s *Slice) File() *os.File { return s.f }
+
+// ReadAt copies the slice's bytes from off into p.
+func (s *Slice) ReadAt(p []byte, off int64) (int, error) {
+	if off >= s.Len {
+		return 0, io.EOF
+	}
+	if rem := s.Len - off; int64(len(p)) > rem {
+		p = p[:rem]
+	}
+	return s.f.ReadAt(p, s.Pos+off)
+}
+
+// AppendTo appends the slice's bytes to dst.
+func (s *Slice) AppendTo(dst []byte) ([]byte, error) {
+	n := len(dst)
+	dst = append(dst, make([]byte, s.Len)...)
+	if s.Len == 0 {
+		return dst, nil
+	}
+	if _, err := s.f.ReadAt(dst[n:], s.Pos); err != nil {
+		return dst[:n], fmt.Errorf("read segment: %w", err)
+	}
+	return dst, nil
+}
+
+// WriteTo writes the slice's bytes to w.
+func (s *Slice) WriteTo(w io.Writer) (int64, error) {
+	if s.Len == 0 {
+		return 0, nil
+	}
+	return io.Copy(w, io.NewSectionReader(s.f, s.Pos, s.Len))
+}
+
+// Release gives the file back; the slice must not be used afterwards.
+func (s *Slice) Release() {
+	if s.seg != nil {
+		s.seg.release()
+		s.seg, s.f = nil, nil
+	}
+}
+
+// ReadResult is a read's bytes with the log's offsets at the time of the read.
+type ReadResult struct {
+	Slice
+	LogStart      int64
+	HighWatermark int64
+	LogEnd        int64
+}
+
+// Read returns the stored bytes from the batch holding opts.Offset on, from
+// one segment, without copying them. An offset below the log start or above
+// the log end is ErrOffsetOutOfRange; at the end, the slice is empty. The
+// caller must Release the result.
+func (l *Log) Read(opts ReadOptions) (ReadResult, error) {
+	hw := l.hw.Load()
+	res := ReadResult{LogStart: l.logStart.Load(), HighWatermark: hw.offset, LogEnd: l.leo.Load()}
+	res.BaseOffset = -1
+	if opts.Offset < res.LogStart || opts.Offset > res.LogEnd {
+		return res, fmt.Errorf("%w: %d not in [%d, %d]", ErrOffsetOutOfRange, opts.Offset, res.LogStart, res.LogEnd)
+	}
+	maxOffset := opts.MaxOffset
+	if maxOffset <= 0 || maxOffset > res.LogEnd {
+		maxOffset = res.LogEnd
+	}
+	if opts.Offset >= maxOffset {
+		return res, nil
+	}
+	segs := *l.segs.Load()
+	for i := segmentFor(segs, opts.Offset); i < len(segs); i++ {
+		s := segs[i]
+		f, err := s.acquire()
+		if err != nil {
+			if errors.Is(err, ErrClosed) {
+				// Deleted under us (retention or truncation): the offset
+				// is no longer there.
+				return res, fmt.Errorf("%w: %d", ErrOffsetOutOfRange, opts.Offset)
+			}
+			return res, err
+		}
+		end := s.size.Load()
+		lastSeg := i == len(segs)-1 || segs[i+1].base > maxOffset
+		if lastSeg && maxOffset < res.LogEnd {
+			if hw.offset == maxOffset && hw.seg == s {
+				end = hw.pos
+			} else if end, _, err = s.findPosition(f, maxOffset, end); err != nil {
+				s.release()
+				return res, err
+			}
+		}
+		pos, base, err := s.findPosition(f, opts.Offset, end)
+		if err != nil {
+			s.release()
+			return res, err
+		}
+		if pos >= end {
+			s.release()
+			if lastSeg {
+				return res, nil
+			}
+			continue
+		}
+		n := min(end-pos, max(opts.MaxBytes, 0))
+		if opts.MinOneBatch {
+			var hdr [record.LogOverhead]byte
+			if _, err := f.ReadAt(hdr[:], pos); err != nil {
+				s.release()
+				return res, fmt.Errorf("read segment: %w", err)
+			}
+			n = max(n, min(record.Size(hdr[:]), end-pos))
+		}
+		if n == 0 {
+			s.release()
+			return res, nil
+		}
+		res.Slice = Slice{seg: s, f: f, Pos: pos, Len: n, BaseOffset: base}
+		return res, nil
+	}
+	return res, nil
+}
+
+// TimestampOffset is a record found by timestamp.
+type TimestampOffset struct {
+	Offset      int64
+	Timestamp   int64
+	LeaderEpoch int32
+}
+
+// OffsetForTimestamp finds the first record at or after the log start whose
+// timestamp is at least ts (ListOffsets by timestamp). ok is false when no
+// record is that recent.
+func (l *Log) OffsetForTimestamp(ts int64) (TimestampOffset, bool, error) {
+	logStart := l.logStart.Load()
+	for _, s := range *l.segs.Load() {
+		if s.base < logStart && l.nextBase(s) <= logStart {
+			continue
+		}
+		if err := s.loadIndexes(); err != nil {
+			return TimestampOffset{}, false, err
+		}
+		if s.maxTS.Load() < ts {
+			continue
+		}
+		from := max(s.base, logStart)
+		if o, ok := lookupTimeBefore(s.tidx.entries(), s.base, ts); ok {
+			from = max(from, o+1)
+		}
+		r, ok, err := s.findRecord(from, func(rts int64) bool { return rts >= ts })
+		if err != nil || ok {
+			return r, ok, err
+		}
+	}
+	return TimestampOffset{}, false, nil
+}
+
+// MaxTimestamp finds the first record with the largest timestamp in the log
+// (ListOffsets MAX_TIMESTAMP, KIP-734). ok is false for an empty log.
+func (l *Log) MaxTimestamp() (TimestampOffset, bool, error) {
+	maxTS := int64(-1)
+	for _, s := range *l.segs.Load() {
+		if err := s.loadIndexes(); err != nil {
+			return TimestampOffset{}, false, err
+		}
+		maxTS = max(maxTS, s.maxTS.Load())
+	}
+	if maxTS < 0 {
+		return TimestampOffset{}, false, nil
+	}
+	return l.OffsetForTimestamp(maxTS)
+}
+
+func (l *Log) nextBase(s *segment) int64 {
+	segs := *l.segs.Load()
+	for i, x := range segs {
+		if x == s && i+1 < len(segs) {
+			return segs[i+1].base
+		}
+	}
+	return l.leo.Load()
+}
+
+// findRecord returns the first record at or after offset from whose
+// timestamp match accepts, reading the segment's batches from the one that
+// holds from.
+func (s *segment) findRecord(from int64, match func(ts int64) bool) (TimestampOffset, bool, error) {
+	f, err := s.acquire()
+	if err != nil {
+		return TimestampOffset{}, false, err
+	}
+	defer s.release()
+	end := s.size.Load()
+	pos, _, err := s.findPosition(f, from, end)
+	if err != nil {
+		return TimestampOffset{}, false, err
+	}
+	hs := newHeaderScanner(f, end)
+	var buf, scratch []byte
+	for pos < end {
+		h, err := hs.header(pos)
+		if err != nil {
+			return TimestampOffset{}, false, err
+		}
+		size := record.Size(h)
+		if h.LastOffset() >= from && match(h.MaxTimestamp()) {
+			if int64(cap(buf)) < size {
+				buf = make([]byte, size)
+			}
+			b := record.Batch(buf[:size])
+			if _, err := f.ReadAt(b, pos); err != nil {
+				return TimestampOffset{}, false, fmt.Errorf("read segment: %w", err)
+			}
+			var found TimestampOffset
+			errFound := errors.New("found")
+			err := record.ForEachRecord(b, &scratch, func(off, ts int64, _ *record.Record) error {
+				if off >= from && match(ts) {
+					found = TimestampOffset{Offset: off, Timestamp: ts, LeaderEpoch: b.PartitionLeaderEpoch()}
+					return errFound
+				}
+				return nil
+			})
+			if errors.Is(err, errFound) {
+				return found, true, nil
+			}
+			if err != nil {
+				return TimestampOffset{}, false, fmt.Errorf("read batch at %d: %w", pos, err)
+			}
+		}
+		pos += size
+	}
+	return TimestampOffset{}, false, nil
+}

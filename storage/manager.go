@@ -1,0 +1,508 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// ManagerConfig configures a Manager. Names in comments are Kafka's broker
+// configs of the same meaning.
+type ManagerConfig struct {
+	// Dirs are the log directories (log.dirs).
+	Dirs []string
+	// Log is the config new and reopened logs start with.
+	Log Config
+	// OpenParallelism is how many logs are opened at once at start-up
+	// (num.recovery.threads.per.data.dir, across all dirs).
+	OpenParallelism int
+	// CheckpointInterval is how often recovery points and log start offsets
+	// are written (log.flush.offset.checkpoint.interval.ms).
+	CheckpointInterval time.Duration
+	// HighWatermarkCheckpointInterval is how often high watermarks are
+	// written (replica.high.watermark.checkpoint.interval.ms).
+	HighWatermarkCheckpointInterval time.Duration
+	// FlushCheckInterval is how often logs are checked against flush.ms
+	// (log.flush.scheduler.interval.ms).
+	FlushCheckInterval time.Duration
+	// SyncParallelism bounds the fsyncs in flight in one group-commit round.
+	SyncParallelism int
+	Logger          *slog.Logger
+}
+
+// DefaultManagerConfig returns Kafka's defaults for dirs.
+func DefaultManagerConfig(dirs ...string) ManagerConfig {
+	return ManagerConfig{
+		Dirs:                            dirs,
+		Log:                             DefaultConfig(),
+		OpenParallelism:                 8,
+		CheckpointInterval:              60 * time.Second,
+		HighWatermarkCheckpointInterval: 5 * time.Second,
+		FlushCheckInterval:              time.Second,
+		SyncParallelism:                 16,
+	}
+}
+
+// Validate checks the config.
+func (c ManagerConfig) Validate() error {
+	if len(c.Dirs) == 0 {
+		return fmt.Errorf("%w: no log dirs", ErrInvalidConfig)
+	}
+	seen := map[string]bool{}
+	for _, d := range c.Dirs {
+		abs, err := filepath.Abs(d)
+		if err != nil {
+			return fmt.Errorf("%w: log dir %q: %v", ErrInvalidConfig, d, err)
+		}
+		if seen[abs] {
+			return fmt.Errorf("%w: log dir %q listed twice", ErrInvalidConfig, d)
+		}
+		seen[abs] = true
+	}
+	if c.OpenParallelism < 1 || c.SyncParallelism < 1 {
+		return fmt.Errorf("%w: parallelism below 1", ErrInvalidConfig)
+	}
+	if c.CheckpointInterval <= 0 || c.HighWatermarkCheckpointInterval <= 0 || c.FlushCheckInterval <= 0 {
+		return fmt.Errorf("%w: intervals must be positive", ErrInvalidConfig)
+	}
+	return c.Log.Validate()
+}
+
+// Manager owns the logs of one or more log dirs: it opens them in parallel,
+// runs group commit for all of them, checkpoints their offsets, and closes
+// them. It is the only owner of the logs and of the dirs' files.
+//
+// Close order: stop the background goroutines (the syncer serves what is
+// queued first), close every log (each fsyncs its data and indexes), write
+// the checkpoint files, write the clean-shutdown markers, unlock the dirs.
+type Manager struct {
+	cfg    ManagerConfig
+	logger *slog.Logger
+	sy     *syncer
+	dirs   []*logDir
+
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu struct {
+		sync.RWMutex
+		logs   map[TopicPartition]*Log
+		dirOf  map[TopicPartition]*logDir
+		closed bool
+	}
+}
+
+type logDir struct {
+	path string
+	lock *os.File
+}
+
+// OpenManager opens every log found in the dirs. After an unclean shutdown
+// (no clean-shutdown marker) each log is recovered from its recovery point.
+// Before it returns, the markers are removed: a crash from now on is
+// unclean.
+func OpenManager(cfg ManagerConfig) (*Manager, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	m := &Manager{cfg: cfg, logger: logger, sy: newSyncer(cfg.SyncParallelism)}
+	m.mu.logs = map[TopicPartition]*Log{}
+	m.mu.dirOf = map[TopicPartition]*logDir{}
+	if err := m.openDirs(); err != nil {
+		m.abort()
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	m.cancel = cancel
+	m.goTracked(func() { m.sy.run(ctx) })
+	m.goTracked(func() { m.checkpointLoop(ctx) })
+	m.goTracked(func() { m.flushLoop(ctx) })
+	return m, nil
+}
+
+// goTracked starts a goroutine that Close waits for.
+func (m *Manager) goTracked(fn func()) {
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		fn()
+	}()
+}
+
+type openJob struct {
+	dir  *logDir
+	tp   TopicPartition
+	path string
+	st   OpenState
+}
+
+func (m *Manager) openDirs() error {
+	var jobs []openJob
+	for _, path := range m.cfg.Dirs {
+		if err := os.MkdirAll(path, 0o755); err != nil {
+			return fmt.Errorf("create log dir: %w", err)
+		}
+		lock, err := lockDir(path)
+		if err != nil {
+			return err
+		}
+		d := &logDir{path: path, lock: lock}
+		m.dirs = append(m.dirs, d)
+		dirJobs, err := m.scanDir(d)
+		if err != nil {
+			return err
+		}
+		jobs = append(jobs, dirJobs...)
+	}
+	start := time.Now()
+	logs := make([]*Log, len(jobs))
+	errs := make([]error, len(jobs))
+	sem := make(chan struct{}, m.cfg.OpenParallelism)
+	var wg sync.WaitGroup
+	for i, j := range jobs {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			logs[i], errs[i] = openLog(j.path, j.tp, m.cfg.Log, j.st, m.logger, m.sy)
+		}()
+	}
+	wg.Wait()
+	for i, j := range jobs {
+		if logs[i] == nil {
+			continue
+		}
+		if _, dup := m.mu.logs[j.tp]; dup {
+			errs[i] = fmt.Errorf("%w: %s in two log dirs", ErrPartitionExists, j.tp)
+			logs[i].closeFiles()
+			continue
+		}
+		m.mu.logs[j.tp] = logs[i]
+		m.mu.dirOf[j.tp] = j.dir
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	for _, d := range m.dirs {
+		marker := filepath.Join(d.path, cleanShutdownFile)
+		if err := os.Remove(marker); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("remove clean-shutdown marker: %w", err)
+		}
+		if err := syncDir(d.path); err != nil {
+			return err
+		}
+	}
+	m.logger.Info("opened logs", "logs", len(jobs), "dirs", len(m.dirs), "took", time.Since(start))
+	return nil
+}
+
+// scanDir lists the partition directories of one log dir with their
+// checkpointed offsets.
+func (m *Manager) scanDir(d *logDir) ([]openJob, error) {
+	_, err := os.Stat(filepath.Join(d.path, cleanShutdownFile))
+	clean := err == nil
+	rps, err := readOffsetCheckpoint(filepath.Join(d.path, recoveryPointFile))
+	if err != nil {
+		return nil, err
+	}
+	starts, err := readOffsetCheckpoint(filepath.Join(d.path, logStartFile))
+	if err != nil {
+		return nil, err
+	}
+	hws, err := readOffsetCheckpoint(filepath.Join(d.path, highWatermarkFile))
+	if err != nil {
+		return nil, err
+	}
+	ents, err := os.ReadDir(d.path)
+	if err != nil {
+		return nil, fmt.Errorf("list log dir: %w", err)
+	}
+	var jobs []openJob
+	for _, e := range ents {
+		if !e.IsDir() {
+			continue
+		}
+		name := e.Name()
+		if strings.HasSuffix(name, "-delete") {
+			// A deletion interrupted by a crash: finish it.
+			if err := os.RemoveAll(filepath.Join(d.path, name)); err != nil {
+				return nil, fmt.Errorf("remove deleted log: %w", err)
+			}
+			continue
+		}
+		tp, ok := ParseDirName(name)
+		if !ok {
+			continue
+		}
+		rp, haveRP := rps[tp]
+		st := OpenState{RecoveryPoint: rp, LogStart: starts[tp], HighWatermark: hws[tp], Clean: clean && haveRP}
+		jobs = append(jobs, openJob{dir: d, tp: tp, path: filepath.Join(d.path, name), st: st})
+	}
+	return jobs, nil
+}
+
+// lockDir takes an exclusive lock on the dir, so two brokers cannot share it.
+func lockDir(path string) (*os.File, error) {
+	f, err := os.OpenFile(filepath.Join(path, dirLockFile), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("open dir lock: %w", err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("log dir %s is in use by another process: %w", path, err)
+	}
+	return f, nil
+}
+
+// abort releases what a failed OpenManager took.
+func (m *Manager) abort() {
+	for _, l := range m.mu.logs {
+		l.closeFiles()
+	}
+	for _, d := range m.dirs {
+		d.lock.Close()
+	}
+}
+
+// Get returns the log of tp.
+func (m *Manager) Get(tp TopicPartition) (*Log, bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	l, ok := m.mu.logs[tp]
+	return l, ok
+}
+
+// Logs returns every open log.
+func (m *Manager) Logs() []*Log {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	out := make([]*Log, 0, len(m.mu.logs))
+	for _, l := range m.mu.logs {
+		out = append(out, l)
+	}
+	return out
+}
+
+// Create creates an empty log for tp in the dir holding the fewest logs.
+func (m *Manager) Create(tp TopicPartition, cfg Config) (*Log, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if _, ok := ParseDirName(tp.DirName()); !ok || tp.Topic == "" {
+		return nil, fmt.Errorf("%w: bad partition name %q", ErrInvalidConfig, tp.DirName())
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.mu.closed {
+		return nil, ErrClosed
+	}
+	if _, ok := m.mu.logs[tp]; ok {
+		return nil, fmt.Errorf("%w: %s", ErrPartitionExists, tp)
+	}
+	count := map[*logDir]int{}
+	for _, d := range m.mu.dirOf {
+		count[d]++
+	}
+	d := m.dirs[0]
+	for _, x := range m.dirs[1:] {
+		if count[x] < count[d] {
+			d = x
+		}
+	}
+	path := filepath.Join(d.path, tp.DirName())
+	// A new log: no recovery needed, and its directory entry made durable.
+	l, err := openLog(path, tp, cfg, OpenState{Clean: true}, m.logger, m.sy)
+	if err != nil {
+		return nil, err
+	}
+	if err := syncDir(d.path); err != nil {
+		l.closeFiles()
+		return nil, err
+	}
+	m.mu.logs[tp] = l
+	m.mu.dirOf[tp] = d
+	return l, nil
+}
+
+// GetOrCreate returns tp's log, creating it with cfg if there is none.
+func (m *Manager) GetOrCreate(tp TopicPartition, cfg Config) (*Log, error) {
+	if l, ok := m.Get(tp); ok {
+		return l, nil
+	}
+	l, err := m.Create(tp, cfg)
+	if errors.Is(err, ErrPartitionExists) {
+		if l, ok := m.Get(tp); ok {
+			return l, nil
+		}
+	}
+	return l, err
+}
+
+// Delete closes tp's log and removes its files. The directory is first
+// renamed with a -delete suffix, so a crash midway finishes the removal at
+// the next start instead of bringing the partition back.
+func (m *Manager) Delete(tp TopicPartition) error {
+	m.mu.Lock()
+	l, ok := m.mu.logs[tp]
+	d := m.mu.dirOf[tp]
+	if ok {
+		delete(m.mu.logs, tp)
+		delete(m.mu.dirOf, tp)
+	}
+	m.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("%w: %s", ErrUnknownPartition, tp)
+	}
+	l.mu.Lock()
+	l.mu.closed = true
+	l.mu.Unlock()
+	l.closeFiles()
+	l.wakeWaiters(0, ErrClosed)
+	l.notify.broadcast()
+	renamed := filepath.Join(d.path, fmt.Sprintf("%s.%d-delete", tp.DirName(), time.Now().UnixNano()))
+	if err := os.Rename(l.dir, renamed); err != nil {
+		return fmt.Errorf("rename deleted log: %w", err)
+	}
+	if err := syncDir(d.path); err != nil {
+		return err
+	}
+	if err := os.RemoveAll(renamed); err != nil {
+		return fmt.Errorf("remove deleted log: %w", err)
+	}
+	return nil
+}
+
+// Checkpoint writes every dir's recovery points, log start offsets and high
+// watermarks now.
+func (m *Manager) Checkpoint() error {
+	return errors.Join(m.writeCheckpoints(true, true)...)
+}
+
+func (m *Manager) writeCheckpoints(offsets, hws bool) []error {
+	m.mu.RLock()
+	type dirOffsets struct{ rp, start, hw map[TopicPartition]int64 }
+	per := map[*logDir]*dirOffsets{}
+	for _, d := range m.dirs {
+		per[d] = &dirOffsets{rp: map[TopicPartition]int64{}, start: map[TopicPartition]int64{}, hw: map[TopicPartition]int64{}}
+	}
+	for tp, l := range m.mu.logs {
+		o := per[m.mu.dirOf[tp]]
+		o.rp[tp] = l.RecoveryPoint()
+		o.start[tp] = l.LogStartOffset()
+		o.hw[tp] = l.HighWatermark()
+	}
+	m.mu.RUnlock()
+	var errs []error
+	for d, o := range per {
+		if offsets {
+			errs = append(errs, writeOffsetCheckpoint(filepath.Join(d.path, recoveryPointFile), o.rp))
+			errs = append(errs, writeOffsetCheckpoint(filepath.Join(d.path, logStartFile), o.start))
+		}
+		if hws {
+			errs = append(errs, writeOffsetCheckpoint(filepath.Join(d.path, highWatermarkFile), o.hw))
+		}
+	}
+	return errs
+}
+
+func (m *Manager) checkpointLoop(ctx context.Context) {
+	offsets := time.NewTicker(m.cfg.CheckpointInterval)
+	defer offsets.Stop()
+	hws := time.NewTicker(m.cfg.HighWatermarkCheckpointInterval)
+	defer hws.Stop()
+	for {
+		var errs []error
+		select {
+		case <-ctx.Done():
+			return
+		case <-offsets.C:
+			errs = m.writeCheckpoints(true, false)
+		case <-hws.C:
+			errs = m.writeCheckpoints(false, true)
+		}
+		if err := errors.Join(errs...); err != nil {
+			m.logger.Error("checkpoint failed", "err", err)
+		}
+	}
+}
+
+// flushLoop queues logs whose oldest unflushed append is older than their
+// flush.ms.
+func (m *Manager) flushLoop(ctx context.Context) {
+	t := time.NewTicker(m.cfg.FlushCheckInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			for _, l := range m.Logs() {
+				if l.needsTimedFlush(now) {
+					m.sy.request(l)
+				}
+			}
+		}
+	}
+}
+
+// Close stops the background work, closes every log, writes the
+// checkpoints and the clean-shutdown markers, and unlocks the dirs.
+func (m *Manager) Close() error {
+	m.mu.Lock()
+	if m.mu.closed {
+		m.mu.Unlock()
+		return nil
+	}
+	m.mu.closed = true
+	logs := make([]*Log, 0, len(m.mu.logs))
+	for _, l := range m.mu.logs {
+		logs = append(logs, l)
+	}
+	m.mu.Unlock()
+
+	m.cancel()
+	m.wg.Wait()
+
+	errs := make([]error, len(logs))
+	sem := make(chan struct{}, m.cfg.OpenParallelism)
+	var wg sync.WaitGroup
+	for i, l := range logs {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			errs[i] = l.Close()
+		}()
+	}
+	wg.Wait()
+	err := errors.Join(errs...)
+	if err == nil {
+		err = errors.Join(m.writeCheckpoints(true, true)...)
+	}
+	for _, d := range m.dirs {
+		if err == nil {
+			// Only a fully flushed dir is marked clean: otherwise the next
+			// start recovers it.
+			if e := os.WriteFile(filepath.Join(d.path, cleanShutdownFile), nil, 0o644); e != nil {
+				err = e
+			} else if e := syncDir(d.path); e != nil {
+				err = e
+			}
+		}
+		d.lock.Close()
+	}
+	return err
+}
