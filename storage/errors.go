@@ -7,14 +7,14 @@ import "errors"
 // KAFKA_STORAGE_ERROR (or NOT_LEADER_OR_FOLLOWER while a partition moves),
 // ErrRecordTooLarge to MESSAGE_TOO_LARGE.
 var (
-	ErrClosed           = errors.New("storage: log closed")
-	ErrLogFailed        = errors.New("storage: log failed after an I/O error")
-	ErrOffsetOutOfRange = errors.New("storage: offset out of range")
-	ErrOffsetOrder      = errors.New("storage: batch offsets not above the log end")
-	ErrRecordTooLarge   = errors.New("storage: batch larger than a segment can hold")
-	ErrInvalidConfig    = errors.New("storage: invalid config")
-	ErrUnknownPartition = errors.New("storage: unknown partition")
-	ErrPartitionExists  = errors.New("storage: partition already exists")
-	ErrCorruptIndex     = errors.New("storage: corrupt index")
+	ErrClosed            = errors.New("storage: log closed")
+	ErrLogFailed         = errors.New("storage: log failed after an I/O error")
+	ErrOffsetOutOfRange  = errors.New("storage: offset out of range")
+	ErrOffsetOrder       = errors.New("storage: batch offsets not above the log end")
+	ErrRecordTooLarge    = errors.New("storage: batch larger than a segment can hold")
+	ErrInvalidConfig     = errors.New("storage: invalid config")
+	ErrUnknownPartition  = errors.New("storage: unknown partition")
+	ErrPartitionExists   = errors.New("storage: partition already exists")
+	ErrCorruptIndex      = errors.New("storage: corrupt index")
 	ErrCorruptCheckpoint = errors.New("storage: corrupt checkpoint file")
 )

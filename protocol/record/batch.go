@@ -77,13 +77,13 @@ const (
 
 // Attribute bits.
 const (
-	codecMask             = 0x07
-	timestampTypeBit      = 0x08
-	transactionalBit      = 0x10
-	controlBit            = 0x20
-	deleteHorizonBit      = 0x40
-	NoProducerID          = -1
-	NoSequence            = -1
+	codecMask              = 0x07
+	timestampTypeBit       = 0x08
+	transactionalBit       = 0x10
+	controlBit             = 0x20
+	deleteHorizonBit       = 0x40
+	NoProducerID           = -1
+	NoSequence             = -1
 	NoPartitionLeaderEpoch = -1
 )
 

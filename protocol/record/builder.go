@@ -38,7 +38,7 @@ func Build(dst []byte, h BatchHeader, recs []Record) ([]byte, error) {
 		raw = make([]byte, 0, 64*len(recs))
 	}
 	var lastDelta int32
-	maxTS := h.BaseTimestamp
+	maxTS := h.BaseTimestamp + recs[0].TimestampDelta // deltas may all be negative
 	for i := range recs {
 		r := &recs[i]
 		if r.OffsetDelta > lastDelta {

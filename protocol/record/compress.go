@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 
 	"github.com/klauspost/compress/gzip"
@@ -23,6 +24,12 @@ var xerialMagic = []byte{0x82, 'S', 'N', 'A', 'P', 'P', 'Y', 0}
 const (
 	xerialHeaderLen = 16
 	xerialBlockSize = 32 << 10 // the block size snappy-java writes
+
+	// maxZstdWindow is the largest zstd window accepted, the default limit
+	// of the zstd library Kafka uses (1<<ZSTD_WINDOWLOG_LIMIT_DEFAULT). The
+	// decoder allocates the window a frame declares before it decodes
+	// anything, so without a bound a 10-byte frame costs 512 MiB.
+	maxZstdWindow = 1 << 27
 )
 
 // Pools of (de)compressors: they hold large buffers worth keeping between
@@ -35,7 +42,7 @@ var (
 	zstdReaders = sync.Pool{New: func() any {
 		// Concurrency 1 decodes synchronously, so a pooled decoder owns no
 		// goroutines and needs no Close when the pool drops it.
-		d, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1))
+		d, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxWindow(maxZstdWindow))
 		if err != nil {
 			panic(err) // only bad options fail, and these are constant
 		}
@@ -163,14 +170,10 @@ func snappyBlock(dst, src []byte, limit int) ([]byte, error) {
 }
 
 // grow returns dst with room for n more bytes past its length, and its length
-// extended by n.
+// extended by n. It grows the capacity as append does, so that a xerial
+// stream of many blocks is not copied again for each block.
 func grow(dst []byte, n int) []byte {
-	if cap(dst)-len(dst) < n {
-		nd := make([]byte, len(dst), len(dst)+n)
-		copy(nd, dst)
-		dst = nd
-	}
-	return dst[:len(dst)+n]
+	return slices.Grow(dst, n)[:len(dst)+n]
 }
 
 // Compress appends src compressed with c to dst, framed as Kafka's Java

@@ -145,7 +145,8 @@ func Validate(b Batch, opts ValidateOptions) (BatchInfo, error) {
 			recErrs = append(recErrs, RecordError{Index: i,
 				Err: fmt.Errorf("%w: compacted topic cannot accept a record without a key", ErrInvalidRecord)})
 		}
-		if opts.CheckTimestamps && !b.LogAppendTime() && !withinBounds(ts, opts) {
+		// Kafka leaves records without a timestamp (-1) unchecked.
+		if opts.CheckTimestamps && !b.LogAppendTime() && ts != noTimestamp && !withinBounds(ts, opts) {
 			recErrs = append(recErrs, RecordError{Index: i,
 				Err: fmt.Errorf("%w: timestamp %d outside [now-%d, now+%d]", ErrInvalidTimestamp,
 					ts, opts.TimestampBeforeMax, opts.TimestampAfterMax)})
@@ -164,11 +165,17 @@ func Validate(b Batch, opts ValidateOptions) (BatchInfo, error) {
 	return info, nil
 }
 
+// noTimestamp is the timestamp of a record that has none.
+const noTimestamp = -1
+
+// withinBounds takes the distance between ts and Now in uint64: for
+// timestamps far apart (a base timestamp near math.MinInt64) Now-ts
+// overflows int64, and would let the record through.
 func withinBounds(ts int64, o ValidateOptions) bool {
-	if o.TimestampBeforeMax >= 0 && o.Now-ts > o.TimestampBeforeMax && o.Now > ts {
+	if o.TimestampBeforeMax >= 0 && ts < o.Now && uint64(o.Now)-uint64(ts) > uint64(o.TimestampBeforeMax) {
 		return false
 	}
-	if o.TimestampAfterMax >= 0 && ts-o.Now > o.TimestampAfterMax && ts > o.Now {
+	if o.TimestampAfterMax >= 0 && ts > o.Now && uint64(ts)-uint64(o.Now) > uint64(o.TimestampAfterMax) {
 		return false
 	}
 	return true
