@@ -184,11 +184,11 @@ func (s *segment) loadMaxTimestamp() {
 // indexBatchLocked records a batch appended at pos in the indexes and the
 // appender state.
 func (s *segment) indexBatchLocked(pos, size, lastOffset, maxTS int64) {
-	oe, te := s.ib.add(pos, size, lastOffset, maxTS)
-	if oe != nil {
+	oe, okO, te, okT := s.ib.add(pos, size, lastOffset, maxTS)
+	if okO {
 		s.idx.appendEntry(oe[:])
 	}
-	if te != nil {
+	if okT {
 		s.tidx.appendEntry(te[:])
 	}
 	s.publishMaxTS()
@@ -204,7 +204,7 @@ func (s *segment) publishMaxTS() {
 // sealLocked adds the final time index entry, so that the time index's last
 // entry holds the segment's max timestamp, as Kafka does on roll and close.
 func (s *segment) sealLocked() {
-	if te := s.ib.final(); te != nil {
+	if te, ok := s.ib.final(); ok {
 		s.tidx.appendEntry(te[:])
 	}
 }
@@ -231,7 +231,9 @@ func newIndexBuilder(base, interval int64) indexBuilder {
 	return indexBuilder{base: base, interval: interval, next: base, firstTS: -1, maxTS: -1, maxTSOffset: -1, lastTimeTS: -1}
 }
 
-func (ib *indexBuilder) add(pos, size, lastOffset, maxTS int64) (oe *[offsetEntrySize]byte, te *[timeEntrySize]byte) {
+// add accounts for a batch at pos and returns the index entries it gets:
+// an offset entry when okO, a time entry when okT.
+func (ib *indexBuilder) add(pos, size, lastOffset, maxTS int64) (oe [offsetEntrySize]byte, okO bool, te [timeEntrySize]byte, okT bool) {
 	if maxTS > ib.maxTS {
 		ib.maxTS, ib.maxTSOffset = maxTS, lastOffset
 	}
@@ -239,25 +241,23 @@ func (ib *indexBuilder) add(pos, size, lastOffset, maxTS int64) (oe *[offsetEntr
 		ib.firstTS = maxTS
 	}
 	if ib.bytesSince > ib.interval {
-		e := offsetEntry(uint32(lastOffset-ib.base), uint32(pos))
-		oe = &e
-		te = ib.final()
+		oe, okO = offsetEntry(uint32(lastOffset-ib.base), uint32(pos)), true
+		te, okT = ib.final()
 		ib.bytesSince = 0
 	}
 	ib.bytesSince += size
 	ib.next = lastOffset + 1
-	return oe, te
+	return oe, okO, te, okT
 }
 
 // final returns a time entry for the max timestamp so far when it is above
 // the last time entry.
-func (ib *indexBuilder) final() *[timeEntrySize]byte {
+func (ib *indexBuilder) final() ([timeEntrySize]byte, bool) {
 	if ib.maxTS < 0 || ib.maxTS <= ib.lastTimeTS {
-		return nil
+		return [timeEntrySize]byte{}, false
 	}
 	ib.lastTimeTS = ib.maxTS
-	e := timeEntry(ib.maxTS, uint32(ib.maxTSOffset-ib.base))
-	return &e
+	return timeEntry(ib.maxTS, uint32(ib.maxTSOffset-ib.base)), true
 }
 
 const defaultIndexInterval = 4096
@@ -374,11 +374,11 @@ func scanSegment(f io.ReaderAt, fileSize, base, interval int64, verify bool) sca
 			b.LastOffset()-base > math.MaxUint32) {
 			break
 		}
-		oe, te := res.ib.add(pos, size, b.LastOffset(), b.MaxTimestamp())
-		if oe != nil {
+		oe, okO, te, okT := res.ib.add(pos, size, b.LastOffset(), b.MaxTimestamp())
+		if okO {
 			res.idx = append(res.idx, oe[:]...)
 		}
-		if te != nil {
+		if okT {
 			res.tidx = append(res.tidx, te[:]...)
 		}
 		if e := b.PartitionLeaderEpoch(); e > lastEpoch {
@@ -414,7 +414,7 @@ func (s *segment) recoverLocked(interval int64) (scanResult, error) {
 	s.synced.Store(0)
 	s.ib = res.ib
 	if s.sealed {
-		if te := s.ib.final(); te != nil {
+		if te, ok := s.ib.final(); ok {
 			res.tidx = append(res.tidx, te[:]...)
 		}
 	}
@@ -440,7 +440,7 @@ func (s *segment) rebuildIndexes() error {
 		return fmt.Errorf("%w: %s: unreadable batch at %d below the recovery point", ErrCorruptIndex, s.logPath, res.validBytes)
 	}
 	ib := res.ib
-	if te := ib.final(); te != nil {
+	if te, ok := ib.final(); ok {
 		res.tidx = append(res.tidx, te[:]...)
 	}
 	s.idx.install(res.idx)

@@ -1,0 +1,118 @@
+// Package storage is Gregor's partition log: Kafka's on-disk layout of
+// segments and indexes, appends with offset assignment, zero-copy reads,
+// lookups by offset and timestamp, truncation, crash recovery and durable
+// group commit.
+//
+// # Layout
+//
+// A Manager owns one or more log dirs (log.dirs). Each holds:
+//
+//	<log.dir>/
+//	  .lock                                 flock'ed while a broker uses the dir
+//	  .kafka_cleanshutdown                  present only between a clean Close and the next open
+//	  recovery-point-offset-checkpoint      per partition: recovery starts at this offset's segment
+//	  log-start-offset-checkpoint           per partition: first offset readers may fetch
+//	  replication-offset-checkpoint         per partition: high watermark
+//	  <topic>-<partition>/                  one directory per partition log
+//	    00000000000000000000.log            segment: batches from offset 0
+//	    00000000000000000000.index          its sparse offset index
+//	    00000000000000000000.timeindex      its sparse time index
+//	    00000000000000004711.log            next segment, base offset 4711 ...
+//	    leader-epoch-checkpoint             leader epoch history
+//	    partition.metadata                  topic id
+//	  <topic>-<partition>.<n>-delete/       a partition being deleted (removed at open)
+//
+// Segment files are named by their base offset, the offset of their first
+// batch or lower, as 20 decimal digits. Files ending .deleted, .cleaned,
+// .swap or .tmp are leftovers of interrupted operations and are removed
+// when the log opens.
+//
+// # Segment file (.log)
+//
+// RecordBatch v2 batches back to back, exactly as producers and leaders sent
+// them, with the base offset and partition leader epoch patched at append.
+// The batch format is documented byte by byte in package record; a reader
+// needs only its first 12 bytes (base offset int64, batch length int32, both
+// big-endian) to step from batch to batch: the next batch starts
+// batch-length + 12 bytes later. Base offsets increase from batch to batch;
+// in a log that was never compacted they are dense (each batch starts at the
+// previous batch's last offset + 1).
+//
+// # Offset index (.index)
+//
+// 8-byte entries, no header, big-endian:
+//
+//	offset  size  field
+//	     0     4  relative offset  uint32: a batch's last offset - segment base offset
+//	     4     4  position         uint32: byte position of that batch in the .log
+//
+// Both fields strictly increase. An entry is written for a batch once more
+// than index.interval.bytes (4096) of batches were appended since the
+// previous entry (Kafka's rule; the first batch of a segment gets none). To
+// find offset o: take the last entry whose offset is at most o (or position
+// 0), then step through batch headers from its position to the first batch
+// whose last offset is at least o.
+//
+// # Time index (.timeindex)
+//
+// 12-byte entries, no header, big-endian:
+//
+//	offset  size  field
+//	     0     8  timestamp        int64: the largest batch max timestamp so far (ms)
+//	     8     4  relative offset  uint32: last offset of the batch that carried it - base
+//
+// An entry is written with each offset index entry when its timestamp is
+// above the last time entry's, and once more when the segment is rolled or
+// the log is closed, so the last entry holds the segment's max timestamp.
+// An entry (t, o) says: no record at an offset up to o has a timestamp
+// above t. To find the first record with timestamp at least ts: skip
+// segments whose max timestamp is below ts; in the first other segment take
+// the last entry with timestamp below ts, start at its offset + 1, and
+// decode batches whose max timestamp is at least ts.
+//
+// Index files hold only whole entries. Entries are kept in memory and
+// written out when a segment is rolled (then fsynced), and at Close; after a
+// crash, recovery rebuilds the indexes of every segment it scans, and an
+// index that is missing or fails its checks (size, order, positions inside
+// the segment) is rebuilt from the log when first used.
+//
+// # Checkpoint files
+//
+// Text, in Kafka's format: a version line "0", a line with the entry count
+// n, then n lines. The three per-dir files have lines
+// "<topic> <partition> <offset>"; leader-epoch-checkpoint has lines
+// "<epoch> <start offset>", both strictly increasing. For example:
+//
+//	0
+//	2
+//	orders 0 1042
+//	orders 1 977
+//
+// partition.metadata has two lines, "version: 0" and
+// "topic_id: <id>", the id being 16 bytes in unpadded base64url, as Kafka
+// prints topic ids. Every checkpoint is replaced atomically: written to
+// <name>.tmp, fsynced, renamed over <name>, then the directory fsynced.
+//
+// # Durability
+//
+// flush.messages keeps Kafka's meaning: the number of appended records
+// after which the log is fsynced before the append is acknowledged. Its
+// default here is 1, so every acknowledged append is on stable storage;
+// concurrent appends, to one or many partitions, share fsyncs (group
+// commit: Flush queues the log, and one syncer fsyncs every queued log per
+// round, in parallel). Setting it high gives Kafka's page-cache mode, with
+// flush.ms fsyncing in the background. A rolled segment is fsynced with its
+// indexes in the background; the recovery point then moves past it.
+//
+// # Recovery
+//
+// Close fsyncs everything, writes the checkpoints and then the
+// clean-shutdown marker; the next open skips recovery and reads only the
+// active segment's tail past its last index entry. Without the marker each
+// log scans its segments from the one holding its recovery point: every
+// batch must be whole, of magic 2, match its CRC-32C and start above the
+// previous batch's end. The file is cut at the first batch that fails,
+// later segments are deleted, the indexes and leader epochs are rebuilt from
+// what remains. Every batch that was fsynced before the crash remains:
+// fsynced bytes lie before any torn or lost write.
+package storage
