@@ -17,4 +17,8 @@ var (
 	ErrPartitionExists   = errors.New("storage: partition already exists")
 	ErrCorruptIndex      = errors.New("storage: corrupt index")
 	ErrCorruptCheckpoint = errors.New("storage: corrupt checkpoint file")
+	// Idempotent producer checks, mapped to INVALID_PRODUCER_EPOCH and
+	// OUT_OF_ORDER_SEQUENCE_NUMBER.
+	ErrInvalidProducerEpoch = errors.New("storage: producer epoch fenced")
+	ErrOutOfOrderSequence   = errors.New("storage: out of order sequence number")
 )

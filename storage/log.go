@@ -92,8 +92,9 @@ type Log struct {
 	failed        atomic.Pointer[error]
 	syncQueued    atomic.Bool
 
-	epochs *epochCache
-	notify notifier
+	epochs    *epochCache
+	producers *producerState // guarded by mu
+	notify    notifier
 
 	waiters struct {
 		sync.Mutex
@@ -245,7 +246,7 @@ func (l *Log) load(st OpenState) error {
 	}
 	hw := min(max(st.HighWatermark, logStart), leo)
 	l.setHWLocked(hw)
-	return nil
+	return l.loadProducerStateLocked()
 }
 
 // openActiveLocked restores the active segment's appender state after a
@@ -451,6 +452,9 @@ type AppendResult struct {
 	// NeedsFlush is set when the flush policy wants the append fsynced
 	// before it is acknowledged: call Flush(ctx, LastOffset+1).
 	NeedsFlush bool
+	// Duplicate is set when an idempotent producer retried a batch that is
+	// already in the log; the offsets are the original append's.
+	Duplicate bool
 }
 
 // Append writes a record set (whole batches back to back) to the end of the
@@ -478,9 +482,27 @@ func (l *Log) Append(set []byte, opts AppendOptions) (AppendResult, error) {
 	next := l.leo.Load()
 	first := int64(-1)
 	var maxTS int64 = -1
+	var prev record.Batch
 	it := record.NewIter(set)
 	for b, ok := it.Next(); ok; b, ok = it.Next() {
 		if opts.AssignOffsets {
+			if b.ProducerID() >= 0 {
+				var same record.Batch
+				if prev != nil && prev.ProducerID() == b.ProducerID() {
+					same = prev
+				}
+				dup, isDup, err := l.producers.check(b, same)
+				if err != nil {
+					return res, err
+				}
+				if isDup {
+					// A retry of a batch already in the log: answer with
+					// its offsets and append nothing, as Kafka does.
+					return AppendResult{FirstOffset: dup.firstOffset, LastOffset: dup.lastOffset,
+						LogStart: l.logStart.Load(), Duplicate: true,
+						NeedsFlush: dup.lastOffset >= l.durable.Load()}, nil
+				}
+			}
 			b.SetBaseOffset(next)
 			b.SetPartitionLeaderEpoch(opts.LeaderEpoch)
 		} else if b.BaseOffset() < next {
@@ -491,6 +513,7 @@ func (l *Log) Append(set []byte, opts AppendOptions) (AppendResult, error) {
 		}
 		next = b.NextOffset()
 		maxTS = max(maxTS, b.MaxTimestamp())
+		prev = b
 	}
 	if err := it.Err(); err != nil {
 		return res, err
@@ -518,6 +541,9 @@ func (l *Log) Append(set []byte, opts AppendOptions) (AppendResult, error) {
 			if _, err := l.epochs.assign(e, b.BaseOffset(), true); err != nil {
 				return res, l.fail(err)
 			}
+		}
+		if b.ProducerID() >= 0 {
+			l.producers.apply(b)
 		}
 	}
 	seg.size.Store(pos + int64(len(set)))
@@ -590,6 +616,9 @@ func (l *Log) rollLocked(base int64) (*segment, error) {
 	}
 	newSegs = append(newSegs, s)
 	l.segs.Store(&newSegs)
+	if err := l.writeSnapshotLocked(); err != nil {
+		return nil, l.fail(err)
+	}
 	l.logger.Debug("rolled segment", "base", base)
 	if l.syncer != nil {
 		l.syncer.request(l)

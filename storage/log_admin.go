@@ -84,6 +84,11 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 func (l *Log) afterTruncateLocked(leo int64) error {
 	l.mu.gen++
 	l.leo.Store(leo)
+	// Producer state: from the newest snapshot below the new end, then the
+	// batches that remain after it, as Kafka reloads it after truncation.
+	if err := l.loadProducerStateLocked(); err != nil {
+		return l.fail(err)
+	}
 	if l.durable.Load() > leo {
 		l.durable.Store(leo)
 	}
@@ -175,9 +180,13 @@ func (l *Log) Close() error {
 	l.mu.closed = true
 	segs := *l.segs.Load()
 	segs[len(segs)-1].sealLocked()
+	snapErr := l.writeSnapshotLocked()
 	l.mu.Unlock()
 
-	err := l.sync()
+	err := snapErr
+	if err == nil {
+		err = l.sync()
+	}
 	if err == nil {
 		for _, s := range segs {
 			if e := s.persistIndexes(true); e != nil {
