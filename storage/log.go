@@ -94,6 +94,7 @@ type Log struct {
 
 	epochs    *epochCache
 	producers *producerState // guarded by mu
+	autoHW    bool           // guarded by mu; see SetAutoHighWatermark
 	notify    notifier
 
 	waiters struct {
@@ -410,8 +411,34 @@ func (l *Log) Size() int64 {
 func (l *Log) SegmentCount() int { return len(*l.segs.Load()) }
 
 // Changed returns a channel closed at the next change of the log end, high
-// watermark or log start offset; fetch long-polls wait on it.
+// watermark or log start offset.
 func (l *Log) Changed() <-chan struct{} { return l.notify.wait() }
+
+// Subscribe makes every later change of the log end, high watermark or log
+// start offset send on ch, without blocking, until the returned function is
+// called. A fetch long-poll subscribes one channel to all its partitions.
+func (l *Log) Subscribe(ch chan<- struct{}) (unsubscribe func()) { return l.notify.subscribe(ch) }
+
+// SetAutoHighWatermark makes the high watermark follow the log by itself,
+// for a partition with no other replica: the durable offset when appends
+// are fsynced before they are acknowledged (so consumers never see a record
+// a crash could take back), else the log end. Off, the owner (replication)
+// sets it.
+func (l *Log) SetAutoHighWatermark(on bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.autoHW = on
+	if on {
+		target := l.leo.Load()
+		if l.cfg.Load().syncBeforeAck() {
+			target = l.durable.Load()
+		}
+		if target > l.hw.Load().offset {
+			l.setHWLocked(target)
+			l.notify.broadcast()
+		}
+	}
+}
 
 // Err returns the error that failed the log, or nil.
 func (l *Log) Err() error {
@@ -554,6 +581,9 @@ func (l *Log) Append(set []byte, opts AppendOptions) (AppendResult, error) {
 	res.LastOffset = next - 1
 	res.LogStart = l.logStart.Load()
 	res.NeedsFlush = next-l.durable.Load() >= cfg.FlushMessages
+	if l.autoHW && !cfg.syncBeforeAck() {
+		l.hw.Store(&offsetPos{offset: next, seg: seg, pos: seg.size.Load()})
+	}
 	l.notify.broadcast()
 	return res, nil
 }
@@ -655,6 +685,17 @@ func (l *Log) Flush(ctx context.Context, upTo int64) error {
 	}
 }
 
+// FlushAsync queues the log for the next group-commit round without
+// waiting (an acks=0 append, which nobody waits for, still becomes durable
+// and, with an automatic high watermark, visible).
+func (l *Log) FlushAsync() {
+	if l.syncer != nil {
+		l.syncer.request(l)
+		return
+	}
+	go l.sync() //nolint:errcheck // errors fail the log and reach its waiters
+}
+
 func (l *Log) wakeWaiters(durable int64, err error) {
 	l.waiters.Lock()
 	defer l.waiters.Unlock()
@@ -684,6 +725,7 @@ func (l *Log) sync() error {
 	gen := l.mu.gen
 	target := l.leo.Load()
 	segs := *l.segs.Load()
+	targetPos := offsetPos{offset: target, seg: segs[len(segs)-1], pos: segs[len(segs)-1].size.Load()}
 	type work struct {
 		s    *segment
 		size int64
@@ -724,6 +766,10 @@ func (l *Log) sync() error {
 	if l.mu.gen == gen {
 		if target > l.durable.Load() {
 			l.durable.Store(target)
+		}
+		if l.autoHW && l.cfg.Load().syncBeforeAck() && target > l.hw.Load().offset {
+			l.hw.Store(&targetPos)
+			l.notify.broadcast()
 		}
 		segs = *l.segs.Load()
 		rp := segs[len(segs)-1].base

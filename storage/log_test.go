@@ -450,3 +450,49 @@ func equalEpochs(a, b []epochEntry) bool {
 	}
 	return true
 }
+
+func TestAutoHighWatermark(t *testing.T) {
+	t.Parallel()
+	m, err := OpenManager(DefaultManagerConfig(t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	durableCfg := testConfig()
+	pageCacheCfg := testConfig()
+	pageCacheCfg.FlushMessages = 1 << 62
+	for name, cfg := range map[string]Config{"durable": durableCfg, "page-cache": pageCacheCfg} {
+		l, err := m.Create(TopicPartition{Topic: name, Partition: 0}, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.SetAutoHighWatermark(true)
+		wake := make(chan struct{}, 1)
+		unsubscribe := l.Subscribe(wake)
+		res, err := l.Append(makeBatch(t, 3, 100, 1, 1, record.CodecNone), AppendOptions{AssignOffsets: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-wake:
+		default:
+			t.Fatalf("%s: no wake-up after append", name)
+		}
+		if name == "durable" {
+			if hw := l.HighWatermark(); hw != 0 {
+				t.Fatalf("durable: high watermark %d before the flush, want 0", hw)
+			}
+			if err := l.Flush(context.Background(), res.LastOffset+1); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if hw := l.HighWatermark(); hw != 3 {
+			t.Fatalf("%s: high watermark %d, want 3", name, hw)
+		}
+		// Reads bounded by the high watermark see the batch.
+		if got := readAll(t, l, 0, l.HighWatermark()); len(got) != 1 {
+			t.Fatalf("%s: %d batches below the high watermark, want 1", name, len(got))
+		}
+		unsubscribe()
+	}
+}
