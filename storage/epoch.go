@@ -207,6 +207,21 @@ func (c *epochCache) endOffsetFor(epoch int32, logEnd int64) (int32, int64) {
 	return es[hi-1].epoch, es[hi].start
 }
 
+// epochFor returns the epoch under which offset was written: the last epoch
+// starting at or below it, or -1.
+func (c *epochCache) epochFor(offset int64) int32 {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	e := int32(-1)
+	for _, x := range c.mu.entries {
+		if x.start > offset {
+			break
+		}
+		e = x.epoch
+	}
+	return e
+}
+
 func (c *epochCache) snapshot() []epochEntry {
 	c.mu.RLock()
 	defer c.mu.RUnlock()

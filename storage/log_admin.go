@@ -159,6 +159,10 @@ func (l *Log) EndOffsetForEpoch(epoch int32) (int32, int64) {
 	return l.epochs.endOffsetFor(epoch, l.leo.Load())
 }
 
+// EpochForOffset is the leader epoch under which offset was written, from
+// the epoch history, or -1.
+func (l *Log) EpochForOffset(offset int64) int32 { return l.epochs.epochFor(offset) }
+
 // AssignEpoch records that a leader with epoch starts writing at the log
 // end, as a new leader does before its first append.
 func (l *Log) AssignEpoch(epoch int32) error {
