@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/gregor-io/gregor/protocol/record"
@@ -142,15 +141,6 @@ func randomBatches(t testing.TB, rng *rand.Rand, count int) [][]byte {
 		out = append(out, makeBatch(t, n, size, 1_000_000+int64(i)*10, uint64(i), codecs[rng.IntN(len(codecs))]))
 	}
 	return out
-}
-
-func listSegments(t testing.TB, dir string) []string {
-	t.Helper()
-	m, err := filepath.Glob(filepath.Join(dir, "*.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m
 }
 
 func fileSize(t testing.TB, path string) int64 {

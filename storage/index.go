@@ -84,7 +84,7 @@ func (ix *index) load(check func([]byte) error) error {
 		return fmt.Errorf("%w: %s has %d bytes, not a multiple of %d", ErrCorruptIndex, ix.path, len(buf), ix.entrySize)
 	}
 	if err := check(buf); err != nil {
-		return fmt.Errorf("%w: %s: %v", ErrCorruptIndex, ix.path, err)
+		return fmt.Errorf("%w: %s: %w", ErrCorruptIndex, ix.path, err)
 	}
 	ix.mu.Lock()
 	ix.mu.loaded, ix.mu.buf, ix.mu.persisted, ix.mu.fileLen = true, buf, len(buf), int64(len(buf))
@@ -107,21 +107,6 @@ func (ix *index) appendEntry(e []byte) {
 	ix.mu.Lock()
 	ix.mu.buf = append(ix.mu.buf, e...)
 	ix.mu.Unlock()
-}
-
-// truncateEntries keeps the first n entries. It copies what it keeps, so
-// readers holding the old slice keep a consistent view.
-func (ix *index) truncateEntries(n int) {
-	ix.mu.Lock()
-	defer ix.mu.Unlock()
-	keep := n * ix.entrySize
-	if keep >= len(ix.mu.buf) {
-		return
-	}
-	ix.mu.buf = append([]byte(nil), ix.mu.buf[:keep]...)
-	if ix.mu.persisted > keep {
-		ix.mu.persisted = keep
-	}
 }
 
 // persist writes the entries the file lacks (and cuts the file if it is

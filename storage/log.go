@@ -452,7 +452,7 @@ func (l *Log) Err() error {
 // stays, but nothing more is appended or flushed, as Kafka takes a log dir
 // offline after a failed write or fsync.
 func (l *Log) fail(err error) error {
-	wrapped := fmt.Errorf("%w: %v", ErrLogFailed, err)
+	wrapped := fmt.Errorf("%w: %w", ErrLogFailed, err)
 	if l.failed.CompareAndSwap(nil, &wrapped) {
 		l.logger.Error("log failed", "err", err)
 	}
@@ -727,13 +727,14 @@ func (l *Log) sync() error {
 	segs := *l.segs.Load()
 	targetPos := offsetPos{offset: target, seg: segs[len(segs)-1], pos: segs[len(segs)-1].size.Load()}
 	type work struct {
-		s    *segment
-		size int64
+		s      *segment
+		size   int64
+		sealed bool // read here, under mu: a roll sets it
 	}
 	var todo []work
 	for _, s := range segs {
 		if n := s.size.Load(); s.synced.Load() < n || (s.sealed && !s.idx.isPersisted()) {
-			todo = append(todo, work{s, n})
+			todo = append(todo, work{s, n, s.sealed})
 		}
 	}
 	l.firstUnsynced.Store(0)
@@ -755,7 +756,7 @@ func (l *Log) sync() error {
 			}
 			w.s.synced.Store(w.size)
 		}
-		if w.s.sealed {
+		if w.sealed {
 			if err := w.s.persistIndexes(true); err != nil {
 				return l.fail(err)
 			}
@@ -774,7 +775,7 @@ func (l *Log) sync() error {
 		segs = *l.segs.Load()
 		rp := segs[len(segs)-1].base
 		for _, s := range segs[:len(segs)-1] {
-			if s.synced.Load() < s.size.Load() || !s.idx.isPersisted() {
+			if s.synced.Load() < s.size.Load() || !s.idx.isPersisted() || !s.tidx.isPersisted() {
 				rp = s.base
 				break
 			}

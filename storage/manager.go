@@ -61,7 +61,7 @@ func (c ManagerConfig) Validate() error {
 	for _, d := range c.Dirs {
 		abs, err := filepath.Abs(d)
 		if err != nil {
-			return fmt.Errorf("%w: log dir %q: %v", ErrInvalidConfig, d, err)
+			return fmt.Errorf("%w: log dir %q: %w", ErrInvalidConfig, d, err)
 		}
 		if seen[abs] {
 			return fmt.Errorf("%w: log dir %q listed twice", ErrInvalidConfig, d)

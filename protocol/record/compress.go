@@ -76,7 +76,7 @@ func Decompress(dst []byte, c Codec, src []byte, limit int) ([]byte, error) {
 			err = zr.Reset(bytes.NewReader(src))
 		}
 		if err != nil {
-			return dst, fmt.Errorf("%w: gzip: %v", ErrCorrupt, err)
+			return dst, fmt.Errorf("%w: gzip: %w", ErrCorrupt, err)
 		}
 		defer gzipReaders.Put(zr)
 		return readLimited(dst, zr, limit, "gzip")
@@ -91,7 +91,7 @@ func Decompress(dst []byte, c Codec, src []byte, limit int) ([]byte, error) {
 		zr := zstdReaders.Get().(*zstd.Decoder)
 		defer zstdReaders.Put(zr)
 		if err := zr.Reset(bytes.NewReader(src)); err != nil {
-			return dst, fmt.Errorf("%w: zstd: %v", ErrCorrupt, err)
+			return dst, fmt.Errorf("%w: zstd: %w", ErrCorrupt, err)
 		}
 		return readLimited(dst, zr, limit, "zstd")
 	}
@@ -118,7 +118,7 @@ func readLimited(dst []byte, r io.Reader, limit int, codec string) ([]byte, erro
 			return dst, nil
 		}
 		if err != nil {
-			return dst[:start], fmt.Errorf("%w: %s: %v", ErrCorrupt, codec, err)
+			return dst[:start], fmt.Errorf("%w: %s: %w", ErrCorrupt, codec, err)
 		}
 	}
 }
@@ -155,7 +155,7 @@ func decodeSnappy(dst, src []byte, limit int) ([]byte, error) {
 func snappyBlock(dst, src []byte, limit int) ([]byte, error) {
 	n, err := snappy.DecodedLen(src)
 	if err != nil {
-		return dst, fmt.Errorf("%w: snappy: %v", ErrCorrupt, err)
+		return dst, fmt.Errorf("%w: snappy: %w", ErrCorrupt, err)
 	}
 	if n > limit {
 		return dst, ErrTooLarge
@@ -164,7 +164,7 @@ func snappyBlock(dst, src []byte, limit int) ([]byte, error) {
 	dst = grow(dst, n)
 	out, err := snappy.Decode(dst[start:start+n], src)
 	if err != nil {
-		return dst[:start], fmt.Errorf("%w: snappy: %v", ErrCorrupt, err)
+		return dst[:start], fmt.Errorf("%w: snappy: %w", ErrCorrupt, err)
 	}
 	return dst[:start+len(out)], nil
 }

@@ -1,0 +1,114 @@
+# Gregor's build, test and lint entry points. `make help` lists the targets.
+#
+# GOFLAGS from the environment (or `go env -w`) apply to every go command here,
+# as usual, and are not overridden; set them for one run with e.g.
+# `make test GOFLAGS=-v`. Flags that only some commands should get (-race,
+# -fuzz, -bench) are passed to those commands explicitly.
+
+SHELL := bash
+.DEFAULT_GOAL := build
+
+GO ?= go
+
+# Where `go install` puts tools: $GOBIN, else the first GOPATH entry's bin/.
+GOBIN ?= $(shell $(GO) env GOBIN)
+ifeq ($(strip $(GOBIN)),)
+GOBIN := $(firstword $(subst :, ,$(shell $(GO) env GOPATH)))/bin
+endif
+
+GOLANGCI_LINT_VERSION := v2.15.0
+GOLANGCI_LINT := $(GOBIN)/golangci-lint
+BENCHSTAT := $(GOBIN)/benchstat
+
+# `make run` settings.
+DATA_DIR ?= ./data
+LISTENERS ?= PLAINTEXT://localhost:9092
+
+FUZZTIME ?= 30s
+BENCHCOUNT ?= 5
+TEST_TIMEOUT ?= 20m
+
+# -race needs cgo, which Go turns off when no C compiler is installed; then the
+# tests run without it and say so.
+RACE ?= $(if $(filter 1,$(shell $(GO) env CGO_ENABLED)),-race)
+
+.PHONY: help build run test vet lint fmt fuzz bench clean golangci-lint
+
+help: ## List the targets.
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z-]+):.*## /  \1\t/' | expand -t 16
+
+build: ## Compile every package, and bin/gregor once cmd/gregor exists.
+	$(GO) build ./...
+	@if [ -d cmd/gregor ]; then \
+		echo "$(GO) build -o bin/gregor ./cmd/gregor"; \
+		$(GO) build -o bin/gregor ./cmd/gregor; \
+	fi
+
+run: ## Run a single-node broker on localhost:9092 with its data in ./data.
+	@if [ ! -d cmd/gregor ]; then \
+		echo "make run: there is no broker yet; cmd/gregor (gregor serve) arrives with the single-node broker issue." >&2; \
+		exit 1; \
+	fi
+	$(GO) build -o bin/gregor ./cmd/gregor
+	./bin/gregor serve --log.dirs $(DATA_DIR) --listeners $(LISTENERS)
+
+test: ## go vet, the unit tests with -race, then lint.
+	$(GO) vet ./...
+	@if [ -z "$(RACE)" ]; then echo "warning: cgo is off (no C compiler?), so the tests run WITHOUT -race" >&2; fi
+	$(GO) test $(RACE) -count=1 -timeout $(TEST_TIMEOUT) ./...
+	@$(MAKE) --no-print-directory lint
+
+vet: ## go vet only.
+	$(GO) vet ./...
+
+lint: golangci-lint ## golangci-lint with .golangci.yml (installs the pinned version).
+	$(GOLANGCI_LINT) run ./...
+
+fmt: golangci-lint ## Rewrite files with gofmt and goimports, as lint checks them.
+	$(GOLANGCI_LINT) fmt ./...
+
+# Installs golangci-lint $(GOLANGCI_LINT_VERSION) into $(GOBIN) unless that
+# version, built with the Go in use, is already there (golangci-lint refuses
+# modules that need a newer Go than it was built with).
+golangci-lint:
+	@want="has version $(GOLANGCI_LINT_VERSION:v%=%) built with $$($(GO) env GOVERSION) "; \
+	if ! "$(GOLANGCI_LINT)" version 2>/dev/null | grep -qF "$$want"; then \
+		echo "installing golangci-lint $(GOLANGCI_LINT_VERSION) into $(GOBIN) (takes a few minutes once)"; \
+		rm -f "$(GOLANGCI_LINT)"; \
+		GOBIN="$(GOBIN)" $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION); \
+	fi
+
+fuzz: ## Run every Fuzz target for FUZZTIME (default 30s), one at a time.
+	@set -eo pipefail; found=0; failed=(); \
+	for dir in $$($(GO) list -f '{{.Dir}}' ./...); do \
+		pkg=".$${dir#"$(CURDIR)"}"; \
+		for name in $$(sed -nE 's/^func (Fuzz[A-Za-z0-9_]*)\(.*\*testing\.F\).*/\1/p' "$$dir"/*_test.go 2>/dev/null); do \
+			found=$$((found + 1)); \
+			echo "$(GO) test -run='^\$$' -fuzz='^$$name\$$' -fuzztime=$(FUZZTIME) $$pkg"; \
+			$(GO) test -run='^$$' -fuzz="^$$name\$$" -fuzztime=$(FUZZTIME) "$$pkg" || failed+=("$$pkg $$name"); \
+		done; \
+	done; \
+	echo "fuzz: ran $$found target(s), $${#failed[@]} failed"; \
+	for f in "$${failed[@]}"; do echo "  FAILED $$f"; done; \
+	[ $${#failed[@]} -eq 0 ]
+
+bench: ## Benchmarks (BENCHCOUNT runs, default 5) into bench.out, then a benchstat summary.
+	@set -eo pipefail; pkgs=(); \
+	for dir in $$($(GO) list -f '{{.Dir}}' ./...); do \
+		if grep -qE '^func Benchmark[A-Za-z0-9_]*\(' "$$dir"/*_test.go 2>/dev/null; then pkgs+=(".$${dir#"$(CURDIR)"}"); fi; \
+	done; \
+	if [ $${#pkgs[@]} -eq 0 ]; then echo "bench: no benchmarks found"; exit 0; fi; \
+	echo "$(GO) test -run='^\$$' -bench=. -benchmem -count=$(BENCHCOUNT) $${pkgs[*]} | tee bench.out"; \
+	$(GO) test -run='^$$' -bench=. -benchmem -count=$(BENCHCOUNT) "$${pkgs[@]}" | tee bench.out; \
+	if [ ! -x "$(BENCHSTAT)" ]; then \
+		echo "installing benchstat into $(GOBIN)"; \
+		GOBIN="$(GOBIN)" $(GO) install golang.org/x/perf/cmd/benchstat@latest || true; \
+	fi; \
+	if [ -x "$(BENCHSTAT)" ]; then \
+		echo; echo "benchstat bench.out (medians):"; "$(BENCHSTAT)" bench.out; \
+	else \
+		echo "bench: benchstat unavailable; raw results are in bench.out"; \
+	fi
+
+clean: ## Remove bin/ and bench.out (./data, the broker's data, is kept).
+	rm -rf bin bench.out
