@@ -1,0 +1,196 @@
+package broker
+
+// Produce (key 0), versions 0-13.
+//
+// Versions 0-2 carry message formats v0/v1, which Kafka 4 no longer stores.
+// Kafka 4 still advertises them, because librdkafka refuses a broker that
+// does not (KAFKA-18659), and answers them with UNSUPPORTED_VERSION; so do
+// we. From v3 each partition carries exactly one RecordBatch v2. v13
+// addresses topics by id.
+//
+// A batch is checked as Kafka checks it (base offset 0, size against
+// max.message.bytes, CRC, magic, offset range, every record with keys for
+// compacted topics and timestamps against message.timestamp.*.max.ms), then
+// stored as sent: only the base offset, leader epoch and, for LogAppendTime
+// topics, the timestamp type and max timestamp are patched. acks=-1 and 1
+// answer once the batch is durable (flush.messages=1, the default) or
+// written (page-cache mode); acks=0 gets no response, and a connection
+// whose acks=0 produce failed is closed so the client refreshes metadata.
+// Transactional batches wait for the transactions issue: they get
+// INVALID_TXN_STATE.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/gregor-io/gregor/protocol"
+	"github.com/gregor-io/gregor/protocol/record"
+	"github.com/gregor-io/gregor/storage"
+)
+
+var produceAPI = handler{key: 0, min: 0, max: 13, handle: (*Broker).handleProduce}
+
+func (b *Broker) handleProduce(ctx context.Context, c *conn, hdr protocol.RequestHeader, r kmsg.Request) (kmsg.Response, error) {
+	req := r.(*kmsg.ProduceRequest)
+	resp := req.ResponseKind().(*kmsg.ProduceResponse)
+	byID := hdr.APIVersion >= 13
+	now := time.Now().UnixMilli()
+
+	type flushWait struct {
+		rp   *kmsg.ProduceResponseTopicPartition
+		log  *storage.Log
+		upTo int64
+	}
+	var waits []flushWait
+	failed := false
+	resp.Topics = make([]kmsg.ProduceResponseTopic, len(req.Topics))
+	for i := range req.Topics {
+		rt := &req.Topics[i]
+		out := &resp.Topics[i]
+		*out = kmsg.NewProduceResponseTopic()
+		out.Topic, out.TopicID = rt.Topic, rt.TopicID
+		out.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(rt.Partitions))
+		for j := range rt.Partitions {
+			rp := &out.Partitions[j]
+			*rp = kmsg.NewProduceResponseTopicPartition()
+			rp.Partition = rt.Partitions[j].Partition
+			rp.BaseOffset, rp.LogAppendTime, rp.LogStartOffset = -1, -1, -1
+			var code protocol.ErrorCode
+			switch {
+			case hdr.APIVersion < 3:
+				code = protocol.UnsupportedVersion
+			case req.Acks != -1 && req.Acks != 0 && req.Acks != 1:
+				code = protocol.InvalidRequiredAcks
+			default:
+				var res storage.AppendResult
+				var l *storage.Log
+				l, res, code = b.produceTo(rp, rt.Topic, rt.TopicID, byID, rt.Partitions[j].Records, req.Acks, now, c)
+				if code == protocol.None && res.NeedsFlush {
+					if req.Acks == 0 {
+						l.FlushAsync()
+					} else {
+						waits = append(waits, flushWait{rp: rp, log: l, upTo: res.LastOffset + 1})
+					}
+				}
+			}
+			if code != protocol.None {
+				failed = true
+				rp.ErrorCode = int16(code)
+				rp.BaseOffset = -1
+			}
+		}
+	}
+	if req.Acks == 0 {
+		if failed {
+			return nil, fmt.Errorf("%w: acks=0 produce failed", errCloseConn)
+		}
+		return nil, nil
+	}
+	if len(waits) > 0 {
+		// Every partition's flush is queued before any is waited for, so
+		// one group-commit round serves them all.
+		fctx, cancel := context.WithTimeout(ctx, time.Duration(max(req.TimeoutMillis, 0))*time.Millisecond)
+		defer cancel()
+		errs := make(chan error, len(waits))
+		for _, w := range waits {
+			go func() { errs <- w.log.Flush(fctx, w.upTo) }()
+		}
+		for range waits {
+			<-errs
+		}
+		for _, w := range waits {
+			if w.log.DurableOffset() >= w.upTo {
+				continue
+			}
+			code := protocol.RequestTimedOut
+			if err := w.log.Err(); err != nil {
+				code = protocol.KafkaStorageError
+			}
+			w.rp.ErrorCode = int16(code)
+			w.rp.BaseOffset = -1
+		}
+	}
+	return resp, nil
+}
+
+// produceTo validates and appends one partition's records, filling rp.
+func (b *Broker) produceTo(rp *kmsg.ProduceResponseTopicPartition, topic string, topicID [16]byte, byID bool,
+	records []byte, acks int16, now int64, c *conn) (*storage.Log, storage.AppendResult, protocol.ErrorCode) {
+	var res storage.AppendResult
+	p, code := b.lookupPartition(topic, topicID, byID, rp.Partition)
+	if code != protocol.None {
+		return nil, res, code
+	}
+	set := p.settings.Load()
+	if p.internal && c.clientID != "__admin_client" {
+		return nil, res, protocol.InvalidTopicException
+	}
+	if acks == -1 && int32(len(p.isr())) < set.minInsyncReplicas {
+		return nil, res, protocol.NotEnoughReplicas
+	}
+	batch, rest, err := record.Parse(records)
+	if err != nil {
+		if len(records) == 0 {
+			return nil, res, protocol.InvalidRecord
+		}
+		return nil, res, protocol.CorruptMessage
+	}
+	if len(rest) != 0 {
+		// Since v3 a partition's records are exactly one batch.
+		return nil, res, protocol.InvalidRecord
+	}
+	if int64(len(batch)) > int64(set.maxMessageBytes) {
+		return nil, res, protocol.MessageTooLarge
+	}
+	if batch.Magic() == record.Magic && batch.BaseOffset() != 0 {
+		return nil, res, protocol.InvalidRecord
+	}
+	if batch.Magic() == record.Magic && batch.Transactional() {
+		return nil, res, protocol.InvalidTxnState
+	}
+	info, err := record.Validate(batch, record.ValidateOptions{
+		Records:            true,
+		RequireKeys:        set.compacted,
+		CheckTimestamps:    !set.logAppendTime,
+		Now:                now,
+		TimestampBeforeMax: set.timestampBeforeMaxMs,
+		TimestampAfterMax:  set.timestampAfterMaxMs,
+		MaxDecompressed:    max(int(b.cfg.SocketRequestMaxBytes), 64<<20),
+	})
+	if err != nil {
+		code := protocol.ErrorCodeFor(err)
+		var recErrs record.RecordErrors
+		if errors.As(err, &recErrs) {
+			for _, re := range recErrs {
+				er := kmsg.NewProduceResponseTopicPartitionErrorRecord()
+				er.RelativeOffset = re.Index
+				msg := re.Err.Error()
+				er.ErrorMessage = &msg
+				rp.ErrorRecords = append(rp.ErrorRecords, er)
+			}
+		}
+		msg := err.Error()
+		rp.ErrorMessage = &msg
+		return nil, res, code
+	}
+	if set.logAppendTime {
+		batch.SetLogAppendTime(now)
+		rp.LogAppendTime = now
+	} else if info.MaxTimestamp != batch.MaxTimestamp() {
+		batch.SetMaxTimestamp(info.MaxTimestamp)
+	}
+	res, err = p.log.Append(batch, storage.AppendOptions{AssignOffsets: true, LeaderEpoch: p.leaderEpoch.Load()})
+	if err != nil {
+		return nil, res, errorCode(err)
+	}
+	rp.BaseOffset = res.FirstOffset
+	rp.LogStartOffset = res.LogStart
+	if res.Duplicate {
+		rp.LogAppendTime = -1
+	}
+	return p.log, res, protocol.None
+}

@@ -1,0 +1,292 @@
+package broker
+
+// Fetch (key 1), versions 4-18.
+//
+// Serves the stored batches as they are, without decoding them: each
+// partition's bytes are one range of one segment file, from the batch
+// holding the fetch offset, bounded by the partition's max bytes, the
+// response's max bytes and the high watermark (read_uncommitted) or last
+// stable offset (read_committed; equal to the high watermark until
+// transactions exist). The first partition that returns data returns at
+// least one whole batch (KIP-74). A range may end inside a batch, as
+// Kafka's do; clients drop a partial last batch.
+//
+// Long polls wait for min_bytes up to max_wait_ms, woken by appends and
+// high watermark moves on the partitions asked for. Fetch sessions (v7+,
+// KIP-227) are kept per broker; see fetch_session.go. v9+ checks the
+// current leader epoch (FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH); v12+
+// reports a diverging epoch when last_fetched_epoch shows the fetcher's log
+// went past the end of that epoch here; v13+ names topics by id. Follower
+// fetches (a replica id >= 0) read up to the log end.
+
+import (
+	"context"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/gregor-io/gregor/protocol"
+	"github.com/gregor-io/gregor/storage"
+)
+
+var fetchAPI = handler{key: 1, min: 4, max: 18, handle: (*Broker).handleFetch}
+
+// fetchResult is one partition's part of a fetch round.
+type fetchResult struct {
+	code                  protocol.ErrorCode
+	hw, lso, logStart     int64
+	records               []byte
+	divergingEpoch        int32
+	divergingEnd          int64
+	hasDiverging          bool
+	leaderID, leaderEpoch int32
+}
+
+func (b *Broker) handleFetch(ctx context.Context, c *conn, hdr protocol.RequestHeader, r kmsg.Request) (kmsg.Response, error) {
+	req := r.(*kmsg.FetchRequest)
+	resp := req.ResponseKind().(*kmsg.FetchResponse)
+	byID := hdr.APIVersion >= 13
+	replicaID := req.ReplicaID
+	if hdr.APIVersion >= 15 {
+		replicaID = req.ReplicaState.ID
+	}
+	now := time.Now()
+
+	var items []*sessionPartition
+	full := true
+	var sess *fetchSession
+	switch {
+	case req.SessionEpoch == sessionEpochFinal || hdr.APIVersion < 7:
+		// No session, or the client closes its session and asks for a
+		// full fetch without one.
+		if req.SessionID != 0 {
+			b.sessions.remove(req.SessionID)
+		}
+		items = requestedPartitions(req, byID)
+	case req.SessionEpoch == sessionEpochInitial:
+		if req.SessionID != 0 {
+			b.sessions.remove(req.SessionID)
+		}
+		items = requestedPartitions(req, byID)
+		sess = b.sessions.create(items, now)
+		resp.SessionID = sess.id
+		sess.mu.Lock()
+		defer sess.mu.Unlock()
+	default:
+		sess = b.sessions.get(req.SessionID)
+		if sess == nil {
+			resp.ErrorCode = int16(protocol.FetchSessionIDNotFound)
+			return resp, nil
+		}
+		sess.mu.Lock()
+		defer sess.mu.Unlock()
+		if req.SessionEpoch != sess.mu.epoch {
+			resp.ErrorCode = int16(protocol.InvalidFetchSessionEpoch)
+			return resp, nil
+		}
+		sess.updateLocked(requestedPartitions(req, byID), forgottenPartitions(req, byID))
+		sess.mu.epoch = nextSessionEpoch(sess.mu.epoch)
+		sess.mu.lastUsed = now
+		resp.SessionID = sess.id
+		items = sess.mu.parts
+		full = false
+	}
+
+	// Subscribe before the first read, so an append between the read and
+	// the wait still wakes the wait.
+	wait := time.Duration(max(req.MaxWaitMillis, 0)) * time.Millisecond
+	var wake chan struct{}
+	if wait > 0 && req.MinBytes > 0 {
+		wake = make(chan struct{}, 1)
+		seen := map[*storage.Log]bool{}
+		for _, it := range items {
+			if p, code := b.lookupPartition(it.key.topic, it.key.topicID, byID, it.key.partition); code == protocol.None && !seen[p.log] {
+				seen[p.log] = true
+				defer p.log.Subscribe(wake)()
+			}
+		}
+	}
+	var timer *time.Timer
+	var results []fetchResult
+	for {
+		var total int64
+		var failed bool
+		results, total, failed = b.fetchRound(items, req, byID, replicaID)
+		if total >= int64(req.MinBytes) || failed || wake == nil {
+			break
+		}
+		if timer == nil {
+			timer = time.NewTimer(wait)
+			defer timer.Stop()
+		}
+		select {
+		case <-wake:
+			continue
+		case <-timer.C:
+		case <-ctx.Done():
+		}
+		results, _, _ = b.fetchRound(items, req, byID, replicaID)
+		break
+	}
+
+	served := map[sessionKey]bool{}
+	for i, it := range items {
+		res := &results[i]
+		if !full && res.code == protocol.None && len(res.records) == 0 && !res.hasDiverging &&
+			res.hw == it.sentHW && res.lso == it.sentLSO && res.logStart == it.sentLogStart {
+			continue // nothing new for this partition in an incremental response
+		}
+		it.sentHW, it.sentLSO, it.sentLogStart = res.hw, res.lso, res.logStart
+		if len(res.records) > 0 {
+			served[it.key] = true
+		}
+		n := len(resp.Topics)
+		if n == 0 || resp.Topics[n-1].Topic != it.key.topic || resp.Topics[n-1].TopicID != it.key.topicID {
+			t := kmsg.NewFetchResponseTopic()
+			t.Topic, t.TopicID = it.key.topic, it.key.topicID
+			resp.Topics = append(resp.Topics, t)
+			n++
+		}
+		rp := kmsg.NewFetchResponseTopicPartition()
+		rp.Partition = it.key.partition
+		rp.ErrorCode = int16(res.code)
+		rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = res.hw, res.lso, res.logStart
+		rp.RecordBatches = res.records
+		rp.PreferredReadReplica = -1
+		if res.hasDiverging {
+			rp.DivergingEpoch.Epoch, rp.DivergingEpoch.EndOffset = res.divergingEpoch, res.divergingEnd
+		}
+		if res.code == protocol.NotLeaderOrFollower || res.code == protocol.FencedLeaderEpoch {
+			rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = res.leaderID, res.leaderEpoch
+		}
+		resp.Topics[n-1].Partitions = append(resp.Topics[n-1].Partitions, rp)
+	}
+	if sess != nil {
+		sess.rotateLocked(served)
+	}
+	return resp, nil
+}
+
+// fetchRound reads every item once. total is the bytes read; failed is set
+// when a partition has an error, which answers the fetch at once.
+func (b *Broker) fetchRound(items []*sessionPartition, req *kmsg.FetchRequest, byID bool, replicaID int32) ([]fetchResult, int64, bool) {
+	results := make([]fetchResult, len(items))
+	var total int64
+	failed := false
+	budget := int64(req.MaxBytes)
+	if budget <= 0 {
+		budget = 0
+	}
+	minOne := true
+	for i, it := range items {
+		res := &results[i]
+		res.hw, res.lso, res.logStart = -1, -1, -1
+		p, code := b.lookupPartition(it.key.topic, it.key.topicID, byID, it.key.partition)
+		if code != protocol.None {
+			res.code = code
+			failed = true
+			continue
+		}
+		l := p.log
+		res.hw = l.HighWatermark()
+		res.lso = res.hw
+		res.logStart = l.LogStartOffset()
+		epoch := p.leaderEpoch.Load()
+		if code := checkLeaderEpoch(it.currentLeaderEpoch, epoch); code != protocol.None {
+			res.code, res.leaderID, res.leaderEpoch = code, b.cfg.NodeID, epoch
+			failed = true
+			continue
+		}
+		if it.lastFetchedEpoch >= 0 {
+			e, end := l.EndOffsetForEpoch(it.lastFetchedEpoch)
+			if e < it.lastFetchedEpoch || end < it.fetchOffset {
+				res.hasDiverging, res.divergingEpoch, res.divergingEnd = true, e, end
+				continue
+			}
+		}
+		maxOffset := res.hw
+		if replicaID >= 0 {
+			maxOffset = l.LogEndOffset()
+		}
+		limit := min(int64(max(it.maxBytes, 0)), budget)
+		rr, err := l.Read(storage.ReadOptions{
+			Offset: it.fetchOffset, MaxBytes: limit, MaxOffset: maxOffset, MinOneBatch: minOne,
+		})
+		if err != nil {
+			res.code = errorCode(err)
+			failed = true
+			continue
+		}
+		if rr.Len > 0 {
+			buf, err := rr.AppendTo(nil)
+			if err != nil {
+				rr.Release()
+				res.code = protocol.KafkaStorageError
+				failed = true
+				continue
+			}
+			res.records = buf
+			total += rr.Len
+			budget -= min(rr.Len, budget)
+			minOne = false
+		}
+		rr.Release()
+	}
+	return results, total, failed
+}
+
+// checkLeaderEpoch compares a request's current leader epoch (-1: none)
+// with the partition's (KIP-320).
+func checkLeaderEpoch(requested, current int32) protocol.ErrorCode {
+	switch {
+	case requested < 0 || requested == current:
+		return protocol.None
+	case requested < current:
+		return protocol.FencedLeaderEpoch
+	default:
+		return protocol.UnknownLeaderEpoch
+	}
+}
+
+func requestedPartitions(req *kmsg.FetchRequest, byID bool) []*sessionPartition {
+	var out []*sessionPartition
+	for i := range req.Topics {
+		t := &req.Topics[i]
+		for j := range t.Partitions {
+			p := &t.Partitions[j]
+			k := sessionKey{partition: p.Partition}
+			if byID {
+				k.topicID = t.TopicID
+			} else {
+				k.topic = t.Topic
+			}
+			sp := newSessionPartition(k)
+			sp.fetchOffset, sp.maxBytes = p.FetchOffset, p.PartitionMaxBytes
+			sp.currentLeaderEpoch, sp.lastFetchedEpoch = p.CurrentLeaderEpoch, p.LastFetchedEpoch
+			if req.Version < 12 {
+				sp.lastFetchedEpoch = -1
+			}
+			if req.Version < 9 {
+				sp.currentLeaderEpoch = -1
+			}
+			out = append(out, sp)
+		}
+	}
+	return out
+}
+
+func forgottenPartitions(req *kmsg.FetchRequest, byID bool) []sessionKey {
+	var out []sessionKey
+	for _, t := range req.ForgottenTopics {
+		for _, p := range t.Partitions {
+			k := sessionKey{partition: p}
+			if byID {
+				k.topicID = t.TopicID
+			} else {
+				k.topic = t.Topic
+			}
+			out = append(out, k)
+		}
+	}
+	return out
+}

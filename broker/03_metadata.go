@@ -1,0 +1,147 @@
+package broker
+
+// Metadata (key 3), versions 0-13.
+//
+// Brokers, cluster id and controller come from the registry's cached view;
+// topics with their partitions' leader, leader epoch (v7+), replicas, ISR
+// and offline replicas (v5+), and topic ids (v10+). A null topic list (v1+)
+// or an empty one (v0) asks for every topic; v10+ may name topics by id
+// (UNKNOWN_TOPIC_ID when unknown). With auto.create.topics.enable and the
+// request's allow_auto_topic_creation (v4+; always before v4), an unknown
+// topic with a valid name is created with num.partitions and
+// default.replication.factor; unlike Kafka, whose creation completes
+// asynchronously and answers LEADER_NOT_AVAILABLE first, the topic is
+// created before the response and returned whole. Internal topics are
+// never auto-created here. Authorized operations (v8+) are all operations,
+// there being no authorizer yet.
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sort"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/gregor-io/gregor/coordinator/cluster"
+	"github.com/gregor-io/gregor/protocol"
+)
+
+var metadataAPI = handler{key: 3, min: 0, max: 13, handle: (*Broker).handleMetadata}
+
+// Kafka's ACL operation bits for topics (READ 3, WRITE 4, CREATE 5, DELETE
+// 6, ALTER 7, DESCRIBE 8, DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11) and the
+// cluster, reported when a client asks for authorized operations.
+const (
+	topicOperations   int32 = 1<<3 | 1<<4 | 1<<5 | 1<<6 | 1<<7 | 1<<8 | 1<<10 | 1<<11
+	clusterOperations int32 = 1<<4 | 1<<5 | 1<<7 | 1<<8 | 1<<9 | 1<<10 | 1<<11 | 1<<12
+	operationsOmitted int32 = -2147483648
+)
+
+func (b *Broker) handleMetadata(ctx context.Context, c *conn, hdr protocol.RequestHeader, r kmsg.Request) (kmsg.Response, error) {
+	req := r.(*kmsg.MetadataRequest)
+	resp := req.ResponseKind().(*kmsg.MetadataResponse)
+	md := b.cluster.Snapshot()
+	all := req.Topics == nil || (hdr.APIVersion == 0 && len(req.Topics) == 0)
+	autoCreate := b.cfg.AutoCreateTopicsEnable && (hdr.APIVersion < 4 || req.AllowAutoTopicCreation)
+
+	// Create what is missing first, so the response is built from one view.
+	if !all && autoCreate {
+		created := false
+		for _, t := range req.Topics {
+			if t.Topic == nil || md.Topics[*t.Topic] != nil || validTopicName(*t.Topic) != nil || internalTopics[*t.Topic] {
+				continue
+			}
+			if err := b.autoCreateTopic(ctx, *t.Topic); err != nil && !errors.Is(err, cluster.ErrTopicExists) {
+				b.logger.Warn("auto-creating a topic failed", "topic", *t.Topic, "err", err)
+			}
+			created = true
+		}
+		if created {
+			md = b.cluster.Snapshot()
+		}
+	}
+
+	for _, br := range md.Brokers {
+		mb := kmsg.NewMetadataResponseBroker()
+		mb.NodeID, mb.Host, mb.Port, mb.Rack = br.NodeID, br.Host, br.Port, br.Rack
+		resp.Brokers = append(resp.Brokers, mb)
+	}
+	id := md.ClusterID
+	resp.ClusterID = &id
+	resp.ControllerID = md.ControllerID
+	resp.AuthorizedOperations = operationsOmitted
+	if req.IncludeClusterAuthorizedOperations {
+		resp.AuthorizedOperations = clusterOperations
+	}
+
+	if all {
+		names := make([]string, 0, len(md.Topics))
+		for name := range md.Topics {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		for _, name := range names {
+			resp.Topics = append(resp.Topics, b.describeTopic(md, md.Topics[name], req))
+		}
+		return resp, nil
+	}
+	for _, rt := range req.Topics {
+		var t *cluster.Topic
+		switch {
+		case rt.Topic != nil:
+			t = md.Topics[*rt.Topic]
+		case rt.TopicID != [16]byte{}:
+			t = md.TopicsByID[cluster.TopicID(rt.TopicID)]
+		}
+		if t != nil {
+			resp.Topics = append(resp.Topics, b.describeTopic(md, t, req))
+			continue
+		}
+		mt := kmsg.NewMetadataResponseTopic()
+		mt.Topic, mt.TopicID = rt.Topic, rt.TopicID
+		mt.AuthorizedOperations = operationsOmitted
+		switch {
+		case rt.Topic == nil:
+			mt.ErrorCode = int16(protocol.UnknownTopicID)
+		case validTopicName(*rt.Topic) != nil:
+			mt.ErrorCode = int16(protocol.InvalidTopicException)
+		case autoCreate && !internalTopics[*rt.Topic]:
+			// The creation failed or is not visible yet.
+			mt.ErrorCode = int16(protocol.LeaderNotAvailable)
+		default:
+			mt.ErrorCode = int16(protocol.UnknownTopicOrPartition)
+		}
+		resp.Topics = append(resp.Topics, mt)
+	}
+	return resp, nil
+}
+
+func (b *Broker) describeTopic(md *cluster.Metadata, t *cluster.Topic, req *kmsg.MetadataRequest) kmsg.MetadataResponseTopic {
+	mt := kmsg.NewMetadataResponseTopic()
+	name := t.Name
+	mt.Topic = &name
+	mt.TopicID = t.ID
+	mt.IsInternal = internalTopics[t.Name]
+	mt.AuthorizedOperations = operationsOmitted
+	if req.IncludeTopicAuthorizedOperations {
+		mt.AuthorizedOperations = topicOperations
+	}
+	for i, st := range t.Partitions {
+		mp := kmsg.NewMetadataResponseTopicPartition()
+		mp.Partition = int32(i)
+		mp.Leader, mp.LeaderEpoch = st.Leader, st.LeaderEpoch
+		mp.Replicas, mp.ISR = st.Replicas, st.ISR
+		for _, r := range st.Replicas {
+			if _, live := md.Broker(r); !live {
+				mp.OfflineReplicas = append(mp.OfflineReplicas, r)
+			}
+		}
+		if _, live := md.Broker(st.Leader); !live || !slices.Contains(st.ISR, st.Leader) {
+			mp.ErrorCode = int16(protocol.LeaderNotAvailable)
+			mp.Leader = -1
+		}
+		mt.Partitions = append(mt.Partitions, mp)
+	}
+	return mt
+}

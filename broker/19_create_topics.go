@@ -1,0 +1,123 @@
+package broker
+
+// CreateTopics (key 19), versions 2-7.
+//
+// Each topic is checked as Kafka's controller checks it: a legal name not
+// colliding with another once '.' and '_' are treated alike, partitions and
+// replication factor (-1 for the broker defaults) or an explicit
+// assignment (not both), replicas on registered brokers, and configs known
+// and valid (INVALID_CONFIG with Kafka's message). validate_only stops
+// there. A topic named twice in one request fails with INVALID_REQUEST.
+// v5+ responses carry the partition count, replication factor and every
+// topic config's resolved value and source; v7 the new topic id. The
+// response comes after this broker holds the new partitions' logs.
+
+import (
+	"context"
+	"sort"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/gregor-io/gregor/broker/configs"
+	"github.com/gregor-io/gregor/coordinator/cluster"
+	"github.com/gregor-io/gregor/protocol"
+)
+
+var createTopicsAPI = handler{key: 19, min: 2, max: 7, handle: (*Broker).handleCreateTopics}
+
+func (b *Broker) handleCreateTopics(ctx context.Context, _ *conn, hdr protocol.RequestHeader, r kmsg.Request) (kmsg.Response, error) {
+	req := r.(*kmsg.CreateTopicsRequest)
+	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
+	count := map[string]int{}
+	for _, t := range req.Topics {
+		count[t.Topic]++
+	}
+	for _, rt := range req.Topics {
+		out := kmsg.NewCreateTopicsResponseTopic()
+		out.Topic = rt.Topic
+		out.NumPartitions, out.ReplicationFactor = -1, -1
+		if count[rt.Topic] > 1 {
+			setTopicError(&out, newTopicError(protocol.InvalidRequest,
+				"Create topics request from client contains duplicate topic %s.", rt.Topic))
+			resp.Topics = append(resp.Topics, out)
+			continue
+		}
+		treq := topicRequest{name: rt.Topic, partitions: rt.NumPartitions, replication: rt.ReplicationFactor}
+		if len(rt.ReplicaAssignment) > 0 {
+			as, err := assignmentsFromRequest(rt.ReplicaAssignment)
+			if err != nil {
+				setTopicError(&out, err)
+				resp.Topics = append(resp.Topics, out)
+				continue
+			}
+			treq.assignments = as
+		}
+		if len(rt.Configs) > 0 {
+			treq.configs = map[string]*string{}
+			for _, c := range rt.Configs {
+				treq.configs[c.Name] = c.Value
+			}
+		}
+		md := b.cluster.Snapshot()
+		spec, err := b.planTopic(md, treq)
+		if err == nil && !req.ValidateOnly {
+			var t cluster.Topic
+			t, err = b.createTopic(ctx, spec)
+			spec.ID = t.ID
+			md = b.cluster.Snapshot()
+		}
+		if err != nil {
+			setTopicError(&out, err)
+			resp.Topics = append(resp.Topics, out)
+			continue
+		}
+		out.TopicID = spec.ID
+		out.NumPartitions = int32(len(spec.Assignments))
+		out.ReplicationFactor = int16(len(spec.Assignments[0]))
+		if hdr.APIVersion >= 5 {
+			out.Configs = b.describeNewTopicConfigs(md, spec.Configs)
+		}
+		resp.Topics = append(resp.Topics, out)
+	}
+	return resp, nil
+}
+
+// assignmentsFromRequest orders explicit assignments by partition, which
+// must be 0..n-1.
+func assignmentsFromRequest(in []kmsg.CreateTopicsRequestTopicReplicaAssignment) ([][]int32, error) {
+	out := make([][]int32, len(in))
+	for _, a := range in {
+		if a.Partition < 0 || int(a.Partition) >= len(in) || out[a.Partition] != nil {
+			return nil, newTopicError(protocol.InvalidReplicaAssignment,
+				"Partitions should be 0-based consecutive numbers; got partition %d.", a.Partition)
+		}
+		out[a.Partition] = a.Replicas
+	}
+	return out, nil
+}
+
+// describeNewTopicConfigs lists every topic config's value and source for
+// a topic with the given overrides, as CreateTopics v5+ responses do.
+func (b *Broker) describeNewTopicConfigs(md *cluster.Metadata, overrides map[string]string) []kmsg.CreateTopicsResponseTopicConfig {
+	defs := configs.Topics()
+	out := make([]kmsg.CreateTopicsResponseTopicConfig, 0, len(defs))
+	for _, d := range defs {
+		v, src, _ := configs.Resolve(d.Name, overrides, md.BrokerConfigs[b.cfg.NodeID], md.BrokerConfigs[-1], b.staticConfigs())
+		c := kmsg.NewCreateTopicsResponseTopicConfig()
+		c.Name, c.Source, c.IsSensitive = d.Name, int8(src), d.Sensitive
+		if src != configs.SourceDefault || !d.NullDefault {
+			val := v
+			c.Value = &val
+		}
+		out = append(out, c)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+func setTopicError(out *kmsg.CreateTopicsResponseTopic, err error) {
+	code := errorCode(err)
+	msg := err.Error()
+	out.ErrorCode, out.ErrorMessage = int16(code), &msg
+	out.NumPartitions, out.ReplicationFactor = -1, -1
+}

@@ -1,0 +1,75 @@
+package broker
+
+// DeleteTopics (key 20), versions 1-6.
+//
+// Topics by name (all versions) or, from v6, by id. An unknown name is
+// UNKNOWN_TOPIC_OR_PARTITION, an unknown id UNKNOWN_TOPIC_ID; naming both a
+// name and an id, or neither, is INVALID_REQUEST. The registry removes the
+// topic, its partition states and configs in one transaction; this broker
+// deletes its logs before answering, the others when they see the change.
+
+import (
+	"context"
+	"errors"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/gregor-io/gregor/coordinator/cluster"
+	"github.com/gregor-io/gregor/protocol"
+)
+
+var deleteTopicsAPI = handler{key: 20, min: 1, max: 6, handle: (*Broker).handleDeleteTopics}
+
+func (b *Broker) handleDeleteTopics(ctx context.Context, _ *conn, hdr protocol.RequestHeader, r kmsg.Request) (kmsg.Response, error) {
+	req := r.(*kmsg.DeleteTopicsRequest)
+	resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
+	topics := req.Topics
+	if hdr.APIVersion < 6 {
+		topics = nil
+		for _, name := range req.TopicNames {
+			n := name
+			topics = append(topics, kmsg.DeleteTopicsRequestTopic{Topic: &n})
+		}
+	}
+	deleted := false
+	for _, rt := range topics {
+		out := kmsg.NewDeleteTopicsResponseTopic()
+		out.Topic, out.TopicID = rt.Topic, rt.TopicID
+		md := b.cluster.Snapshot()
+		var err error
+		switch {
+		case rt.Topic != nil && rt.TopicID != [16]byte{}, rt.Topic == nil && rt.TopicID == [16]byte{}:
+			err = newTopicError(protocol.InvalidRequest, "Either the topic name or the topic id must be given, not both.")
+		case rt.Topic != nil:
+			if t := md.Topics[*rt.Topic]; t != nil {
+				out.TopicID = t.ID
+			}
+			err = b.cluster.DeleteTopic(ctx, *rt.Topic)
+			if errors.Is(err, cluster.ErrUnknownTopic) {
+				err = newTopicError(protocol.UnknownTopicOrPartition, "This server does not host this topic-partition.")
+			}
+		default:
+			if t := md.TopicsByID[cluster.TopicID(rt.TopicID)]; t != nil {
+				name := t.Name
+				out.Topic = &name
+			}
+			err = b.cluster.DeleteTopicByID(ctx, cluster.TopicID(rt.TopicID))
+			if errors.Is(err, cluster.ErrUnknownTopic) {
+				err = newTopicError(protocol.UnknownTopicID, "This server does not host this topic ID.")
+			}
+		}
+		if err != nil {
+			msg := err.Error()
+			out.ErrorCode, out.ErrorMessage = int16(errorCode(err)), &msg
+		} else {
+			deleted = true
+		}
+		resp.Topics = append(resp.Topics, out)
+	}
+	if deleted {
+		if err := b.syncPartitions(b.cluster.Snapshot()); err != nil {
+			b.logger.Error("deleting logs of deleted topics failed", "err", err)
+		}
+	}
+	return resp, nil
+}

@@ -1,0 +1,112 @@
+package broker
+
+// CreatePartitions (key 37), versions 0-3.
+//
+// Grows a topic to count partitions, placing the new ones as Kafka does or
+// as the request's assignment says (one replica list per new partition, of
+// the topic's replication factor, on registered brokers). A count at or
+// below the current one is INVALID_PARTITIONS with Kafka's message; a topic
+// named twice is INVALID_REQUEST; validate_only checks without writing.
+// Every requested topic gets a result.
+
+import (
+	"context"
+	"errors"
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/gregor-io/gregor/coordinator/cluster"
+	"github.com/gregor-io/gregor/protocol"
+)
+
+var createPartitionsAPI = handler{key: 37, min: 0, max: 3, handle: (*Broker).handleCreatePartitions}
+
+func (b *Broker) handleCreatePartitions(ctx context.Context, _ *conn, _ protocol.RequestHeader, r kmsg.Request) (kmsg.Response, error) {
+	req := r.(*kmsg.CreatePartitionsRequest)
+	resp := req.ResponseKind().(*kmsg.CreatePartitionsResponse)
+	count := map[string]int{}
+	for _, t := range req.Topics {
+		count[t.Topic]++
+	}
+	changed := false
+	for _, rt := range req.Topics {
+		out := kmsg.NewCreatePartitionsResponseTopic()
+		out.Topic = rt.Topic
+		var err error
+		if count[rt.Topic] > 1 {
+			err = newTopicError(protocol.InvalidRequest, "Duplicate topic in request: %s.", rt.Topic)
+		} else {
+			var as [][]int32
+			as, err = b.planPartitions(b.cluster.Snapshot(), rt)
+			if err == nil && !req.ValidateOnly {
+				err = b.cluster.CreatePartitions(ctx, rt.Topic, rt.Count, as)
+				if errors.Is(err, cluster.ErrInvalidPartitions) {
+					err = newTopicError(protocol.InvalidPartitions, "%v", err)
+				}
+				changed = changed || err == nil
+			}
+		}
+		if err != nil {
+			msg := err.Error()
+			out.ErrorCode, out.ErrorMessage = int16(errorCode(err)), &msg
+		}
+		resp.Topics = append(resp.Topics, out)
+	}
+	if changed {
+		if err := b.syncPartitions(b.cluster.Snapshot()); err != nil {
+			b.logger.Error("opening logs of new partitions failed", "err", err)
+		}
+	}
+	return resp, nil
+}
+
+func (b *Broker) planPartitions(md *cluster.Metadata, rt kmsg.CreatePartitionsRequestTopic) ([][]int32, error) {
+	t := md.Topics[rt.Topic]
+	if t == nil {
+		return nil, newTopicError(protocol.UnknownTopicOrPartition, "The topic '%s' does not exist.", rt.Topic)
+	}
+	cur := int32(len(t.Partitions))
+	switch {
+	case rt.Count < cur:
+		return nil, newTopicError(protocol.InvalidPartitions,
+			"Topic currently has %d partitions, which is higher than the requested %d.", cur, rt.Count)
+	case rt.Count == cur:
+		return nil, newTopicError(protocol.InvalidPartitions, "Topic already has %d partitions.", cur)
+	}
+	rf := len(t.Partitions[0].Replicas)
+	brokers := make([]int32, 0, len(md.Brokers))
+	for _, br := range md.Brokers {
+		brokers = append(brokers, br.NodeID)
+	}
+	add := rt.Count - cur
+	if rt.Assignment == nil {
+		if rf > len(brokers) {
+			return nil, newTopicError(protocol.InvalidReplicationFactor,
+				"Unable to replicate the partition %d time(s): only %d broker(s) are registered.", rf, len(brokers))
+		}
+		return assignReplicas(brokers, add, int16(rf)), nil
+	}
+	if int32(len(rt.Assignment)) != add {
+		return nil, newTopicError(protocol.InvalidReplicaAssignment,
+			"Increasing the number of partitions by %d but %d assignments provided.", add, len(rt.Assignment))
+	}
+	out := make([][]int32, len(rt.Assignment))
+	for i, a := range rt.Assignment {
+		if len(a.Replicas) != rf {
+			return nil, newTopicError(protocol.InvalidReplicaAssignment,
+				"Inconsistent replication factor between partitions, partition 0 has %d while partition %d has replicas %v.",
+				rf, cur+int32(i), a.Replicas)
+		}
+		for j, r := range a.Replicas {
+			if !slices.Contains(brokers, r) {
+				return nil, newTopicError(protocol.InvalidReplicaAssignment, "Unknown broker %d in assignment of partition %d.", r, cur+int32(i))
+			}
+			if slices.Contains(a.Replicas[:j], r) {
+				return nil, newTopicError(protocol.InvalidReplicaAssignment, "Duplicate brokers not allowed in replica assignment: %v.", a.Replicas)
+			}
+		}
+		out[i] = a.Replicas
+	}
+	return out, nil
+}

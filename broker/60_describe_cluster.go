@@ -1,0 +1,46 @@
+package broker
+
+// DescribeCluster (key 60), versions 0-2.
+//
+// Cluster id, controller and the live brokers from the registry. Brokers
+// are the only endpoint type served: a v1+ request for controller endpoints
+// (endpoint_type 2) gets UNSUPPORTED_ENDPOINT_TYPE, as a Kafka broker
+// answers. No broker is ever fenced here: a broker whose registration lease
+// lapsed is gone from the list.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/gregor-io/gregor/protocol"
+)
+
+var describeClusterAPI = handler{key: 60, min: 0, max: 2, handle: (*Broker).handleDescribeCluster}
+
+const endpointTypeBrokers = 1
+
+func (b *Broker) handleDescribeCluster(_ context.Context, _ *conn, hdr protocol.RequestHeader, r kmsg.Request) (kmsg.Response, error) {
+	req := r.(*kmsg.DescribeClusterRequest)
+	resp := req.ResponseKind().(*kmsg.DescribeClusterResponse)
+	resp.EndpointType = endpointTypeBrokers
+	if hdr.APIVersion >= 1 && req.EndpointType != endpointTypeBrokers {
+		resp.ErrorCode = int16(protocol.UnsupportedEndpointType)
+		msg := "The request was sent to an endpoint of type BROKER, but we wanted an endpoint of type CONTROLLER"
+		resp.ErrorMessage = &msg
+		return resp, nil
+	}
+	md := b.cluster.Snapshot()
+	resp.ClusterID = md.ClusterID
+	resp.ControllerID = md.ControllerID
+	resp.ClusterAuthorizedOperations = operationsOmitted
+	if req.IncludeClusterAuthorizedOperations {
+		resp.ClusterAuthorizedOperations = clusterOperations
+	}
+	for _, br := range md.Brokers {
+		out := kmsg.NewDescribeClusterResponseBroker()
+		out.NodeID, out.Host, out.Port, out.Rack = br.NodeID, br.Host, br.Port, br.Rack
+		resp.Brokers = append(resp.Brokers, out)
+	}
+	return resp, nil
+}

@@ -1,0 +1,344 @@
+// Package broker serves the Kafka protocol: it wires the storage, the
+// cluster registry and the protocol layer together, and holds one file per
+// API key (NN_name.go) with the handler for that API and the versions it
+// serves. ApiVersions is built from those handlers, so nothing is
+// advertised that is not served.
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/gregor-io/gregor/coordinator/cluster"
+	"github.com/gregor-io/gregor/protocol"
+	"github.com/gregor-io/gregor/storage"
+)
+
+// handlers lists every API the broker serves.
+var handlers = []handler{
+	produceAPI,
+	fetchAPI,
+	listOffsetsAPI,
+	metadataAPI,
+	apiVersionsAPI,
+	createTopicsAPI,
+	deleteTopicsAPI,
+	initProducerIDAPI,
+	offsetForLeaderEpochAPI,
+	createPartitionsAPI,
+	describeClusterAPI,
+}
+
+// Broker is one Gregor broker.
+//
+// Start order: storage (recovery), cluster registry (embedded etcd when no
+// endpoints), local partitions from the metadata, Kafka listeners, admin
+// HTTP. Close runs it backwards: listeners and connections first, so no
+// request runs against a closing log; then the admin server, the
+// registration and the registry; the logs last, which writes the
+// clean-shutdown marker.
+type Broker struct {
+	cfg    Config
+	logger *slog.Logger
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	apis     *protocol.Registry
+	handlers map[int16]*handler
+	sessions *fetchSessions
+	metrics  *metrics
+
+	logs    *storage.Manager
+	cluster *cluster.Cluster
+
+	syncMu sync.Mutex // serialises syncPartitions
+	parts  atomic.Pointer[partitionTable]
+
+	producerIDs struct {
+		sync.Mutex
+		next, end int64
+	}
+
+	listeners []net.Listener
+	admin     *http.Server
+	adminLn   net.Listener
+
+	conns struct {
+		sync.Mutex
+		m      map[*conn]struct{}
+		closed bool
+	}
+}
+
+// New checks cfg and builds a broker; Start starts it.
+func New(cfg Config) (*Broker, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	b := &Broker{cfg: cfg, logger: logger, apis: &protocol.Registry{}, handlers: map[int16]*handler{},
+		sessions: newFetchSessions(1000), metrics: newMetrics(cfg.Registerer)}
+	for i := range handlers {
+		h := &handlers[i]
+		b.apis.Register(h.key, h.min, h.max)
+		b.handlers[h.key] = h
+	}
+	b.parts.Store(&partitionTable{byName: map[string][]*partition{}, names: map[cluster.TopicID]string{}})
+	b.conns.m = map[*conn]struct{}{}
+	return b, nil
+}
+
+// Start opens the logs and the registry and starts serving. On error,
+// whatever was started is stopped again.
+func (b *Broker) Start(ctx context.Context) (err error) {
+	b.ctx, b.cancel = context.WithCancel(context.Background())
+	defer func() {
+		if err != nil {
+			b.Close()
+		}
+	}()
+	mcfg := storage.DefaultManagerConfig(b.cfg.LogDirs...)
+	mcfg.Logger = b.logger
+	logs, err := storage.OpenManager(mcfg)
+	if err != nil {
+		return fmt.Errorf("open logs: %w", err)
+	}
+	b.logs = logs
+
+	ccfg := cluster.DefaultConfig()
+	ccfg.Endpoints = b.cfg.EtcdEndpoints
+	ccfg.DataDir = b.cfg.LogDirs[0]
+	ccfg.ClientListenAddr, ccfg.PeerListenAddr = b.cfg.EtcdClientAddr, b.cfg.EtcdPeerAddr
+	ccfg.NodeID = b.cfg.NodeID
+	ccfg.SessionTTL = b.cfg.SessionTimeout
+	cl, err := cluster.Open(ctx, ccfg, b.logger.With("component", "cluster"))
+	if err != nil {
+		return fmt.Errorf("open cluster registry: %w", err)
+	}
+	b.cluster = cl
+
+	if err := b.syncPartitions(cl.Snapshot()); err != nil {
+		return err
+	}
+	for _, spec := range b.cfg.Listeners {
+		l, _ := ParseListener(spec)
+		ln, err := net.Listen("tcp", net.JoinHostPort(l.Host, strconv.Itoa(int(l.Port))))
+		if err != nil {
+			return fmt.Errorf("listen %s: %w", spec, err)
+		}
+		b.listeners = append(b.listeners, ln)
+		b.goTracked(func() { b.serve(ln, l.Name) })
+	}
+	if err := b.register(ctx); err != nil {
+		return err
+	}
+	b.goTracked(b.watchMetadata)
+	if b.cfg.AdminListener != "" {
+		if err := b.startAdmin(); err != nil {
+			return err
+		}
+	}
+	b.logger.Info("broker started", "node_id", b.cfg.NodeID, "listeners", b.Addrs(), "cluster_id", cl.ClusterID(),
+		"log_dirs", b.cfg.LogDirs)
+	return nil
+}
+
+// register registers the broker in the cluster. A broker restarted after a
+// crash finds its previous registration still held by a lease that has not
+// expired yet; it retries until that lease lapses (at most the session
+// timeout) or ctx ends.
+func (b *Broker) register(ctx context.Context) error {
+	host, port := b.advertised()
+	info := cluster.BrokerInfo{NodeID: b.cfg.NodeID, Host: host, Port: port, Rack: b.rack()}
+	for {
+		err := b.cluster.Register(ctx, info)
+		if !errors.Is(err, cluster.ErrNodeIDInUse) {
+			if err != nil {
+				return fmt.Errorf("register broker: %w", err)
+			}
+			return nil
+		}
+		b.logger.Info("waiting for the previous registration of this node id to expire", "err", err)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("register broker: %w", err)
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// advertised returns the host and port clients are told to use for the
+// first listener.
+func (b *Broker) advertised() (string, int32) {
+	spec := b.cfg.Listeners[0]
+	if len(b.cfg.AdvertisedListeners) > 0 {
+		spec = b.cfg.AdvertisedListeners[0]
+	}
+	l, _ := ParseListener(spec)
+	if l.Port == 0 && len(b.listeners) > 0 {
+		l.Port = int32(b.listeners[0].Addr().(*net.TCPAddr).Port)
+	}
+	if l.Host == "" || l.Host == "0.0.0.0" || l.Host == "::" {
+		l.Host = "localhost"
+	}
+	return l.Host, l.Port
+}
+
+func (b *Broker) rack() *string {
+	if b.cfg.Rack == "" {
+		return nil
+	}
+	r := b.cfg.Rack
+	return &r
+}
+
+// Addrs returns the bound Kafka listener addresses.
+func (b *Broker) Addrs() []string {
+	out := make([]string, len(b.listeners))
+	for i, ln := range b.listeners {
+		out[i] = ln.Addr().String()
+	}
+	return out
+}
+
+// AdminAddr returns the bound admin HTTP address, or "".
+func (b *Broker) AdminAddr() string {
+	if b.adminLn == nil {
+		return ""
+	}
+	return b.adminLn.Addr().String()
+}
+
+// ClusterID returns the cluster id.
+func (b *Broker) ClusterID() string { return b.cluster.ClusterID() }
+
+// watchMetadata keeps the local partitions in line with the registry.
+func (b *Broker) watchMetadata() {
+	for {
+		ch := b.cluster.Changed()
+		select {
+		case <-b.ctx.Done():
+			return
+		case <-ch:
+		}
+		if err := b.syncPartitions(b.cluster.Snapshot()); err != nil {
+			b.logger.Error("applying metadata failed", "err", err)
+		}
+	}
+}
+
+func (b *Broker) startAdmin() error {
+	ln, err := net.Listen("tcp", b.cfg.AdminListener)
+	if err != nil {
+		return fmt.Errorf("listen admin %s: %w", b.cfg.AdminListener, err)
+	}
+	b.adminLn = ln
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Write([]byte("ok\n"))
+	})
+	if b.cfg.Gatherer != nil {
+		mux.Handle("/metrics", promhttp.HandlerFor(b.cfg.Gatherer, promhttp.HandlerOpts{EnableOpenMetrics: true}))
+	}
+	b.admin = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	b.goTracked(func() {
+		if err := b.admin.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			b.logger.Error("admin server failed", "err", err)
+		}
+	})
+	return nil
+}
+
+// goTracked starts a goroutine that Close waits for.
+func (b *Broker) goTracked(fn func()) {
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		fn()
+	}()
+}
+
+// trackConn adds or removes an open connection; adding fails once the
+// broker is closing.
+func (b *Broker) trackConn(c *conn, add bool) bool {
+	b.conns.Lock()
+	defer b.conns.Unlock()
+	if !add {
+		delete(b.conns.m, c)
+		return true
+	}
+	if b.conns.closed {
+		return false
+	}
+	b.conns.m[c] = struct{}{}
+	return true
+}
+
+// Close shuts the broker down in the order the type's comment states.
+func (b *Broker) Close() error {
+	if b.cancel == nil {
+		return nil
+	}
+	b.cancel()
+	for _, ln := range b.listeners {
+		ln.Close()
+	}
+	b.conns.Lock()
+	b.conns.closed = true
+	for c := range b.conns.m {
+		c.close()
+	}
+	b.conns.Unlock()
+	if b.admin != nil {
+		b.admin.Close()
+	}
+	b.wg.Wait()
+	var errs []error
+	if b.cluster != nil {
+		errs = append(errs, b.cluster.Close())
+	}
+	if b.logs != nil {
+		errs = append(errs, b.logs.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// nextProducerID hands out a producer id from the block this broker holds,
+// taking a new block from the registry when it runs out.
+func (b *Broker) nextProducerID(ctx context.Context) (int64, error) {
+	b.producerIDs.Lock()
+	defer b.producerIDs.Unlock()
+	if b.producerIDs.next >= b.producerIDs.end {
+		first, count, err := b.cluster.AllocateProducerIDs(ctx)
+		if err != nil {
+			return 0, err
+		}
+		b.producerIDs.next, b.producerIDs.end = first, first+count
+	}
+	id := b.producerIDs.next
+	b.producerIDs.next++
+	return id, nil
+}
+
+// apiVersionsResponse lists the served API ranges.
+func (b *Broker) apiVersionsResponse() *kmsg.ApiVersionsResponse {
+	resp := kmsg.NewPtrApiVersionsResponse()
+	b.apis.AppendAPIVersions(resp)
+	return resp
+}

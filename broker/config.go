@@ -1,0 +1,154 @@
+package broker
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// ErrInvalidConfig is returned by Config.Validate.
+var ErrInvalidConfig = errors.New("broker: invalid config")
+
+// Config is a broker's configuration. Fields that mean what a Kafka broker
+// config means carry its name in the comment and its default in
+// DefaultConfig; cmd/gregor maps the dotted names onto the fields.
+type Config struct {
+	// NodeID identifies the broker in the cluster (node.id).
+	NodeID int32
+	// Listeners are the addresses the Kafka protocol is served on
+	// (listeners), as NAME://host:port; port 0 picks a free port.
+	Listeners []string
+	// AdvertisedListeners are the addresses clients are told to use
+	// (advertised.listeners); empty means the bound listeners.
+	AdvertisedListeners []string
+	// Rack is the broker's rack (broker.rack), or empty.
+	Rack string
+	// LogDirs hold the partition logs (log.dirs).
+	LogDirs []string
+	// AdminListener is the host:port of the HTTP server for metrics and
+	// health checks (admin.listener); empty disables it.
+	AdminListener string
+
+	// EtcdEndpoints are the client URLs of an external etcd cluster
+	// (etcd.endpoints); empty starts an embedded member in the first log dir.
+	EtcdEndpoints []string
+	// EtcdClientAddr and EtcdPeerAddr are the embedded member's listen
+	// addresses (etcd.client.addr, etcd.peer.addr); port 0 picks free ports.
+	EtcdClientAddr string
+	EtcdPeerAddr   string
+	// SessionTimeout bounds how long a dead broker stays registered
+	// (broker.session.timeout.ms).
+	SessionTimeout time.Duration
+
+	// NumPartitions is the partition count of auto-created topics and of
+	// CreateTopics requests with -1 (num.partitions).
+	NumPartitions int32
+	// DefaultReplicationFactor likewise (default.replication.factor).
+	DefaultReplicationFactor int16
+	// AutoCreateTopicsEnable lets Metadata requests create topics
+	// (auto.create.topics.enable).
+	AutoCreateTopicsEnable bool
+	// MessageMaxBytes is the largest record batch accepted
+	// (message.max.bytes), the default of topics' max.message.bytes.
+	MessageMaxBytes int32
+	// SocketRequestMaxBytes is the largest request frame accepted
+	// (socket.request.max.bytes); larger ones close the connection.
+	SocketRequestMaxBytes int32
+
+	// StaticTopicDefaults are broker-level settings of topic-config
+	// synonyms given at start-up (log.segment.bytes, log.retention.hours,
+	// log.flush.interval.messages, ...), by their broker config names.
+	StaticTopicDefaults map[string]string
+
+	// Logger receives the broker's logs; nil discards them.
+	Logger *slog.Logger
+	// Registerer takes the broker's metrics; nil registers none.
+	Registerer prometheus.Registerer
+	// Gatherer serves /metrics on the admin listener; nil serves none.
+	Gatherer prometheus.Gatherer
+}
+
+// DefaultConfig returns Kafka's defaults for a single node with data in
+// ./data, serving on localhost:9092.
+func DefaultConfig() Config {
+	return Config{
+		NodeID:                   1,
+		Listeners:                []string{"PLAINTEXT://localhost:9092"},
+		LogDirs:                  []string{"./data"},
+		AdminListener:            "localhost:9644",
+		EtcdClientAddr:           "127.0.0.1:2379",
+		EtcdPeerAddr:             "127.0.0.1:2380",
+		SessionTimeout:           9 * time.Second,
+		NumPartitions:            1,
+		DefaultReplicationFactor: 1,
+		AutoCreateTopicsEnable:   true,
+		MessageMaxBytes:          1048588,
+		SocketRequestMaxBytes:    100 << 20,
+	}
+}
+
+// Listener is a parsed listeners entry.
+type Listener struct {
+	Name string
+	Host string
+	Port int32
+}
+
+// ParseListener parses NAME://host:port. Only plaintext listeners exist so
+// far, so the name is kept as given.
+func ParseListener(s string) (Listener, error) {
+	name, addr, ok := strings.Cut(s, "://")
+	if !ok || name == "" {
+		return Listener{}, fmt.Errorf("%w: listener %q is not NAME://host:port", ErrInvalidConfig, s)
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return Listener{}, fmt.Errorf("%w: listener %q: %w", ErrInvalidConfig, s, err)
+	}
+	p, err := strconv.ParseUint(port, 10, 16)
+	if err != nil {
+		return Listener{}, fmt.Errorf("%w: listener %q: bad port", ErrInvalidConfig, s)
+	}
+	return Listener{Name: strings.ToUpper(name), Host: host, Port: int32(p)}, nil
+}
+
+// Validate checks the config.
+func (c *Config) Validate() error {
+	if c.NodeID < 0 {
+		return fmt.Errorf("%w: node.id %d below 0", ErrInvalidConfig, c.NodeID)
+	}
+	if len(c.Listeners) == 0 {
+		return fmt.Errorf("%w: no listeners", ErrInvalidConfig)
+	}
+	for _, l := range append(append([]string(nil), c.Listeners...), c.AdvertisedListeners...) {
+		if _, err := ParseListener(l); err != nil {
+			return err
+		}
+	}
+	if len(c.AdvertisedListeners) > 0 && len(c.AdvertisedListeners) != len(c.Listeners) {
+		return fmt.Errorf("%w: advertised.listeners must name as many listeners as listeners", ErrInvalidConfig)
+	}
+	if len(c.LogDirs) == 0 {
+		return fmt.Errorf("%w: no log.dirs", ErrInvalidConfig)
+	}
+	switch {
+	case c.NumPartitions < 1:
+		return fmt.Errorf("%w: num.partitions %d below 1", ErrInvalidConfig, c.NumPartitions)
+	case c.DefaultReplicationFactor < 1:
+		return fmt.Errorf("%w: default.replication.factor %d below 1", ErrInvalidConfig, c.DefaultReplicationFactor)
+	case c.MessageMaxBytes < 0:
+		return fmt.Errorf("%w: message.max.bytes %d below 0", ErrInvalidConfig, c.MessageMaxBytes)
+	case c.SocketRequestMaxBytes < 1:
+		return fmt.Errorf("%w: socket.request.max.bytes %d below 1", ErrInvalidConfig, c.SocketRequestMaxBytes)
+	case c.SessionTimeout < time.Second || c.SessionTimeout > math.MaxInt32*time.Millisecond:
+		return fmt.Errorf("%w: broker.session.timeout.ms out of range", ErrInvalidConfig)
+	}
+	return nil
+}

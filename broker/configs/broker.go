@@ -1,0 +1,309 @@
+package configs
+
+// The broker configs of Kafka 4.1 that Gregor describes: every broker
+// synonym of a topic config, plus the core settings a broker reports.
+// Update modes are Kafka's: the primary broker synonym of each topic config
+// is cluster-wide dynamic, its secondary synonyms in other units
+// (log.retention.hours, log.roll.hours, ...) are read-only, and listener
+// settings can only be changed per broker.
+//
+// Names Kafka knows that are missing here are treated as unknown: accepted
+// and stored as they are in broker configs, as Kafka does with custom
+// configs, but not validated.
+
+// brokerFamilies are Kafka's DynamicBrokerConfig.brokerConfigSynonyms: the
+// names one broker setting goes by, in order of precedence.
+// log.flush.scheduler.interval.ms stands alone: it is a fallback of
+// log.flush.interval.ms, not the other way round.
+var brokerFamilies = map[string][]string{
+	"log.roll.ms":           {"log.roll.ms", "log.roll.hours"},
+	"log.roll.hours":        {"log.roll.ms", "log.roll.hours"},
+	"log.roll.jitter.ms":    {"log.roll.jitter.ms", "log.roll.jitter.hours"},
+	"log.roll.jitter.hours": {"log.roll.jitter.ms", "log.roll.jitter.hours"},
+	"log.flush.interval.ms": {"log.flush.interval.ms", "log.flush.scheduler.interval.ms"},
+	"log.retention.ms":      {"log.retention.ms", "log.retention.minutes", "log.retention.hours"},
+	"log.retention.minutes": {"log.retention.ms", "log.retention.minutes", "log.retention.hours"},
+	"log.retention.hours":   {"log.retention.ms", "log.retention.minutes", "log.retention.hours"},
+}
+
+const defaultSecurityProtocolMap = "SASL_SSL:SASL_SSL,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT"
+
+var brokerDefs = []*Def{
+	// Identity and listeners.
+	{
+		Name: "node.id", Type: TypeInt, Default: "-1",
+		Doc: "Id of this node in the cluster. Required; -1 means unset.",
+	},
+	{
+		Name: "broker.id", Type: TypeInt, Default: "-1",
+		Doc: "Older name of the broker's id; when set it must equal node.id.",
+	},
+	{
+		Name: "listeners", Type: TypeString, Default: "PLAINTEXT://:9092", Update: UpdatePerBroker,
+		Doc: "Comma-separated listener URIs the broker binds to, as NAME://host:port. An empty host binds the default interface, 0.0.0.0 all of them.",
+	},
+	{
+		Name: "advertised.listeners", Type: TypeString, NullDefault: true, Update: UpdatePerBroker,
+		Doc: "Listener URIs given to clients in metadata when they differ from listeners, for example behind NAT or a load balancer. Unset means listeners is advertised.",
+	},
+	{
+		Name: "listener.security.protocol.map", Type: TypeString, Default: defaultSecurityProtocolMap, Update: UpdatePerBroker,
+		Doc: "Security protocol of each listener name, as NAME:PROTOCOL pairs separated by commas.",
+	},
+	{
+		Name: "log.dirs", Type: TypeString, NullDefault: true,
+		Doc: "Comma-separated directories holding partition data. Unset means log.dir is used.",
+	},
+	{
+		Name: "log.dir", Type: TypeString, Default: "/tmp/kafka-logs",
+		Doc: "Directory holding partition data when log.dirs is not set.",
+	},
+
+	// Topic creation defaults.
+	{
+		Name: "num.partitions", Type: TypeInt, Default: "1", check: atLeast(1),
+		Doc: "Partition count of topics created automatically or without a partition count.",
+	},
+	{
+		Name: "default.replication.factor", Type: TypeInt, Default: "1",
+		Doc: "Replication factor of topics created automatically or without a replication factor.",
+	},
+	{
+		Name: "auto.create.topics.enable", Type: TypeBoolean, Default: "true",
+		Doc: "Whether a Metadata request for a topic that does not exist creates it with the default settings.",
+	},
+
+	// Requests and connections.
+	{
+		Name: "message.max.bytes", Type: TypeInt, Default: "1048588", check: atLeast(0), Update: UpdateClusterWide,
+		Doc: "Largest record batch the broker accepts, after compression; topics override it with max.message.bytes.",
+	},
+	{
+		Name: "socket.request.max.bytes", Type: TypeInt, Default: "104857600", check: atLeast(1),
+		Doc: "Largest request the broker reads from a connection; a larger size prefix closes the connection.",
+	},
+	{
+		Name: "queued.max.requests", Type: TypeInt, Default: "500", check: atLeast(1),
+		Doc: "Number of received requests that may wait for a handler before the broker stops reading from connections.",
+	},
+	{
+		Name: "connections.max.idle.ms", Type: TypeLong, Default: "600000",
+		Doc: "Time after which an idle client connection is closed.",
+	},
+	{
+		Name: "max.connections", Type: TypeInt, Default: maxInt32, check: atLeast(0), Update: UpdateClusterWide,
+		Doc: "Most connections the broker accepts at once; further connections wait or are refused.",
+	},
+	{
+		Name: "max.connections.per.ip", Type: TypeInt, Default: maxInt32, check: atLeast(0), Update: UpdateClusterWide,
+		Doc: "Most connections the broker accepts from one IP address; new connections beyond it are closed.",
+	},
+
+	// Replication.
+	{
+		Name: "replica.lag.time.max.ms", Type: TypeLong, Default: "30000",
+		Doc: "Time a follower may go without fetching, or without catching up to the leader's log end, before it is removed from the in-sync set.",
+	},
+	{
+		Name: "replica.high.watermark.checkpoint.interval.ms", Type: TypeLong, Default: "5000",
+		Doc: "How often each partition's high watermark is written to disk.",
+	},
+	{
+		Name: "unclean.leader.election.enable", Type: TypeBoolean, Default: "false", Update: UpdateClusterWide,
+		Doc: "Default for topics: whether a replica outside the in-sync set may become leader as a last resort, at the risk of losing data.",
+	},
+	{
+		Name: "min.insync.replicas", Type: TypeInt, Default: "1", check: atLeast(1), Update: UpdateClusterWide,
+		Doc: "Default for topics: number of in-sync replicas that must hold a write for a produce with acks=all to succeed.",
+	},
+
+	// Log layout and retention.
+	{
+		Name: "log.segment.bytes", Type: TypeInt, Default: "1073741824", check: atLeast(1 << 20), Update: UpdateClusterWide,
+		Doc: "Default for segment.bytes: size at which a log segment is rolled.",
+	},
+	{
+		Name: "log.roll.ms", Type: TypeLong, NullDefault: true, Update: UpdateClusterWide,
+		Doc: "Default for segment.ms: time after which a segment is rolled. Unset means log.roll.hours is used.",
+	},
+	{
+		Name: "log.roll.hours", Type: TypeInt, Default: "168", check: atLeast(1),
+		Doc: "Segment roll time in hours, used when log.roll.ms is not set.",
+	},
+	{
+		Name: "log.roll.jitter.ms", Type: TypeLong, NullDefault: true, Update: UpdateClusterWide,
+		Doc: "Default for segment.jitter.ms: largest random amount taken off a segment's roll time. Unset means log.roll.jitter.hours is used.",
+	},
+	{
+		Name: "log.roll.jitter.hours", Type: TypeInt, Default: "0", check: atLeast(0),
+		Doc: "Segment roll jitter in hours, used when log.roll.jitter.ms is not set.",
+	},
+	{
+		Name: "log.retention.ms", Type: TypeLong, NullDefault: true, Update: UpdateClusterWide,
+		Doc: "Default for retention.ms: how long a segment is kept before deletion. Unset means log.retention.minutes is used; -1 means forever.",
+	},
+	{
+		Name: "log.retention.minutes", Type: TypeInt, NullDefault: true,
+		Doc: "Retention time in minutes, used when log.retention.ms is not set. Unset means log.retention.hours is used.",
+	},
+	{
+		Name: "log.retention.hours", Type: TypeInt, Default: "168",
+		Doc: "Retention time in hours, used when neither log.retention.ms nor log.retention.minutes is set.",
+	},
+	{
+		Name: "log.retention.bytes", Type: TypeLong, Default: "-1", Update: UpdateClusterWide,
+		Doc: "Default for retention.bytes: size a partition may reach before old segments are deleted; -1 means no limit.",
+	},
+	{
+		Name: "log.retention.check.interval.ms", Type: TypeLong, Default: "300000", check: atLeast(1),
+		Doc: "How often the broker looks for segments that retention allows it to delete.",
+	},
+	{
+		Name: "log.segment.delete.delay.ms", Type: TypeLong, Default: "60000", check: atLeast(0), Update: UpdateClusterWide,
+		Doc: "Default for file.delete.delay.ms: how long deleted segments' files stay on disk before removal.",
+	},
+	{
+		Name: "log.cleanup.policy", Type: TypeList, Default: "delete", check: listOf("compact", "delete"), Update: UpdateClusterWide,
+		Doc: "Default for cleanup.policy: \"delete\", \"compact\", or both, comma-separated.",
+	},
+	{
+		Name: "log.index.size.max.bytes", Type: TypeInt, Default: "10485760", check: atLeast(4), Update: UpdateClusterWide,
+		Doc: "Default for segment.index.bytes: size preallocated for a segment's offset index.",
+	},
+	{
+		Name: "log.index.interval.bytes", Type: TypeInt, Default: "4096", check: atLeast(0), Update: UpdateClusterWide,
+		Doc: "Default for index.interval.bytes: log bytes between offset index entries.",
+	},
+	{
+		Name: "log.preallocate", Type: TypeBoolean, Default: "false", Update: UpdateClusterWide,
+		Doc: "Default for preallocate: whether new segment files are preallocated on disk.",
+	},
+	{
+		Name: "log.message.timestamp.type", Type: TypeString, Default: "CreateTime", check: oneOf("CreateTime", "LogAppendTime"), Update: UpdateClusterWide,
+		Doc: "Default for message.timestamp.type: CreateTime or LogAppendTime.",
+	},
+	{
+		Name: "log.message.timestamp.before.max.ms", Type: TypeLong, Default: maxInt64, check: atLeast(0), Update: UpdateClusterWide,
+		Doc: "Default for message.timestamp.before.max.ms: how far in the past a record's timestamp may be.",
+	},
+	{
+		Name: "log.message.timestamp.after.max.ms", Type: TypeLong, Default: "3600000", check: atLeast(0), Update: UpdateClusterWide,
+		Doc: "Default for message.timestamp.after.max.ms: how far in the future a record's timestamp may be.",
+	},
+	{
+		Name: "log.message.downconversion.enable", Type: TypeBoolean, Default: "true", Update: UpdateClusterWide, Deprecated: true,
+		Doc: "Deprecated and ignored since Kafka 4.0, which never converts records to older formats.",
+	},
+	{
+		Name: "log.local.retention.ms", Type: TypeLong, Default: "-2", check: atLeast(-2), Update: UpdateClusterWide,
+		Doc: "Default for local.retention.ms: with tiered storage, how long segments stay on local disk; -2 uses log.retention.ms.",
+	},
+	{
+		Name: "log.local.retention.bytes", Type: TypeLong, Default: "-2", check: atLeast(-2), Update: UpdateClusterWide,
+		Doc: "Default for local.retention.bytes: with tiered storage, how many bytes of a partition stay on local disk; -2 uses log.retention.bytes.",
+	},
+
+	// Flushing and recovery.
+	{
+		Name: "log.flush.interval.messages", Type: TypeLong, Default: maxInt64, check: atLeast(1), Update: UpdateClusterWide,
+		Doc: "Default for flush.messages: messages written to a partition between forced fsyncs.",
+	},
+	{
+		Name: "log.flush.interval.ms", Type: TypeLong, NullDefault: true, Update: UpdateClusterWide,
+		Doc: "Default for flush.ms: longest time written messages wait before an fsync. Unset means log.flush.scheduler.interval.ms is used.",
+	},
+	{
+		Name: "log.flush.scheduler.interval.ms", Type: TypeLong, Default: maxInt64,
+		Doc: "How often the broker checks whether a partition is due for an fsync; also the flush time when log.flush.interval.ms is not set.",
+	},
+	{
+		Name: "log.flush.offset.checkpoint.interval.ms", Type: TypeInt, Default: "60000", check: atLeast(0),
+		Doc: "How often the recovery point (the offset up to which logs are known flushed) is written to disk.",
+	},
+	{
+		Name: "num.recovery.threads.per.data.dir", Type: TypeInt, Default: "2", check: atLeast(1), Update: UpdateClusterWide,
+		Doc: "Threads per log directory used to recover logs at startup and flush them at shutdown.",
+	},
+
+	// Compression.
+	{
+		Name: "compression.type", Type: TypeString, Default: "producer", check: oneOf(compressionTypes...), Update: UpdateClusterWide,
+		Doc: "Default for topics' compression.type: gzip, snappy, lz4, zstd, uncompressed, or producer to keep the producer's.",
+	},
+	{
+		Name: "compression.gzip.level", Type: TypeInt, Default: "-1", check: gzipLevel(), Update: UpdateClusterWide,
+		Doc: "Default gzip level for topics; -1 is the library's default.",
+	},
+	{
+		Name: "compression.lz4.level", Type: TypeInt, Default: "9", check: between(1, 17), Update: UpdateClusterWide,
+		Doc: "Default lz4 level for topics.",
+	},
+	{
+		Name: "compression.zstd.level", Type: TypeInt, Default: "3", check: between(-131072, 22), Update: UpdateClusterWide,
+		Doc: "Default zstd level for topics.",
+	},
+
+	// Log cleaner.
+	{
+		Name: "log.cleaner.enable", Type: TypeBoolean, Default: "true",
+		Doc: "Whether the log cleaner runs. Without it compacted topics, __consumer_offsets included, are never compacted and keep growing.",
+	},
+	{
+		Name: "log.cleaner.delete.retention.ms", Type: TypeLong, Default: "86400000", check: atLeast(0), Update: UpdateClusterWide,
+		Doc: "Default for delete.retention.ms: how long tombstones survive in compacted topics.",
+	},
+	{
+		Name: "log.cleaner.min.compaction.lag.ms", Type: TypeLong, Default: "0", check: atLeast(0), Update: UpdateClusterWide,
+		Doc: "Default for min.compaction.lag.ms: shortest time a record stays uncompacted.",
+	},
+	{
+		Name: "log.cleaner.max.compaction.lag.ms", Type: TypeLong, Default: maxInt64, check: atLeast(1), Update: UpdateClusterWide,
+		Doc: "Default for max.compaction.lag.ms: longest time a record stays ineligible for compaction.",
+	},
+	{
+		Name: "log.cleaner.min.cleanable.ratio", Type: TypeDouble, Default: "0.5", check: between(0, 1), Update: UpdateClusterWide,
+		Doc: "Default for min.cleanable.dirty.ratio: share of a log that must be uncompacted before it is cleaned.",
+	},
+
+	// Group and transaction coordinators.
+	{
+		Name: "offsets.topic.num.partitions", Type: TypeInt, Default: "50", check: atLeast(1),
+		Doc: "Partition count of __consumer_offsets. It must not change once the topic exists.",
+	},
+	{
+		Name: "offsets.topic.replication.factor", Type: TypeShort, Default: "3", check: atLeast(1),
+		Doc: "Replication factor of __consumer_offsets. The topic is not created until that many brokers are up.",
+	},
+	{
+		Name: "offsets.retention.minutes", Type: TypeInt, Default: "10080", check: atLeast(1),
+		Doc: "How long committed offsets are kept after a group becomes empty, or, for standalone consumers, after the last commit.",
+	},
+	{
+		Name: "group.initial.rebalance.delay.ms", Type: TypeInt, Default: "3000",
+		Doc: "How long a new classic group waits for more members to join before its first rebalance.",
+	},
+	{
+		Name: "group.min.session.timeout.ms", Type: TypeInt, Default: "6000",
+		Doc: "Shortest session timeout a classic group member may ask for.",
+	},
+	{
+		Name: "group.max.session.timeout.ms", Type: TypeInt, Default: "1800000",
+		Doc: "Longest session timeout a classic group member may ask for.",
+	},
+	{
+		Name: "group.max.size", Type: TypeInt, Default: maxInt32, check: atLeast(1),
+		Doc: "Most members a classic group may have.",
+	},
+	{
+		Name: "transaction.state.log.num.partitions", Type: TypeInt, Default: "50", check: atLeast(1),
+		Doc: "Partition count of __transaction_state. It must not change once the topic exists.",
+	},
+	{
+		Name: "transactional.id.expiration.ms", Type: TypeInt, Default: "604800000", check: atLeast(1),
+		Doc: "How long a transactional id is kept after its last transaction status update before it expires.",
+	},
+	{
+		Name: "producer.id.expiration.ms", Type: TypeInt, Default: "86400000", check: atLeast(1), Update: UpdateClusterWide,
+		Doc: "How long a partition leader keeps an idle producer id's state; ids with an open transaction do not expire.",
+	},
+}

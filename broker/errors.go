@@ -1,0 +1,34 @@
+package broker
+
+import (
+	"context"
+	"errors"
+
+	"github.com/gregor-io/gregor/protocol"
+	"github.com/gregor-io/gregor/storage"
+)
+
+// errorCode is the one place where the broker turns internal errors into
+// Kafka error codes: storage's here, the record layer's in protocol.
+func errorCode(err error) protocol.ErrorCode {
+	switch {
+	case err == nil:
+		return protocol.None
+	case errors.Is(err, storage.ErrOffsetOutOfRange):
+		return protocol.OffsetOutOfRange
+	case errors.Is(err, storage.ErrInvalidProducerEpoch):
+		return protocol.InvalidProducerEpoch
+	case errors.Is(err, storage.ErrOutOfOrderSequence):
+		return protocol.OutOfOrderSequenceNumber
+	case errors.Is(err, storage.ErrRecordTooLarge):
+		return protocol.MessageTooLarge
+	case errors.Is(err, storage.ErrClosed), errors.Is(err, storage.ErrUnknownPartition):
+		// The partition went away (deleted or moved) under the request.
+		return protocol.NotLeaderOrFollower
+	case errors.Is(err, storage.ErrLogFailed):
+		return protocol.KafkaStorageError
+	case errors.Is(err, context.DeadlineExceeded):
+		return protocol.RequestTimedOut
+	}
+	return protocol.ErrorCodeFor(err)
+}

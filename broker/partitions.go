@@ -1,0 +1,257 @@
+package broker
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync/atomic"
+
+	"github.com/gregor-io/gregor/broker/configs"
+	"github.com/gregor-io/gregor/coordinator/cluster"
+	"github.com/gregor-io/gregor/protocol"
+	"github.com/gregor-io/gregor/storage"
+)
+
+// partition is a partition this broker holds a replica of, with the
+// settings its topic's configs resolve to.
+type partition struct {
+	tp       storage.TopicPartition
+	topicID  cluster.TopicID
+	internal bool
+	log      *storage.Log
+
+	leaderEpoch atomic.Int32
+	state       atomic.Pointer[cluster.PartitionState]
+	settings    atomic.Pointer[topicSettings]
+}
+
+func (p *partition) isr() []int32 { return p.state.Load().ISR }
+
+// topicSettings are the resolved topic configs the produce path and the log
+// use.
+type topicSettings struct {
+	maxMessageBytes      int32
+	logAppendTime        bool
+	timestampBeforeMaxMs int64
+	timestampAfterMaxMs  int64
+	compacted            bool
+	minInsyncReplicas    int32
+	log                  storage.Config
+}
+
+// partitionTable is an immutable index of the local partitions, replaced
+// as a whole when metadata changes.
+type partitionTable struct {
+	byName map[string][]*partition // index = partition number; nil = not here
+	names  map[cluster.TopicID]string
+}
+
+// internalTopics are the topics clients may not produce to directly.
+var internalTopics = map[string]bool{"__consumer_offsets": true, "__transaction_state": true}
+
+// lookupPartition finds a local partition by topic name, or by id when
+// byID. Kafka's codes: an unknown topic or partition number is
+// UNKNOWN_TOPIC_OR_PARTITION (UNKNOWN_TOPIC_ID by id); a partition held
+// elsewhere is NOT_LEADER_OR_FOLLOWER.
+func (b *Broker) lookupPartition(topic string, id [16]byte, byID bool, num int32) (*partition, protocol.ErrorCode) {
+	t := b.parts.Load()
+	if byID {
+		name, ok := t.names[id]
+		if !ok {
+			return nil, protocol.UnknownTopicID
+		}
+		topic = name
+	}
+	ps, ok := t.byName[topic]
+	if !ok || num < 0 || int(num) >= len(ps) {
+		return nil, protocol.UnknownTopicOrPartition
+	}
+	if ps[num] == nil {
+		return nil, protocol.NotLeaderOrFollower
+	}
+	return ps[num], protocol.None
+}
+
+// resolveSettings turns a topic's configs, with the broker levels under
+// them, into the settings the broker runs the topic with.
+func (b *Broker) resolveSettings(t *cluster.Topic, md *cluster.Metadata) (*topicSettings, error) {
+	v := configs.TopicValues(t.Configs, md.BrokerConfigs[b.cfg.NodeID], md.BrokerConfigs[-1], b.staticConfigs())
+	var s topicSettings
+	var errs []error
+	get64 := func(name string) int64 {
+		n, err := v.Int64(name)
+		errs = append(errs, err)
+		return n
+	}
+	s.maxMessageBytes = int32(get64("max.message.bytes"))
+	s.timestampBeforeMaxMs = get64("message.timestamp.before.max.ms")
+	s.timestampAfterMaxMs = get64("message.timestamp.after.max.ms")
+	s.minInsyncReplicas = int32(get64("min.insync.replicas"))
+	ts, err := v.String("message.timestamp.type")
+	errs = append(errs, err)
+	s.logAppendTime = ts == "LogAppendTime"
+	policy, err := v.List("cleanup.policy")
+	errs = append(errs, err)
+	s.compacted = slices.Contains(policy, "compact")
+	s.log = storage.Config{
+		SegmentBytes:       get64("segment.bytes"),
+		SegmentMs:          get64("segment.ms"),
+		SegmentIndexBytes:  get64("segment.index.bytes"),
+		IndexIntervalBytes: get64("index.interval.bytes"),
+		FlushMessages:      get64("flush.messages"),
+		FlushMs:            get64("flush.ms"),
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("topic %s configs: %w", t.Name, err)
+	}
+	if err := s.log.Validate(); err != nil {
+		return nil, fmt.Errorf("topic %s configs: %w", t.Name, err)
+	}
+	return &s, nil
+}
+
+// staticConfigs are the broker configs given at start-up, by Kafka name,
+// that topic configs fall back to.
+func (b *Broker) staticConfigs() map[string]string {
+	out := map[string]string{
+		"message.max.bytes":          fmt.Sprint(b.cfg.MessageMaxBytes),
+		"num.partitions":             fmt.Sprint(b.cfg.NumPartitions),
+		"default.replication.factor": fmt.Sprint(b.cfg.DefaultReplicationFactor),
+	}
+	for k, v := range b.cfg.StaticTopicDefaults {
+		out[k] = v
+	}
+	return out
+}
+
+// syncPartitions makes the local logs match the metadata: a log for every
+// partition with a replica here (created if missing, recreated if its topic
+// id changed), its settings and leader epoch current, and the logs of
+// topics that are gone deleted. It runs at start, after every metadata
+// change, and synchronously after this broker's own topic changes.
+func (b *Broker) syncPartitions(md *cluster.Metadata) error {
+	b.syncMu.Lock()
+	defer b.syncMu.Unlock()
+	old := b.parts.Load()
+	next := &partitionTable{byName: map[string][]*partition{}, names: map[cluster.TopicID]string{}}
+	keep := map[storage.TopicPartition]bool{}
+	var errs []error
+	for name, t := range md.Topics {
+		set, err := b.resolveSettings(t, md)
+		if err != nil {
+			// Keep serving the topic as it was: a bad config must not
+			// cost it its logs.
+			errs = append(errs, err)
+			if ps, ok := old.byName[name]; ok {
+				next.byName[name] = ps
+				next.names[t.ID] = name
+			}
+			for i := range t.Partitions {
+				keep[storage.TopicPartition{Topic: name, Partition: int32(i)}] = true
+			}
+			continue
+		}
+		ps := make([]*partition, len(t.Partitions))
+		for i := range t.Partitions {
+			st := &t.Partitions[i]
+			if !slices.Contains(st.Replicas, b.cfg.NodeID) {
+				continue
+			}
+			tp := storage.TopicPartition{Topic: name, Partition: int32(i)}
+			p, err := b.syncPartition(old, tp, t, st, set)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			ps[i] = p
+			keep[tp] = true
+		}
+		next.byName[name] = ps
+		next.names[t.ID] = name
+	}
+	for _, l := range b.logs.Logs() {
+		tp := l.TopicPartition()
+		if !keep[tp] {
+			b.logger.Info("deleting the log of a partition no longer here", "partition", tp.String())
+			if err := b.logs.Delete(tp); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	b.parts.Store(next)
+	return errors.Join(errs...)
+}
+
+func (b *Broker) syncPartition(old *partitionTable, tp storage.TopicPartition, t *cluster.Topic,
+	st *cluster.PartitionState, set *topicSettings) (*partition, error) {
+	var p *partition
+	if ps := old.byName[tp.Topic]; int(tp.Partition) < len(ps) && ps[tp.Partition] != nil && ps[tp.Partition].topicID == t.ID {
+		p = ps[tp.Partition]
+		if err := p.log.SetConfig(set.log); err != nil {
+			return nil, err
+		}
+	} else {
+		l, err := b.openLog(tp, t.ID, set.log)
+		if err != nil {
+			return nil, err
+		}
+		p = &partition{tp: tp, topicID: t.ID, log: l, internal: internalTopics[tp.Topic]}
+	}
+	p.settings.Store(set)
+	p.state.Store(st)
+	if p.leaderEpoch.Load() != st.LeaderEpoch || p.log.LatestEpoch() < st.LeaderEpoch {
+		if err := p.log.AssignEpoch(st.LeaderEpoch); err != nil {
+			return nil, err
+		}
+		p.leaderEpoch.Store(st.LeaderEpoch)
+	}
+	// No replication yet: this broker is the partition's only replica, so
+	// the high watermark follows the log by itself (the durable offset in
+	// the default durable mode).
+	p.log.SetAutoHighWatermark(true)
+	return p, nil
+}
+
+// openLog returns the log of tp for topic id, creating it, or replacing a
+// log left by an earlier topic of the same name.
+func (b *Broker) openLog(tp storage.TopicPartition, id cluster.TopicID, cfg storage.Config) (*storage.Log, error) {
+	if l, ok := b.logs.Get(tp); ok {
+		have, ok, err := l.TopicID()
+		if err == nil && ok && have == id {
+			return l, l.SetConfig(cfg)
+		}
+		b.logger.Info("replacing the log of an earlier topic", "partition", tp.String())
+		if err := b.logs.Delete(tp); err != nil {
+			return nil, err
+		}
+	}
+	l, err := b.logs.Create(tp, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := l.SetTopicID(id); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// validTopicName applies Kafka's topic name rules.
+func validTopicName(name string) error {
+	if name == "" {
+		return errors.New("topic name is illegal, it can't be empty")
+	}
+	if name == "." || name == ".." {
+		return errors.New("topic name cannot be \".\" or \"..\"")
+	}
+	if len(name) > 249 {
+		return fmt.Errorf("topic name is illegal, it can't be longer than 249 characters, topic name: %s", name)
+	}
+	legal := func(r rune) bool {
+		return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-'
+	}
+	if i := strings.IndexFunc(name, func(r rune) bool { return !legal(r) }); i >= 0 {
+		return fmt.Errorf("topic name %s is illegal, it contains a character other than ASCII alphanumerics, '.', '_' and '-'", name)
+	}
+	return nil
+}

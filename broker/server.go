@@ -1,0 +1,190 @@
+package broker
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/gregor-io/gregor/protocol"
+)
+
+// conn is one client connection. A read goroutine reads a request, handles
+// it and queues the response; a write goroutine writes responses in order.
+// Like Kafka, a connection has one request in flight at a time, so
+// responses leave in request order.
+type conn struct {
+	b        *Broker
+	nc       net.Conn
+	listener string
+	logger   *slog.Logger
+	out      chan []byte // framed responses, in request order
+	clientID string      // of the last request; read and written by the read loop only
+
+	closeOnce sync.Once
+}
+
+// serve accepts connections on ln until it is closed.
+func (b *Broker) serve(ln net.Listener, name string) {
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			if !errors.Is(err, net.ErrClosed) {
+				b.logger.Error("accept failed", "listener", name, "err", err)
+			}
+			return
+		}
+		c := &conn{b: b, nc: nc, listener: name, out: make(chan []byte, 8),
+			logger: b.logger.With("remote", nc.RemoteAddr().String())}
+		if !b.trackConn(c, true) {
+			nc.Close()
+			return
+		}
+		b.goTracked(func() {
+			defer b.trackConn(c, false)
+			c.run()
+		})
+	}
+}
+
+// run serves the connection until the client or the broker closes it.
+func (c *conn) run() {
+	c.b.metrics.connections.Inc()
+	defer c.b.metrics.connections.Dec()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c.writeLoop()
+	}()
+	c.readLoop()
+	close(c.out)
+	<-done
+	c.close()
+}
+
+func (c *conn) close() {
+	c.closeOnce.Do(func() { c.nc.Close() })
+}
+
+func (c *conn) readLoop() {
+	br := bufio.NewReaderSize(c.nc, 64<<10)
+	var buf []byte
+	for {
+		frame, err := protocol.ReadFrame(br, c.b.cfg.SocketRequestMaxBytes, buf)
+		if err != nil {
+			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+				c.logger.Debug("closing connection", "err", err)
+			}
+			return
+		}
+		resp, err := c.handle(frame)
+		if err != nil {
+			c.logger.Debug("closing connection", "err", err)
+			return
+		}
+		if resp != nil {
+			c.out <- resp
+		}
+		// Handlers decode without copying, so the frame is reused only
+		// now that the request is done with.
+		buf = frame[:0]
+	}
+}
+
+func (c *conn) writeLoop() {
+	failed := false
+	for resp := range c.out {
+		if failed {
+			continue
+		}
+		if _, err := c.nc.Write(resp); err != nil {
+			failed = true
+			c.close() // unblocks the reader
+		}
+	}
+}
+
+// errCloseConn makes the read loop close the connection without a reply.
+var errCloseConn = errors.New("broker: close connection")
+
+// handle decodes one request frame, runs its handler and returns the framed
+// response, or nil when the request gets none (acks=0). An error closes the
+// connection, as Kafka does for requests it cannot serve.
+func (c *conn) handle(frame []byte) ([]byte, error) {
+	prefix, err := protocol.ParseRequestHeaderPrefix(frame)
+	if err != nil {
+		return nil, err
+	}
+	if !c.b.apis.Supports(prefix.APIKey, prefix.APIVersion) {
+		if prefix.APIKey == protocol.APIVersionsKey {
+			// KIP-511: an ApiVersions version above ours gets a v0 reply
+			// with UNSUPPORTED_VERSION and our ranges, so the client can
+			// pick a version; the body is not read.
+			resp := c.b.apiVersionsResponse()
+			resp.SetVersion(0)
+			resp.ErrorCode = int16(protocol.UnsupportedVersion)
+			return encodeResponse(prefix, resp), nil
+		}
+		return nil, fmt.Errorf("%w: api %d version %d not served", errCloseConn, prefix.APIKey, prefix.APIVersion)
+	}
+	hdr, body, err := protocol.ParseRequestHeader(frame)
+	if err != nil {
+		return nil, err
+	}
+	if hdr.ClientID != nil {
+		c.clientID = *hdr.ClientID
+	}
+	a := c.b.handlers[hdr.APIKey]
+	req := kmsg.RequestForKey(hdr.APIKey)
+	req.SetVersion(hdr.APIVersion)
+	if u, ok := req.(interface{ UnsafeReadFrom([]byte) error }); ok {
+		err = u.UnsafeReadFrom(body)
+	} else {
+		err = req.ReadFrom(body)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("decode api %d v%d: %w", hdr.APIKey, hdr.APIVersion, err)
+	}
+	start := time.Now()
+	name := apiName(hdr.APIKey)
+	c.b.metrics.requests.WithLabelValues(name, strconv.Itoa(int(hdr.APIVersion))).Inc()
+	resp, err := a.handle(c.b, c.b.ctx, c, hdr, req)
+	c.b.metrics.latency.WithLabelValues(name).Observe(time.Since(start).Seconds())
+	if err != nil {
+		c.b.metrics.errors.WithLabelValues(name).Inc()
+		return nil, err
+	}
+	if resp == nil {
+		return nil, nil
+	}
+	resp.SetVersion(hdr.APIVersion)
+	return encodeResponse(hdr, resp), nil
+}
+
+// encodeResponse frames a response: size, response header, body.
+func encodeResponse(hdr protocol.RequestHeader, resp kmsg.Response) []byte {
+	buf, start := protocol.BeginFrame(make([]byte, 0, 256))
+	buf = protocol.AppendResponseHeader(buf, hdr.CorrelationID, protocol.ResponseHeaderFlexible(hdr.APIKey, hdr.APIVersion))
+	buf = resp.AppendTo(buf)
+	if err := protocol.FinishFrame(buf, start); err != nil {
+		// Only a response over 2 GiB fails, which no handler builds.
+		panic(err)
+	}
+	return buf
+}
+
+// handler is one API's entry in the broker's registry: the versions it
+// serves and the function serving them. Each API's file defines one.
+type handler struct {
+	key      int16
+	min, max int16
+	handle   func(b *Broker, ctx context.Context, c *conn, hdr protocol.RequestHeader, req kmsg.Request) (kmsg.Response, error)
+}

@@ -1,0 +1,184 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+
+	"github.com/gregor-io/gregor/broker/configs"
+	"github.com/gregor-io/gregor/coordinator/cluster"
+	"github.com/gregor-io/gregor/protocol"
+)
+
+// topicRequest is a topic to create, as CreateTopics or auto-creation asks.
+type topicRequest struct {
+	name        string
+	partitions  int32     // -1: num.partitions
+	replication int16     // -1: default.replication.factor
+	assignments [][]int32 // explicit replica lists, or nil
+	configs     map[string]*string
+}
+
+// topicError is a Kafka error code with its message, as admin responses
+// carry them.
+type topicError struct {
+	code protocol.ErrorCode
+	msg  string
+}
+
+func (e *topicError) Error() string { return e.msg }
+
+// KafkaErrorCode makes protocol.ErrorCodeFor see the code.
+func (e *topicError) KafkaErrorCode() protocol.ErrorCode { return e.code }
+
+func newTopicError(code protocol.ErrorCode, format string, args ...any) *topicError {
+	return &topicError{code: code, msg: fmt.Sprintf(format, args...)}
+}
+
+// planTopic checks a topic request as Kafka does and returns the spec to
+// create; nothing is written.
+func (b *Broker) planTopic(md *cluster.Metadata, req topicRequest) (cluster.TopicSpec, error) {
+	var spec cluster.TopicSpec
+	if err := validTopicName(req.name); err != nil {
+		return spec, newTopicError(protocol.InvalidTopicException, "%v", err)
+	}
+	if md.Topics[req.name] != nil {
+		return spec, newTopicError(protocol.TopicAlreadyExists, "Topic '%s' already exists.", req.name)
+	}
+	if collides := collidingTopic(md, req.name); collides != "" {
+		return spec, newTopicError(protocol.InvalidTopicException,
+			"Topic '%s' collides with existing topic: %s", req.name, collides)
+	}
+	vals, err := configs.ValidateTopicNullable(req.configs)
+	if err != nil {
+		return spec, configError(err)
+	}
+	spec.Name, spec.Configs = req.name, vals
+	brokers := make([]int32, 0, len(md.Brokers))
+	for _, br := range md.Brokers {
+		brokers = append(brokers, br.NodeID)
+	}
+	if req.assignments != nil {
+		if req.partitions != -1 || req.replication != -1 {
+			return spec, newTopicError(protocol.InvalidRequest,
+				"Both numPartitions or replicationFactor and replicasAssignments were set. Both cannot be used at the same time.")
+		}
+		for i, replicas := range req.assignments {
+			if len(replicas) == 0 {
+				return spec, newTopicError(protocol.InvalidReplicaAssignment, "Partition %d has no replicas.", i)
+			}
+			for j, r := range replicas {
+				if !slices.Contains(brokers, r) {
+					return spec, newTopicError(protocol.InvalidReplicaAssignment,
+						"Replica assignment for partition %d refers to unknown broker %d.", i, r)
+				}
+				if slices.Contains(replicas[:j], r) {
+					return spec, newTopicError(protocol.InvalidReplicaAssignment,
+						"Duplicate replica assignment for partition %d: %v.", i, replicas)
+				}
+			}
+		}
+		spec.Assignments = req.assignments
+		return spec, nil
+	}
+	partitions, replication := req.partitions, req.replication
+	if partitions == -1 {
+		partitions = b.cfg.NumPartitions
+	}
+	if replication == -1 {
+		replication = b.cfg.DefaultReplicationFactor
+	}
+	if partitions <= 0 {
+		return spec, newTopicError(protocol.InvalidPartitions, "Number of partitions was set to an invalid non-positive value.")
+	}
+	if replication <= 0 {
+		return spec, newTopicError(protocol.InvalidReplicationFactor, "Replication factor must be larger than 0.")
+	}
+	if int(replication) > len(brokers) {
+		return spec, newTopicError(protocol.InvalidReplicationFactor,
+			"Unable to replicate the partition %d time(s): The target replication factor of %d cannot be reached because only %d broker(s) are registered.",
+			replication, replication, len(brokers))
+	}
+	spec.Assignments = assignReplicas(brokers, partitions, replication)
+	return spec, nil
+}
+
+// assignReplicas spreads partitions over brokers as Kafka's rack-unaware
+// assignment does: leaders round-robin from a random start, followers
+// shifted so that replicas of one partition differ.
+func assignReplicas(brokers []int32, partitions int32, replication int16) [][]int32 {
+	n := len(brokers)
+	start := rand.IntN(n)
+	shift := rand.IntN(n)
+	out := make([][]int32, partitions)
+	for p := range out {
+		if p > 0 && p%n == 0 {
+			shift++
+		}
+		first := (start + p) % n
+		replicas := []int32{brokers[first]}
+		for j := 0; j < int(replication)-1; j++ {
+			off := 1 + (shift+j)%(n-1)
+			replicas = append(replicas, brokers[(first+off)%n])
+		}
+		out[p] = replicas
+	}
+	return out
+}
+
+// collidingTopic returns an existing topic whose name equals name once '.'
+// and '_' are treated alike (they collide in metric names), or "".
+func collidingTopic(md *cluster.Metadata, name string) string {
+	norm := func(s string) string {
+		out := []byte(s)
+		for i, c := range out {
+			if c == '.' {
+				out[i] = '_'
+			}
+		}
+		return string(out)
+	}
+	n := norm(name)
+	for other := range md.Topics {
+		if other != name && norm(other) == n {
+			return other
+		}
+	}
+	return ""
+}
+
+// createTopic creates a planned topic and waits until this broker holds its
+// logs, so that the response to the creator is already true here.
+func (b *Broker) createTopic(ctx context.Context, spec cluster.TopicSpec) (cluster.Topic, error) {
+	t, err := b.cluster.CreateTopic(ctx, spec)
+	if err != nil {
+		if errors.Is(err, cluster.ErrTopicExists) {
+			return t, newTopicError(protocol.TopicAlreadyExists, "Topic '%s' already exists.", spec.Name)
+		}
+		return t, err
+	}
+	if err := b.syncPartitions(b.cluster.Snapshot()); err != nil {
+		return t, err
+	}
+	return t, nil
+}
+
+// autoCreateTopic creates a topic with the broker's defaults.
+func (b *Broker) autoCreateTopic(ctx context.Context, name string) error {
+	spec, err := b.planTopic(b.cluster.Snapshot(), topicRequest{name: name, partitions: -1, replication: -1})
+	if err != nil {
+		return err
+	}
+	_, err = b.createTopic(ctx, spec)
+	return err
+}
+
+// configError turns a config catalogue error into Kafka's code and message.
+func configError(err error) *topicError {
+	if errors.Is(err, configs.ErrInvalidRequest) {
+		return &topicError{code: protocol.InvalidRequest, msg: err.Error()}
+	}
+	return &topicError{code: protocol.InvalidConfig, msg: err.Error()}
+}

@@ -1,0 +1,373 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/server/v3/embed"
+)
+
+// Cluster is this node's handle on the cluster metadata: an etcd client (and
+// the embedded etcd member when there are no external endpoints), the
+// watch-fed metadata cache, and the broker registration. All methods are safe
+// for concurrent use.
+type Cluster struct {
+	cfg       Config
+	log       *slog.Logger
+	keys      keyspace
+	member    *embed.Etcd // nil with external endpoints
+	client    *clientv3.Client
+	endpoints []string
+	clusterID string
+
+	// view is the published cache. Only Open and then the watch goroutine
+	// store it; readers never lock.
+	view atomic.Pointer[view]
+
+	// ctx lives until Close, which cancels it to stop every goroutine
+	// started through goAttachLocked and every session keep-alive.
+	ctx       context.Context
+	cancel    context.CancelFunc
+	wg        sync.WaitGroup
+	closeOnce sync.Once
+	closeErr  error
+
+	mu struct {
+		sync.Mutex
+		closed bool          // set by Close before it waits for goroutines
+		reg    *registration // nil until Register; session nil while (re)registering
+		lost   chan struct{} // closed at the next session loss
+	}
+}
+
+// view pairs a Metadata with the channel closed when a newer one replaces it.
+type view struct {
+	m       *Metadata
+	changed chan struct{}
+}
+
+// Open connects to the cluster metadata: it starts the embedded etcd member
+// when cfg.Endpoints is empty, connects a client, creates the cluster id if
+// this is a new cluster, loads the metadata cache and starts the watch that
+// keeps it current. ctx bounds Open only; Close ends the rest. A nil logger
+// discards.
+func Open(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Cluster, err error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	c := &Cluster{cfg: cfg, log: logger, keys: newKeyspace(cfg.Prefix)}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	c.mu.lost = make(chan struct{})
+	defer func() {
+		if err != nil {
+			_ = c.Close()
+		}
+	}()
+
+	logs, err := etcdLogging(cfg)
+	if err != nil {
+		return nil, err
+	}
+	c.endpoints = cfg.Endpoints
+	if len(c.endpoints) == 0 {
+		start := time.Now()
+		if c.member, c.endpoints, err = startMember(ctx, cfg, logs); err != nil {
+			return nil, err
+		}
+		c.log.Info("embedded etcd member ready", "dir", filepath.Join(cfg.DataDir, "etcd"),
+			"client_urls", c.endpoints, "took", time.Since(start))
+	}
+	c.client, err = clientv3.New(clientv3.Config{
+		Endpoints:   c.endpoints,
+		DialTimeout: cfg.DialTimeout,
+		Logger:      logs.GetLogger().Named("client"),
+		// Large topics are created in one transaction; see maxRequestBytes.
+		MaxCallSendMsgSize: maxRequestBytes + 1<<20,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("connect to etcd %v: %w", c.endpoints, err)
+	}
+	if c.clusterID, err = c.ensureClusterID(ctx); err != nil {
+		return nil, err
+	}
+	st, err := c.load(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c.publish(st.last)
+	c.mu.Lock()
+	c.goAttachLocked(func() { c.watchLoop(st) })
+	if c.member != nil {
+		c.goAttachLocked(c.watchMember)
+	}
+	c.mu.Unlock()
+	c.log.Info("cluster metadata open", "cluster_id", c.clusterID, "endpoints", c.endpoints,
+		"prefix", cfg.Prefix, "revision", st.last.Revision, "topics", len(st.last.Topics),
+		"brokers", len(st.last.Brokers))
+	return c, nil
+}
+
+// Close leaves the cluster and releases everything, in this order:
+//  1. cancel the lifetime context and wait for the goroutines (the metadata
+//     watch, the registration keeper), so that nothing reacts to what follows;
+//  2. revoke the registration lease, so the broker disappears from the
+//     cluster at once instead of after SessionTTL;
+//  3. close the etcd client;
+//  4. stop the embedded member, last, because 2 and 3 still talk to it.
+//
+// Close is idempotent; later calls return the first call's result.
+func (c *Cluster) Close() error {
+	c.closeOnce.Do(func() { c.closeErr = c.close() })
+	return c.closeErr
+}
+
+func (c *Cluster) close() error {
+	var errs []error
+	c.cancel()
+	c.mu.Lock()
+	c.mu.closed = true // no goroutine starts after this
+	c.mu.Unlock()
+	c.wg.Wait()
+
+	c.mu.Lock()
+	reg := c.mu.reg
+	c.mu.reg = nil
+	c.mu.Unlock()
+	if reg != nil && reg.session != nil {
+		if err := c.revoke(reg.session); err != nil {
+			errs = append(errs, fmt.Errorf("revoke broker registration lease: %w", err))
+		}
+	}
+	if c.client != nil {
+		if err := c.client.Close(); err != nil && !errors.Is(err, context.Canceled) {
+			errs = append(errs, fmt.Errorf("close etcd client: %w", err))
+		}
+	}
+	if c.member != nil {
+		c.member.Close()
+	}
+	c.log.Info("cluster metadata closed")
+	return errors.Join(errs...)
+}
+
+// watchMember logs the embedded member's serving errors and its stopping
+// before Close (both fatal to it; the cache then goes stale and write
+// methods fail, which is what the broker sees and reports).
+func (c *Cluster) watchMember() {
+	errc, stopped := c.member.Err(), c.member.Server.StopNotify()
+	for {
+		select {
+		case err, ok := <-errc:
+			if !ok {
+				return
+			}
+			c.log.Error("embedded etcd member failed", "err", err)
+		case <-stopped:
+			c.log.Error("embedded etcd member stopped")
+			stopped = nil
+		case <-c.ctx.Done():
+			return
+		}
+	}
+}
+
+// goAttachLocked runs f in a goroutine that Close waits for, unless Close
+// has begun (then it returns false and f does not run). f must return once
+// c.ctx is done. c.mu must be held: that orders the start before Close's wait.
+func (c *Cluster) goAttachLocked(f func()) bool {
+	if c.mu.closed {
+		return false
+	}
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		f()
+	}()
+	return true
+}
+
+// ClusterID is the cluster's id, in Kafka's form (22 characters of unpadded
+// base64url). It is created once, by the first node to open the cluster, and
+// never changes.
+func (c *Cluster) ClusterID() string { return c.clusterID }
+
+// ClientURLs are the etcd endpoints this node uses. With an embedded member
+// they are its actual client URLs (the port picked when the configured one
+// is 0), so that other nodes or tests can connect to it.
+func (c *Cluster) ClientURLs() []string { return append([]string(nil), c.endpoints...) }
+
+// Snapshot returns the current metadata cache: an immutable view, read
+// without locking. Successive calls return views of non-decreasing revision.
+func (c *Cluster) Snapshot() *Metadata { return c.view.Load().m }
+
+// Changed returns a channel that is closed when a Snapshot newer than the
+// current one is published. Take the channel before reading Snapshot, so
+// that no change can fall between the two.
+func (c *Cluster) Changed() <-chan struct{} { return c.view.Load().changed }
+
+// publish makes m the current Snapshot and wakes the waiters of the previous
+// one. Only Open (before the watch starts) and the watch goroutine call it.
+func (c *Cluster) publish(m *Metadata) {
+	old := c.view.Swap(&view{m: m, changed: make(chan struct{})})
+	if old != nil {
+		close(old.changed)
+	}
+}
+
+// opCtx bounds one etcd request by RequestTimeout and by Close.
+func (c *Cluster) opCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.RequestTimeout)
+	stop := context.AfterFunc(c.ctx, cancel)
+	return ctx, func() {
+		stop()
+		cancel()
+	}
+}
+
+// checkOpen returns ErrClosed once Close has begun.
+func (c *Cluster) checkOpen() error {
+	if c.ctx.Err() != nil {
+		return ErrClosed
+	}
+	return nil
+}
+
+// ensureClusterID reads the cluster id, creating it first if this is a new
+// cluster. Create-if-absent in one transaction: when several nodes start a
+// new cluster at once, exactly one id wins and all of them read it.
+func (c *Cluster) ensureClusterID(ctx context.Context) (string, error) {
+	key := c.keys.clusterID()
+	fresh := randomID().String()
+	octx, cancel := c.opCtx(ctx)
+	defer cancel()
+	resp, err := c.client.Txn(octx).
+		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
+		Then(clientv3.OpPut(key, encode(clusterIDRecord{ID: fresh}))).
+		Else(clientv3.OpGet(key)).
+		Commit()
+	if err != nil {
+		return "", fmt.Errorf("create cluster id: %w", err)
+	}
+	if resp.Succeeded {
+		c.log.Info("created new cluster id", "cluster_id", fresh)
+		return fresh, nil
+	}
+	kvs := resp.Responses[0].GetResponseRange().Kvs
+	var r clusterIDRecord
+	if len(kvs) == 0 {
+		return "", fmt.Errorf("read cluster id %s: key vanished", key)
+	}
+	if err := unmarshal(kvs[0].Value, &r); err != nil {
+		return "", fmt.Errorf("read cluster id %s: %w", key, err)
+	}
+	if r.ID == "" {
+		return "", fmt.Errorf("read cluster id %s: no id in %q", key, kvs[0].Value)
+	}
+	return r.ID, nil
+}
+
+// maxRequestBytes and maxTxnOps raise the embedded member's limits above
+// etcd's defaults (1.5 MiB, 128 ops) so that a topic with thousands of
+// partitions can be created in one transaction. An external etcd needs
+// --max-txn-ops of at least partitions+4 for the largest topic created.
+const (
+	maxRequestBytes = 8 << 20
+	maxTxnOps       = 16384
+)
+
+// startMember starts the embedded single etcd member and waits until it is
+// ready to serve. It returns the member and the client URLs to dial.
+func startMember(ctx context.Context, cfg Config, logs *embed.Config) (*embed.Etcd, []string, error) {
+	ec := embed.NewConfig()
+	ec.Name = fmt.Sprintf("gregor-%d", cfg.NodeID)
+	ec.Dir = filepath.Join(cfg.DataDir, "etcd")
+	curl := url.URL{Scheme: "http", Host: cfg.ClientListenAddr}
+	purl := url.URL{Scheme: "http", Host: cfg.PeerListenAddr}
+	ec.ListenClientUrls, ec.AdvertiseClientUrls = []url.URL{curl}, []url.URL{curl}
+	ec.ListenPeerUrls, ec.AdvertisePeerUrls = []url.URL{purl}, []url.URL{purl}
+	ec.InitialCluster = ec.InitialClusterFromName(ec.Name)
+	ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(logs.GetLogger())
+	// Gregor talks gRPC only; the JSON gateway would be one more HTTP surface.
+	ec.EnableGRPCGateway = false
+	// Keep one hour of history: enough for any watcher to catch up after a
+	// pause (one that cannot reloads), and the database does not grow forever.
+	ec.AutoCompactionMode = embed.CompactorModePeriodic
+	ec.AutoCompactionRetention = "1h"
+	ec.MaxRequestBytes = maxRequestBytes
+	ec.MaxTxnOps = maxTxnOps
+
+	e, err := embed.StartEtcd(ec)
+	if err != nil {
+		return nil, nil, fmt.Errorf("start embedded etcd in %s: %w", ec.Dir, err)
+	}
+	timer := time.NewTimer(cfg.StartTimeout)
+	defer timer.Stop()
+	select {
+	case <-e.Server.ReadyNotify():
+	case err := <-e.Err():
+		e.Close()
+		return nil, nil, fmt.Errorf("start embedded etcd in %s: %w", ec.Dir, err)
+	case <-timer.C:
+		e.Close()
+		return nil, nil, fmt.Errorf("start embedded etcd in %s: not ready after %s", ec.Dir, cfg.StartTimeout)
+	case <-ctx.Done():
+		e.Close()
+		return nil, nil, fmt.Errorf("start embedded etcd in %s: %w", ec.Dir, ctx.Err())
+	}
+	eps := make([]string, 0, len(e.Clients))
+	for _, l := range e.Clients {
+		eps = append(eps, "http://"+dialable(l.Addr()))
+	}
+	return e, eps, nil
+}
+
+// dialable turns a listener address into one a local client can dial: a
+// wildcard host (0.0.0.0, ::) becomes loopback.
+func dialable(a net.Addr) string {
+	ta, ok := a.(*net.TCPAddr)
+	if !ok || !ta.IP.IsUnspecified() {
+		return a.String()
+	}
+	if ta.IP.To4() != nil {
+		return net.JoinHostPort("127.0.0.1", fmt.Sprint(ta.Port))
+	}
+	return net.JoinHostPort("::1", fmt.Sprint(ta.Port))
+}
+
+// etcdLogging sets up the logger that etcd's server and client log to, at
+// cfg.EtcdLogLevel, into cfg.EtcdLogFile, and returns the embed.Config that
+// holds it (GetLogger). etcd logs through zap; building the logger the way
+// etcd itself does keeps zap out of this package's imports (DESIGN.md allows
+// slog and etcd here, nothing else).
+func etcdLogging(cfg Config) (*embed.Config, error) {
+	out := cfg.EtcdLogFile
+	if out == "" {
+		out = "stderr"
+		if cfg.DataDir != "" {
+			if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+				return nil, fmt.Errorf("create data dir: %w", err)
+			}
+			out = filepath.Join(cfg.DataDir, "etcd.log")
+		}
+	}
+	ec := embed.NewConfig()
+	ec.LogLevel = cfg.EtcdLogLevel
+	ec.LogOutputs = []string{out}
+	if err := ec.Validate(); err != nil { // Validate builds the logger
+		return nil, fmt.Errorf("set up etcd logging to %s: %w", out, err)
+	}
+	return ec, nil
+}

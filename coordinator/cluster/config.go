@@ -1,0 +1,136 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"time"
+)
+
+// Config says where the cluster metadata lives and how this node talks to
+// it. Build one with DefaultConfig and change what differs; Open calls
+// Validate.
+type Config struct {
+	// Endpoints are the client URLs of an external etcd cluster
+	// ("http://10.0.0.1:2379", or host:port). Empty means: start an embedded
+	// single etcd member in DataDir and use it in-process.
+	Endpoints []string
+
+	// DataDir is the node's data directory. The embedded member keeps its
+	// data in DataDir/etcd; etcd's own log (see EtcdLogFile) goes to
+	// DataDir/etcd.log. Required when Endpoints is empty.
+	DataDir string
+
+	// ClientListenAddr and PeerListenAddr are the host:port the embedded
+	// member listens on for clients and for peers. Port 0 picks a free port;
+	// ClientURLs then reports the one picked. Unused with Endpoints.
+	ClientListenAddr string
+	PeerListenAddr   string
+
+	// Prefix is prepended to every key this package reads or writes, so
+	// that several Gregor clusters (or other users) can share one etcd. It
+	// starts with "/" and does not end with one.
+	Prefix string
+
+	// NodeID is this broker's node.id. It names the embedded member
+	// ("gregor-<id>") and must match the BrokerInfo given to Register.
+	NodeID int32
+
+	// SessionTTL is the TTL of the lease that holds the broker
+	// registration: a broker that stops sending keep-alives disappears from
+	// the cluster this long after its last one (Kafka's
+	// broker.session.timeout.ms). Whole seconds (rounded up), at least 1 s;
+	// etcd raises very short TTLs to its own minimum (about 2 s).
+	SessionTTL time.Duration
+
+	// DialTimeout bounds connecting the etcd client.
+	DialTimeout time.Duration
+
+	// RequestTimeout bounds each etcd request, and the wait of a write
+	// until the metadata cache shows it.
+	RequestTimeout time.Duration
+
+	// StartTimeout bounds how long Open waits for the embedded member to
+	// become ready (to elect itself leader after replaying its WAL).
+	StartTimeout time.Duration
+
+	// EtcdLogLevel is the level of etcd's own (zap) logs, from the embedded
+	// server and the client: debug, info, warn, error, panic or fatal.
+	// Gregor's own logs go to the slog.Logger given to Open.
+	EtcdLogLevel string
+
+	// EtcdLogFile is where etcd's own logs go, as JSON lines: a file path,
+	// "stderr" or "stdout". Empty means DataDir/etcd.log, or stderr when
+	// DataDir is empty.
+	EtcdLogFile string
+}
+
+// DefaultConfig returns an embedded single-member setup on etcd's usual
+// ports, with Kafka-like session timing. DataDir and NodeID are left for the
+// caller.
+func DefaultConfig() Config {
+	return Config{
+		ClientListenAddr: "127.0.0.1:2379",
+		PeerListenAddr:   "127.0.0.1:2380",
+		Prefix:           "/gregor",
+		SessionTTL:       10 * time.Second,
+		DialTimeout:      5 * time.Second,
+		RequestTimeout:   5 * time.Second,
+		StartTimeout:     30 * time.Second,
+		EtcdLogLevel:     "error",
+	}
+}
+
+// Validate reports every problem it finds, joined.
+func (c Config) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("cluster config: "+format, args...))
+	}
+	if len(c.Endpoints) == 0 {
+		if c.DataDir == "" {
+			bad("data dir is required for the embedded etcd member (no endpoints given)")
+		}
+		if _, _, err := net.SplitHostPort(c.ClientListenAddr); err != nil {
+			bad("embedded client listen address %q: %v", c.ClientListenAddr, err)
+		}
+		if _, _, err := net.SplitHostPort(c.PeerListenAddr); err != nil {
+			bad("embedded peer listen address %q: %v", c.PeerListenAddr, err)
+		}
+	}
+	for _, ep := range c.Endpoints {
+		if strings.TrimSpace(ep) == "" {
+			bad("empty etcd endpoint")
+		}
+	}
+	if !strings.HasPrefix(c.Prefix, "/") || len(c.Prefix) < 2 || strings.HasSuffix(c.Prefix, "/") {
+		bad("prefix %q must start with / and not end with one", c.Prefix)
+	}
+	if c.NodeID < 0 {
+		bad("node id %d is negative", c.NodeID)
+	}
+	if c.SessionTTL < time.Second {
+		bad("session ttl %s is under 1s", c.SessionTTL)
+	}
+	if c.DialTimeout <= 0 {
+		bad("dial timeout %s must be positive", c.DialTimeout)
+	}
+	if c.RequestTimeout <= 0 {
+		bad("request timeout %s must be positive", c.RequestTimeout)
+	}
+	if c.StartTimeout <= 0 && len(c.Endpoints) == 0 {
+		bad("start timeout %s must be positive", c.StartTimeout)
+	}
+	switch c.EtcdLogLevel {
+	case "debug", "info", "warn", "error", "panic", "fatal":
+	default:
+		bad("etcd log level %q is not one of debug, info, warn, error, panic, fatal", c.EtcdLogLevel)
+	}
+	return errors.Join(errs...)
+}
+
+// ttlSeconds is SessionTTL in whole seconds, rounded up, as etcd leases take.
+func (c Config) ttlSeconds() int64 {
+	return int64((c.SessionTTL + time.Second - 1) / time.Second)
+}

@@ -1,0 +1,82 @@
+// Package cluster keeps Gregor's cluster metadata in etcd: the cluster id,
+// broker registrations, topics and their partition states, dynamic configs
+// and producer id blocks. It is the only package that talks to etcd.
+//
+// # Modes
+//
+// With Config.Endpoints empty, Open starts an embedded single etcd member in
+// DataDir/etcd and uses it in-process: a single node needs nothing else.
+// With endpoints, every broker connects to the same external etcd cluster.
+// The code path after connecting is the same.
+//
+// # Metadata cache
+//
+// Open loads every key under the prefix at one revision R and then watches
+// the prefix from R+1, so no change can fall between the two. Each watch
+// response (etcd never splits one revision, i.e. one transaction, across
+// responses) produces a new immutable Metadata, published through an
+// atomic pointer: Snapshot never locks and never sees half a transaction.
+// When the watch ends (history compacted past it, leader lost, stream
+// broken) the cache is reloaded whole and watched again.
+//
+// Every write method returns only after the cache shows the write, so a
+// CreateTopics followed by a Metadata request on the same broker sees the
+// topic. Other nodes see it when their own watch delivers it.
+//
+// # Key layout
+//
+// All keys start with Config.Prefix (default "/gregor"), shown as P. All
+// values are JSON objects; fields are only ever added, and readers ignore
+// fields they do not know. Node ids and partition numbers are canonical
+// decimal; topic ids are Kafka's unpadded base64url form (22 characters).
+//
+//	P/cluster_id                 {"id":"<22-char base64url>"}
+//	    Created once, by the first Open, with a create-if-absent transaction.
+//	P/brokers/<node id>          {"host":"h","port":9092,"rack":"r"}
+//	    A live broker. Bound to the broker's lease (TTL Config.SessionTTL):
+//	    gone when the broker closes (lease revoked) or stops keeping it
+//	    alive (lease expired). "rack" is absent when the broker has none.
+//	P/topics/<name>              {"id":"<topic id>","partitions":3}
+//	    A topic: its id and partition count. Partitions 0..partitions-1
+//	    each have a partition state key; all are written in one transaction.
+//	P/topic_ids/<topic id>       {"name":"<name>"}
+//	    Index from id to name; its create-if-absent compare keeps ids unique.
+//	P/partitions/<name>/<p>      {"leader":1,"leader_epoch":0,"isr":[1,2],
+//	                              "partition_epoch":0,"replicas":[1,2]}
+//	    Partition state: replicas (preferred leader first), leader (-1: none),
+//	    leader epoch, in-sync replicas, and the partition epoch that every
+//	    change of this state increments and compares.
+//	P/configs/topics/<name>      {"config":{"retention.ms":"86400000"}}
+//	P/configs/brokers/<node id>  {"config":{...}}
+//	P/configs/brokers/default    {"config":{...}}
+//	    Dynamic configs by Kafka name, as strings. Absent when empty.
+//	P/producer_id_block          {"broker":1,"first":2000,"count":1000}
+//	    The last block of producer ids handed out (to node "broker"); the
+//	    next block starts at first+count. Not cached.
+//
+// Topic names are legal Kafka names ([a-zA-Z0-9._-]), so they never contain
+// "/" and one topic's partition keys are exactly those under
+// P/partitions/<name>/.
+//
+// # Transactions
+//
+// Each change is one etcd transaction whose compares make it safe against
+// concurrent writers in other processes: create-if-absent (cluster id,
+// registration, topic name and id), or compare-and-swap on a mod revision
+// read just before (partition growth, configs, producer id blocks), retried
+// a bounded number of times. An etcd lease alone is not mutual exclusion:
+// roles handed out through etcd (the controller, partition leaders) will
+// carry an epoch that their writes compare.
+//
+// A topic is created in one transaction of partitions+3 operations. etcd
+// limits a transaction to --max-txn-ops operations (default 128); the
+// embedded member is started with a limit of 16384, and an external etcd
+// must be given a limit above the largest topic's partition count.
+//
+// # Controller
+//
+// Metadata.ControllerID is, for now, the lowest live broker id (a single
+// node is its own controller). Controller election through
+// concurrency.Election, with the election's revision as the controller
+// epoch compared by every controller write, comes with replication.
+package cluster

@@ -1,0 +1,51 @@
+package cluster
+
+import "errors"
+
+// Sentinel errors. Callers compare with errors.Is; the broker maps them to
+// Kafka error codes in one place.
+var (
+	// ErrClosed is returned by every call made after Close.
+	ErrClosed = errors.New("cluster: closed")
+
+	// ErrTopicExists: a topic of that name exists (TOPIC_ALREADY_EXISTS).
+	ErrTopicExists = errors.New("cluster: topic already exists")
+
+	// ErrTopicIDExists: the caller asked for a topic id another topic has.
+	ErrTopicIDExists = errors.New("cluster: topic id already in use")
+
+	// ErrUnknownTopic: no topic of that name or id (UNKNOWN_TOPIC_OR_PARTITION
+	// or UNKNOWN_TOPIC_ID).
+	ErrUnknownTopic = errors.New("cluster: unknown topic")
+
+	// ErrInvalidTopic: the name is not a legal Kafka topic name
+	// (INVALID_TOPIC_EXCEPTION), or the topic id is reserved.
+	ErrInvalidTopic = errors.New("cluster: invalid topic")
+
+	// ErrInvalidAssignment: a replica assignment is empty, repeats a broker or
+	// names a negative broker id (INVALID_REPLICA_ASSIGNMENT).
+	ErrInvalidAssignment = errors.New("cluster: invalid replica assignment")
+
+	// ErrInvalidPartitions: CreatePartitions does not start from the
+	// topic's current partition count (INVALID_PARTITIONS).
+	ErrInvalidPartitions = errors.New("cluster: invalid partition count")
+
+	// ErrNodeIDInUse: another live process holds the registration of this
+	// node id (its lease has not expired).
+	ErrNodeIDInUse = errors.New("cluster: node id registered by another live broker")
+
+	// ErrAlreadyRegistered: Register was called twice on one Cluster.
+	ErrAlreadyRegistered = errors.New("cluster: broker already registered")
+
+	// ErrProducerIDsExhausted: the next producer id block would pass MaxInt64.
+	ErrProducerIDsExhausted = errors.New("cluster: producer ids exhausted")
+
+	// ErrConflict: a compare-and-swap lost to concurrent writers too many
+	// times in a row. Nothing was written; the call may be retried.
+	ErrConflict = errors.New("cluster: too many conflicting concurrent updates")
+
+	// ErrNotVisible: the write was committed in etcd, but the metadata cache
+	// did not reach its revision before the deadline (REQUEST_TIMED_OUT, as
+	// Kafka answers when a change outlives the request's timeout).
+	ErrNotVisible = errors.New("cluster: write committed but not yet visible in the metadata cache")
+)

@@ -1,0 +1,194 @@
+package cluster
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// keyspace builds and parses the etcd keys under one cluster prefix. The
+// layout is documented in the package doc; this is the only place that
+// spells it out.
+type keyspace struct {
+	root string // prefix + "/": every key of the cluster starts with it
+}
+
+func newKeyspace(prefix string) keyspace { return keyspace{root: prefix + "/"} }
+
+// defaultConfigName is the segment that stands for node id -1 (the cluster
+// wide default) under configs/brokers/.
+const defaultConfigName = "default"
+
+func (k keyspace) clusterID() string            { return k.root + "cluster_id" }
+func (k keyspace) producerIDBlock() string      { return k.root + "producer_id_block" }
+func (k keyspace) broker(id int32) string       { return k.root + "brokers/" + itoa(id) }
+func (k keyspace) topic(name string) string     { return k.root + "topics/" + name }
+func (k keyspace) topicID(id TopicID) string    { return k.root + "topic_ids/" + id.String() }
+func (k keyspace) partitionsOf(t string) string { return k.root + "partitions/" + t + "/" }
+func (k keyspace) topicConfig(t string) string  { return k.root + "configs/topics/" + t }
+
+func (k keyspace) partition(topic string, p int32) string {
+	return k.partitionsOf(topic) + itoa(p)
+}
+
+func (k keyspace) brokerConfig(id int32) string {
+	if id == -1 {
+		return k.root + "configs/brokers/" + defaultConfigName
+	}
+	return k.root + "configs/brokers/" + itoa(id)
+}
+
+func itoa(v int32) string { return strconv.FormatInt(int64(v), 10) }
+
+// keyKind says what a key under the prefix holds.
+type keyKind int
+
+const (
+	kindUnknown keyKind = iota
+	kindClusterID
+	kindProducerIDBlock
+	kindBroker
+	kindTopic
+	kindTopicID
+	kindPartition
+	kindTopicConfig
+	kindBrokerConfig
+)
+
+// parsedKey is a key split into its kind and the names it carries.
+type parsedKey struct {
+	kind      keyKind
+	node      int32  // kindBroker, kindBrokerConfig (-1 = default)
+	topic     string // kindTopic, kindPartition, kindTopicConfig
+	partition int32  // kindPartition
+}
+
+// parse splits a key read from etcd. Keys this version does not know (written
+// by a newer one, or by hand) come back as kindUnknown and are ignored by the
+// cache.
+func (k keyspace) parse(key string) parsedKey {
+	rest, ok := strings.CutPrefix(key, k.root)
+	if !ok {
+		return parsedKey{}
+	}
+	switch rest {
+	case "cluster_id":
+		return parsedKey{kind: kindClusterID}
+	case "producer_id_block":
+		return parsedKey{kind: kindProducerIDBlock}
+	}
+	head, tail, ok := strings.Cut(rest, "/")
+	if !ok || tail == "" {
+		return parsedKey{}
+	}
+	switch head {
+	case "brokers":
+		if id, ok := parseNodeID(tail); ok && id >= 0 {
+			return parsedKey{kind: kindBroker, node: id}
+		}
+	case "topics":
+		if !strings.Contains(tail, "/") {
+			return parsedKey{kind: kindTopic, topic: tail}
+		}
+	case "topic_ids":
+		return parsedKey{kind: kindTopicID}
+	case "partitions":
+		topic, p, ok := strings.Cut(tail, "/")
+		if !ok || topic == "" || strings.Contains(p, "/") {
+			return parsedKey{}
+		}
+		if n, ok := parseNodeID(p); ok && n >= 0 {
+			return parsedKey{kind: kindPartition, topic: topic, partition: n}
+		}
+	case "configs":
+		sub, name, ok := strings.Cut(tail, "/")
+		if !ok || name == "" || strings.Contains(name, "/") {
+			return parsedKey{}
+		}
+		switch sub {
+		case "topics":
+			return parsedKey{kind: kindTopicConfig, topic: name}
+		case "brokers":
+			if name == defaultConfigName {
+				return parsedKey{kind: kindBrokerConfig, node: -1}
+			}
+			if id, ok := parseNodeID(name); ok && id >= 0 {
+				return parsedKey{kind: kindBrokerConfig, node: id}
+			}
+		}
+	}
+	return parsedKey{}
+}
+
+// parseNodeID parses a canonical decimal int32 (no sign, no leading zeros),
+// so that each number has exactly one key.
+func parseNodeID(s string) (int32, bool) {
+	v, err := strconv.ParseInt(s, 10, 32)
+	if err != nil || strconv.FormatInt(v, 10) != s {
+		return 0, false
+	}
+	return int32(v), true
+}
+
+// The value records below are the JSON stored under each key. Fields are only
+// ever added; readers ignore fields they do not know.
+
+// clusterIDRecord is the value of prefix/cluster_id.
+type clusterIDRecord struct {
+	ID string `json:"id"`
+}
+
+// brokerRecord is the value of prefix/brokers/<id>.
+type brokerRecord struct {
+	Host string  `json:"host"`
+	Port int32   `json:"port"`
+	Rack *string `json:"rack,omitempty"`
+}
+
+// topicRecord is the value of prefix/topics/<name>.
+type topicRecord struct {
+	ID         string `json:"id"`
+	Partitions int32  `json:"partitions"`
+}
+
+// topicIDRecord is the value of prefix/topic_ids/<id>.
+type topicIDRecord struct {
+	Name string `json:"name"`
+}
+
+// partitionRecord is the value of prefix/partitions/<topic>/<p>.
+type partitionRecord struct {
+	Leader         int32   `json:"leader"`
+	LeaderEpoch    int32   `json:"leader_epoch"`
+	ISR            []int32 `json:"isr"`
+	PartitionEpoch int32   `json:"partition_epoch"`
+	Replicas       []int32 `json:"replicas"`
+}
+
+// configRecord is the value of prefix/configs/topics/<name> and
+// prefix/configs/brokers/<id|default>.
+type configRecord struct {
+	Config map[string]string `json:"config"`
+}
+
+// producerIDBlockRecord is the value of prefix/producer_id_block: the last
+// block handed out.
+type producerIDBlockRecord struct {
+	Broker int32 `json:"broker"`
+	First  int64 `json:"first"`
+	Count  int64 `json:"count"`
+}
+
+// encode marshals a record. The records hold only strings, numbers, slices and
+// maps of those, so marshalling cannot fail; a failure is a programming error.
+func encode(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("cluster: encode %T: %v", v, err))
+	}
+	return string(b)
+}
+
+// unmarshal decodes a stored value.
+func unmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }

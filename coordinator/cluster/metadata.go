@@ -1,0 +1,315 @@
+package cluster
+
+import (
+	"cmp"
+	"crypto/rand"
+	"encoding/base64"
+	"fmt"
+	"slices"
+)
+
+// TopicID is a Kafka Uuid: 16 bytes, shown as unpadded base64url (22
+// characters), as Kafka prints topic and cluster ids. The all-zero id means
+// "no id" in the protocol and is never given to a topic.
+type TopicID [16]byte
+
+// String returns the Kafka form of the id: unpadded base64url.
+func (id TopicID) String() string { return base64.RawURLEncoding.EncodeToString(id[:]) }
+
+// IsZero reports whether id is the all-zero id.
+func (id TopicID) IsZero() bool { return id == TopicID{} }
+
+// reserved reports whether Kafka keeps id for itself: the zero id and
+// Uuid(0, 1), the id of KRaft's __cluster_metadata topic.
+func (id TopicID) reserved() bool { return id == TopicID{} || id == TopicID{15: 1} }
+
+// ParseTopicID parses the unpadded base64url form String returns.
+func ParseTopicID(s string) (TopicID, error) {
+	var id TopicID
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return id, fmt.Errorf("parse topic id %q: %w", s, err)
+	}
+	if len(b) != len(id) {
+		return id, fmt.Errorf("parse topic id %q: %d bytes, want %d", s, len(b), len(id))
+	}
+	copy(id[:], b)
+	return id, nil
+}
+
+// randomID returns a random version 4 UUID, as Kafka's Uuid.randomUuid:
+// never a reserved id, and never one whose string starts with '-' (command
+// line tools would take it for a flag).
+func randomID() TopicID {
+	for {
+		var id TopicID
+		_, _ = rand.Read(id[:])   // crypto/rand.Read never fails (Go 1.24+)
+		id[6] = id[6]&0x0f | 0x40 // version 4
+		id[8] = id[8]&0x3f | 0x80 // RFC 4122 variant
+		if !id.reserved() && id.String()[0] != '-' {
+			return id
+		}
+	}
+}
+
+// BrokerInfo is a broker's registration: what Metadata responses tell
+// clients about it.
+type BrokerInfo struct {
+	NodeID int32
+	Host   string
+	Port   int32
+	Rack   *string // nil: no rack
+}
+
+// PartitionState is a partition's replicas and leadership, as Kafka keeps it
+// per partition. Invariants kept by every writer: Leader is -1 or a member of
+// ISR; ISR is a subset of Replicas; LeaderEpoch rises with every leader
+// change; PartitionEpoch rises with every change of this state, so that a
+// writer can compare it (compare-and-swap) before changing the state.
+type PartitionState struct {
+	Leader         int32
+	LeaderEpoch    int32
+	ISR            []int32
+	PartitionEpoch int32
+	Replicas       []int32
+}
+
+// Topic is one topic as the cache sees it. Partitions is indexed by
+// partition number and has no holes: a topic's partitions are always written
+// in the same transaction as its record. A Topic taken from a Metadata is
+// shared and must not be modified.
+type Topic struct {
+	Name       string
+	ID         TopicID
+	Partitions []PartitionState
+	Configs    map[string]string // dynamic topic configs; nil when none
+}
+
+// Metadata is an immutable view of the cluster metadata as of one etcd
+// revision: every write of a transaction is either all in it or not at all.
+// Nothing reachable from it may be modified; new views are new values.
+type Metadata struct {
+	ClusterID string
+	// Revision is the etcd revision the view reflects: all writes under the
+	// prefix up to and including it are in the view.
+	Revision int64
+	// ControllerID is the controller's node id, -1 when no broker is live.
+	// For now it is the lowest live broker id. Controller election through
+	// concurrency.Election, with an epoch compared by every controller
+	// write, replaces this when replication arrives.
+	ControllerID int32
+	// Brokers are the live registered brokers, sorted by node id.
+	Brokers []BrokerInfo
+	// Topics and TopicsByID hold the same *Topic values.
+	Topics     map[string]*Topic
+	TopicsByID map[TopicID]*Topic
+	// BrokerConfigs are dynamic broker configs by node id; -1 holds the
+	// cluster-wide defaults.
+	BrokerConfigs map[int32]map[string]string
+}
+
+// Broker returns the registration of a live broker.
+func (m *Metadata) Broker(id int32) (BrokerInfo, bool) {
+	i, ok := slices.BinarySearchFunc(m.Brokers, id, func(b BrokerInfo, id int32) int {
+		return cmp.Compare(b.NodeID, id)
+	})
+	if !ok {
+		return BrokerInfo{}, false
+	}
+	return m.Brokers[i], true
+}
+
+// state is the decoded contents of the prefix, kept by the watch goroutine
+// only, and turned into a new Metadata after each batch of events. Rebuilt
+// topics are tracked so that a change touches only what it changed.
+type state struct {
+	keys keyspace
+
+	clusterID     string
+	brokers       map[int32]BrokerInfo
+	topics        map[string]topicRecord
+	partitions    map[string]map[int32]PartitionState
+	topicConfigs  map[string]map[string]string
+	brokerConfigs map[int32]map[string]string
+
+	// built holds the Topic values of the last Metadata; dirty names the
+	// topics to rebuild, and brokersDirty/configsDirty the other parts.
+	built         map[string]*Topic
+	dirty         map[string]bool
+	brokersDirty  bool
+	configsDirty  bool
+	last          *Metadata
+	warn          func(msg string, args ...any)
+	decodeFailure int // count, for tests
+}
+
+func newState(keys keyspace, warn func(string, ...any)) *state {
+	return &state{
+		keys:          keys,
+		brokers:       map[int32]BrokerInfo{},
+		topics:        map[string]topicRecord{},
+		partitions:    map[string]map[int32]PartitionState{},
+		topicConfigs:  map[string]map[string]string{},
+		brokerConfigs: map[int32]map[string]string{},
+		built:         map[string]*Topic{},
+		dirty:         map[string]bool{},
+		brokersDirty:  true,
+		configsDirty:  true,
+		warn:          warn,
+	}
+}
+
+// apply folds one key's new value (or its deletion) into the state. A value
+// that does not decode is logged and treated as absent: one bad key must not
+// stop the cache.
+func (s *state) apply(key string, value []byte, deleted bool) {
+	pk := s.keys.parse(key)
+	decode := func(v any) bool {
+		if err := unmarshal(value, v); err != nil {
+			s.decodeFailure++
+			s.warn("ignoring undecodable cluster metadata value", "key", key, "err", err)
+			return false
+		}
+		return true
+	}
+	switch pk.kind {
+	case kindClusterID:
+		var r clusterIDRecord
+		if !deleted && decode(&r) {
+			s.clusterID = r.ID
+		}
+	case kindBroker:
+		s.brokersDirty = true
+		var r brokerRecord
+		if deleted || !decode(&r) {
+			delete(s.brokers, pk.node)
+			return
+		}
+		s.brokers[pk.node] = BrokerInfo{NodeID: pk.node, Host: r.Host, Port: r.Port, Rack: r.Rack}
+	case kindTopic:
+		s.dirty[pk.topic] = true
+		var r topicRecord
+		if deleted || !decode(&r) {
+			delete(s.topics, pk.topic)
+			return
+		}
+		s.topics[pk.topic] = r
+	case kindPartition:
+		s.dirty[pk.topic] = true
+		var r partitionRecord
+		if deleted || !decode(&r) {
+			if ps := s.partitions[pk.topic]; ps != nil {
+				delete(ps, pk.partition)
+				if len(ps) == 0 {
+					delete(s.partitions, pk.topic)
+				}
+			}
+			return
+		}
+		ps := s.partitions[pk.topic]
+		if ps == nil {
+			ps = map[int32]PartitionState{}
+			s.partitions[pk.topic] = ps
+		}
+		ps[pk.partition] = PartitionState(r)
+	case kindTopicConfig:
+		s.dirty[pk.topic] = true
+		var r configRecord
+		if deleted || !decode(&r) || len(r.Config) == 0 {
+			delete(s.topicConfigs, pk.topic)
+			return
+		}
+		s.topicConfigs[pk.topic] = r.Config
+	case kindBrokerConfig:
+		s.configsDirty = true
+		var r configRecord
+		if deleted || !decode(&r) || len(r.Config) == 0 {
+			delete(s.brokerConfigs, pk.node)
+			return
+		}
+		s.brokerConfigs[pk.node] = r.Config
+	}
+}
+
+// snapshot builds the Metadata for revision rev, reusing every part of the
+// previous one that no applied key touched.
+func (s *state) snapshot(rev int64) *Metadata {
+	prev := s.last
+	m := &Metadata{ClusterID: s.clusterID, Revision: rev}
+
+	if s.brokersDirty || prev == nil {
+		m.Brokers = make([]BrokerInfo, 0, len(s.brokers))
+		for _, b := range s.brokers {
+			m.Brokers = append(m.Brokers, b)
+		}
+		slices.SortFunc(m.Brokers, func(a, b BrokerInfo) int { return cmp.Compare(a.NodeID, b.NodeID) })
+	} else {
+		m.Brokers = prev.Brokers
+	}
+	m.ControllerID = -1
+	if len(m.Brokers) > 0 {
+		m.ControllerID = m.Brokers[0].NodeID
+	}
+
+	if s.configsDirty || prev == nil {
+		m.BrokerConfigs = make(map[int32]map[string]string, len(s.brokerConfigs))
+		for id, c := range s.brokerConfigs {
+			m.BrokerConfigs[id] = c
+		}
+	} else {
+		m.BrokerConfigs = prev.BrokerConfigs
+	}
+
+	if len(s.dirty) > 0 || prev == nil {
+		for name := range s.dirty {
+			if t := s.buildTopic(name); t != nil {
+				s.built[name] = t
+			} else {
+				delete(s.built, name)
+			}
+		}
+		m.Topics = make(map[string]*Topic, len(s.built))
+		m.TopicsByID = make(map[TopicID]*Topic, len(s.built))
+		for name, t := range s.built {
+			m.Topics[name] = t
+			m.TopicsByID[t.ID] = t
+		}
+	} else {
+		m.Topics, m.TopicsByID = prev.Topics, prev.TopicsByID
+	}
+
+	clear(s.dirty)
+	s.brokersDirty, s.configsDirty = false, false
+	s.last = m
+	return m
+}
+
+// buildTopic assembles a topic from its record, partitions and configs, or
+// returns nil when there is no (decodable) topic record. The record's
+// partition count is authoritative; a missing partition state (possible only
+// after a hand edit) shows as leaderless with no replicas.
+func (s *state) buildTopic(name string) *Topic {
+	r, ok := s.topics[name]
+	if !ok {
+		return nil
+	}
+	id, err := ParseTopicID(r.ID)
+	if err != nil {
+		s.decodeFailure++
+		s.warn("ignoring topic with undecodable id", "topic", name, "err", err)
+		return nil
+	}
+	t := &Topic{Name: name, ID: id, Configs: s.topicConfigs[name]}
+	n := max(r.Partitions, 0)
+	t.Partitions = make([]PartitionState, n)
+	ps := s.partitions[name]
+	for p := range n {
+		st, ok := ps[p]
+		if !ok {
+			s.warn("topic partition has no state", "topic", name, "partition", p)
+			st = PartitionState{Leader: -1, LeaderEpoch: -1}
+		}
+		t.Partitions[p] = st
+	}
+	return t
+}
