@@ -38,6 +38,10 @@ var handlers = []handler{
 	offsetForLeaderEpochAPI,
 	createPartitionsAPI,
 	describeClusterAPI,
+	describeConfigsAPI,
+	alterConfigsAPI,
+	incrementalAlterConfigsAPI,
+	describeTopicPartitionsAPI,
 }
 
 // Broker is one Gregor broker.

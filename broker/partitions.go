@@ -115,9 +115,20 @@ func (b *Broker) resolveSettings(t *cluster.Topic, md *cluster.Metadata) (*topic
 // that topic configs fall back to.
 func (b *Broker) staticConfigs() map[string]string {
 	out := map[string]string{
+		"node.id":                    fmt.Sprint(b.cfg.NodeID),
+		"listeners":                  strings.Join(b.cfg.Listeners, ","),
+		"log.dirs":                   strings.Join(b.cfg.LogDirs, ","),
 		"message.max.bytes":          fmt.Sprint(b.cfg.MessageMaxBytes),
 		"num.partitions":             fmt.Sprint(b.cfg.NumPartitions),
 		"default.replication.factor": fmt.Sprint(b.cfg.DefaultReplicationFactor),
+		"auto.create.topics.enable":  fmt.Sprint(b.cfg.AutoCreateTopicsEnable),
+		"socket.request.max.bytes":   fmt.Sprint(b.cfg.SocketRequestMaxBytes),
+	}
+	if len(b.cfg.AdvertisedListeners) > 0 {
+		out["advertised.listeners"] = strings.Join(b.cfg.AdvertisedListeners, ",")
+	}
+	if b.cfg.Rack != "" {
+		out["broker.rack"] = b.cfg.Rack
 	}
 	for k, v := range b.cfg.StaticTopicDefaults {
 		out[k] = v

@@ -1,0 +1,278 @@
+package broker
+
+// DescribeConfigs (key 32), versions 1-4.
+//
+// Describes TOPIC and BROKER resources as Kafka's broker (ConfigHelper)
+// does. A topic lists every topic config, resolved over the topic's
+// overrides, this broker's dynamic configs, the cluster-wide dynamic
+// defaults and the static config (configs.Resolve); an illegal name is
+// INVALID_TOPIC_EXCEPTION, an unknown topic UNKNOWN_TOPIC_OR_PARTITION. A
+// BROKER resource named by this broker's id lists every broker config of the
+// catalogue and every other name set at some level; the empty name, the
+// cluster-wide default, lists only the names set there (configs.ResolveBroker).
+// Another broker's id, or a name that is not a number, is INVALID_REQUEST
+// with Kafka's message.
+//
+// config_names null or empty asks for everything; names that are not there
+// are left out, as Kafka does. Sensitive entries (PASSWORD configs, and broker
+// names the catalogue does not know, whose type Kafka cannot tell either)
+// have a null value and null synonym values. read_only is false for topic
+// configs and true for broker configs that cannot change at run time.
+// Synonyms come with include_synonyms (v1+), documentation with
+// include_documentation (v3+), config_type from v3. Entries are sorted by
+// name; Kafka's order is a hash map's. Unlike a Kafka broker, a topic config's
+// synonyms and source name the broker setting that supplies the value even
+// when it is a secondary synonym (log.retention.hours for retention.ms), as
+// Kafka's controller reports them (see configs.Resolve).
+//
+// Not served: BROKER_LOGGER (Gregor has no runtime log4j loggers to list),
+// CLIENT_METRICS and GROUP resources get INVALID_REQUEST ("Unsupported
+// resource type: ..."), BROKER_LOGGER after Kafka's checks of its name. A
+// resource type Kafka does not know fails the whole request: every resource
+// gets INVALID_REQUEST with Kafka's default message, as Kafka's error
+// response does.
+
+import (
+	"context"
+	"sort"
+	"strconv"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/gregor-io/gregor/broker/configs"
+	"github.com/gregor-io/gregor/coordinator/cluster"
+	"github.com/gregor-io/gregor/protocol"
+)
+
+var describeConfigsAPI = handler{key: 32, min: 1, max: 4, handle: (*Broker).handleDescribeConfigs}
+
+// invalidRequestMessage is Kafka's text for INVALID_REQUEST, which its
+// whole-request error responses carry.
+const invalidRequestMessage = "This most likely occurs because of a request being malformed by the client " +
+	"library or the message was sent to an incompatible broker. See the broker logs for more details."
+
+func (b *Broker) handleDescribeConfigs(_ context.Context, _ *conn, _ protocol.RequestHeader, r kmsg.Request) (kmsg.Response, error) {
+	req := r.(*kmsg.DescribeConfigsRequest)
+	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
+	for _, rr := range req.Resources {
+		if resourceTypeName(rr.ResourceType) == "UNKNOWN" {
+			for _, rr := range req.Resources {
+				out := kmsg.NewDescribeConfigsResponseResource()
+				out.ResourceType, out.ResourceName = rr.ResourceType, rr.ResourceName
+				setConfigsError(&out.ErrorCode, &out.ErrorMessage, newTopicError(protocol.InvalidRequest, invalidRequestMessage))
+				resp.Resources = append(resp.Resources, out)
+			}
+			return resp, nil
+		}
+	}
+	md := b.cluster.Snapshot()
+	for _, rr := range req.Resources {
+		out := kmsg.NewDescribeConfigsResponseResource()
+		out.ResourceType, out.ResourceName = rr.ResourceType, rr.ResourceName
+		var err error
+		switch rr.ResourceType {
+		case kmsg.ConfigResourceTypeTopic:
+			out.Configs, err = b.describeTopicConfigs(md, rr, req.IncludeSynonyms, req.IncludeDocumentation)
+		case kmsg.ConfigResourceTypeBroker:
+			out.Configs, err = b.describeBrokerConfigs(md, rr, req.IncludeSynonyms, req.IncludeDocumentation)
+		case kmsg.ConfigResourceTypeBrokerLogger:
+			err = b.checkBrokerLoggerName(rr.ResourceName)
+			if err == nil {
+				err = unsupportedResource(rr.ResourceType)
+			}
+		default:
+			err = unsupportedResource(rr.ResourceType)
+		}
+		if err != nil {
+			out.Configs = nil
+			setConfigsError(&out.ErrorCode, &out.ErrorMessage, err)
+		}
+		resp.Resources = append(resp.Resources, out)
+	}
+	return resp, nil
+}
+
+// describeTopicConfigs lists a topic's configs.
+func (b *Broker) describeTopicConfigs(md *cluster.Metadata, rr kmsg.DescribeConfigsRequestResource,
+	withSynonyms, withDocs bool) ([]kmsg.DescribeConfigsResponseResourceConfig, error) {
+	if err := validTopicName(rr.ResourceName); err != nil {
+		return nil, newTopicError(protocol.InvalidTopicException, "%v", err)
+	}
+	t := md.Topics[rr.ResourceName]
+	if t == nil {
+		// Kafka sets no message here.
+		return nil, &topicError{code: protocol.UnknownTopicOrPartition}
+	}
+	wanted := configNameFilter(rr.ConfigNames)
+	dynamic, clusterDefault, static := md.BrokerConfigs[b.cfg.NodeID], md.BrokerConfigs[-1], b.staticConfigs()
+	var out []kmsg.DescribeConfigsResponseResourceConfig
+	for _, d := range configs.Topics() {
+		if !wanted(d.Name) {
+			continue
+		}
+		v, src, syns := configs.Resolve(d.Name, t.Configs, dynamic, clusterDefault, static)
+		c := kmsg.NewDescribeConfigsResponseResourceConfig()
+		c.Name = d.Name
+		if !d.Sensitive && (src != configs.SourceDefault || !d.NullDefault) {
+			c.Value = &v
+		}
+		c.Source = kmsg.ConfigSource(src)
+		c.IsDefault = src == configs.SourceDefault
+		c.IsSensitive = d.Sensitive
+		c.ConfigType = kmsg.ConfigType(d.Type)
+		if withDocs {
+			doc := d.Doc
+			c.Documentation = &doc
+		}
+		if withSynonyms {
+			c.ConfigSynonyms = synonymsOut(syns, d.Sensitive)
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// describeBrokerConfigs lists this broker's configs, or the cluster-wide
+// defaults for the empty name.
+func (b *Broker) describeBrokerConfigs(md *cluster.Metadata, rr kmsg.DescribeConfigsRequestResource,
+	withSynonyms, withDocs bool) ([]kmsg.DescribeConfigsResponseResourceConfig, error) {
+	perBroker := rr.ResourceName != ""
+	if perBroker {
+		id, err := strconv.ParseInt(rr.ResourceName, 10, 32)
+		if err != nil {
+			return nil, newTopicError(protocol.InvalidRequest, "Broker id must be an integer, but it is: %s", rr.ResourceName)
+		}
+		if int32(id) != b.cfg.NodeID {
+			return nil, newTopicError(protocol.InvalidRequest,
+				"Unexpected broker id, expected %d or empty string, but received %s", b.cfg.NodeID, rr.ResourceName)
+		}
+	}
+	dynamic, clusterDefault, static := md.BrokerConfigs[b.cfg.NodeID], md.BrokerConfigs[-1], b.staticConfigs()
+	names := map[string]bool{}
+	levels := []map[string]string{clusterDefault}
+	if perBroker {
+		for _, d := range configs.Brokers() {
+			names[d.Name] = true
+		}
+		levels = append(levels, dynamic, static)
+	}
+	for _, level := range levels {
+		for name := range level {
+			names[name] = true
+		}
+	}
+	sorted := make([]string, 0, len(names))
+	for name := range names {
+		sorted = append(sorted, name)
+	}
+	sort.Strings(sorted)
+
+	wanted := configNameFilter(rr.ConfigNames)
+	var out []kmsg.DescribeConfigsResponseResourceConfig
+	for _, name := range sorted {
+		if !wanted(name) {
+			continue
+		}
+		v, null, src, syns := configs.ResolveBroker(name, perBroker, dynamic, clusterDefault, static)
+		d, known := configs.Broker(name)
+		sensitive := !known || d.Sensitive
+		c := kmsg.NewDescribeConfigsResponseResourceConfig()
+		c.Name = name
+		if !null && !sensitive {
+			c.Value = &v
+		}
+		c.Source = kmsg.ConfigSource(src)
+		c.IsDefault = src == configs.SourceDefault
+		c.IsSensitive = sensitive
+		c.ReadOnly = !known || d.Update == configs.UpdateReadOnly
+		c.ConfigType = kmsg.ConfigTypeUnknown
+		if known {
+			c.ConfigType = kmsg.ConfigType(d.Type)
+			if withDocs {
+				doc := d.Doc
+				c.Documentation = &doc
+			}
+		}
+		if withSynonyms {
+			c.ConfigSynonyms = synonymsOut(syns, sensitive)
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// checkBrokerLoggerName applies Kafka's checks of a BROKER_LOGGER name:
+// this broker's id.
+func (b *Broker) checkBrokerLoggerName(name string) error {
+	if name == "" {
+		return newTopicError(protocol.InvalidRequest, "Broker id must not be empty")
+	}
+	id, err := strconv.ParseInt(name, 10, 32)
+	if err != nil {
+		return newTopicError(protocol.InvalidRequest, "Broker id must be an integer, but it is: %s", name)
+	}
+	if int32(id) != b.cfg.NodeID {
+		return newTopicError(protocol.InvalidRequest, "Unexpected broker id, expected %d but received %s", b.cfg.NodeID, name)
+	}
+	return nil
+}
+
+// configNameFilter reports whether a config was asked for: all of them when
+// names is null or empty, as in Kafka.
+func configNameFilter(names []string) func(string) bool {
+	if len(names) == 0 {
+		return func(string) bool { return true }
+	}
+	set := make(map[string]bool, len(names))
+	for _, n := range names {
+		set[n] = true
+	}
+	return func(name string) bool { return set[name] }
+}
+
+func synonymsOut(syns []configs.Synonym, sensitive bool) []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym {
+	out := make([]kmsg.DescribeConfigsResponseResourceConfigConfigSynonym, 0, len(syns))
+	for _, s := range syns {
+		o := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
+		o.Name, o.Source = s.Name, kmsg.ConfigSource(s.Source)
+		if !sensitive {
+			v := s.Value
+			o.Value = &v
+		}
+		out = append(out, o)
+	}
+	return out
+}
+
+// resourceTypeName is Kafka's name for a config resource type
+// (ConfigResource.Type), UNKNOWN for a number it does not know.
+func resourceTypeName(t kmsg.ConfigResourceType) string {
+	switch t {
+	case kmsg.ConfigResourceTypeTopic:
+		return "TOPIC"
+	case kmsg.ConfigResourceTypeBroker:
+		return "BROKER"
+	case kmsg.ConfigResourceTypeBrokerLogger:
+		return "BROKER_LOGGER"
+	case kmsg.ConfigResourceTypeClientMetrics:
+		return "CLIENT_METRICS"
+	case kmsg.ConfigResourceTypeGroupConfig:
+		return "GROUP"
+	}
+	return "UNKNOWN"
+}
+
+// unsupportedResource is the answer for a resource type Kafka serves and
+// Gregor does not (yet).
+func unsupportedResource(t kmsg.ConfigResourceType) error {
+	return newTopicError(protocol.InvalidRequest, "Unsupported resource type: %s", resourceTypeName(t))
+}
+
+// setConfigsError fills a config resource result's error code and message;
+// an empty message stays null.
+func setConfigsError(code *int16, msg **string, err error) {
+	*code = int16(errorCode(err))
+	if m := err.Error(); m != "" {
+		*msg = &m
+	}
+}
