@@ -44,13 +44,8 @@ build: ## Compile every package, and bin/gregor once cmd/gregor exists.
 		$(GO) build -o bin/gregor ./cmd/gregor; \
 	fi
 
-run: ## Run a single-node broker on localhost:9092 with its data in ./data.
-	@if [ ! -d cmd/gregor ]; then \
-		echo "make run: there is no broker yet; cmd/gregor (gregor serve) arrives with the single-node broker issue." >&2; \
-		exit 1; \
-	fi
-	$(GO) build -o bin/gregor ./cmd/gregor
-	./bin/gregor serve --log.dirs $(DATA_DIR) --listeners $(LISTENERS)
+run: ## Run a single-node broker on localhost:9092 with its data in ./data (Ctrl-C stops it cleanly).
+	$(GO) build -o bin/gregor ./cmd/gregor && ./bin/gregor serve --log.dirs $(DATA_DIR) --listeners $(LISTENERS)
 
 test: ## go vet, the unit tests with -race, then lint.
 	$(GO) vet ./...

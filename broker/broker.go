@@ -170,7 +170,7 @@ func (b *Broker) Start(ctx context.Context) (err error) {
 func (b *Broker) register(ctx context.Context) error {
 	host, port := b.advertised()
 	info := cluster.BrokerInfo{NodeID: b.cfg.NodeID, Host: host, Port: port, Rack: b.rack()}
-	for {
+	for waited := false; ; waited = true {
 		err := b.cluster.Register(ctx, info)
 		if !errors.Is(err, cluster.ErrNodeIDInUse) {
 			if err != nil {
@@ -178,7 +178,9 @@ func (b *Broker) register(ctx context.Context) error {
 			}
 			return nil
 		}
-		b.logger.Info("waiting for the previous registration of this node id to expire", "err", err)
+		if !waited {
+			b.logger.Info("waiting for the previous registration of this node id to expire", "err", err)
+		}
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("register broker: %w", err)

@@ -1,0 +1,666 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+	"github.com/spf13/viper"
+
+	"github.com/gregor-io/gregor/broker"
+	"github.com/gregor-io/gregor/broker/configs"
+)
+
+// This file turns the config file, GREGOR_ environment variables and flags
+// into a broker.Config. Keys keep Kafka's names and meanings. Three kinds
+// are read:
+//
+//   - serve's own keys (the keys table): broker configs that are fields of
+//     broker.Config, plus Gregor's admin.listener, etcd.*, log.level and
+//     log.format;
+//   - topic defaults: every Kafka broker config that is the broker-level
+//     synonym of a topic config (log.retention.hours for retention.ms, ...),
+//     found in package configs, passed on as broker.Config.StaticTopicDefaults;
+//   - anything else is ignored with a warning.
+
+// envPrefix starts the environment variable of every key: node.id is read
+// from GREGOR_NODE_ID.
+const envPrefix = "GREGOR"
+
+// flushMessages is the broker config whose default Gregor changes: Kafka
+// leaves flushing to the page cache (9223372036854775807), Gregor fsyncs
+// every write before it is acknowledged, with group commit.
+const (
+	flushMessages        = "log.flush.interval.messages"
+	flushMessagesDurable = "1"
+)
+
+// serveConfig is what serve runs with.
+type serveConfig struct {
+	broker    broker.Config
+	logLevel  slog.Level
+	logFormat string // "text" or "json"
+	// warnings are the keys that were given but are ignored, one message
+	// each, to be logged once the logger exists.
+	warnings []string
+}
+
+func defaultServeConfig() serveConfig {
+	return serveConfig{broker: broker.DefaultConfig(), logLevel: slog.LevelInfo, logFormat: "text"}
+}
+
+// key is one of serve's own settings.
+type key struct {
+	name string
+	// aliases are older names of the same setting, which the name beats
+	// when both come from the same source (Kafka's log.dir for log.dirs).
+	aliases []string
+	// aliasUsage is the help of the aliases' flags.
+	aliasUsage string
+	// placeholder names the value in the flag's help.
+	placeholder string
+	usage       string
+	// get formats the setting of c as it is written (for the help's
+	// defaults); set parses s into c.
+	get func(c *serveConfig) string
+	set func(c *serveConfig, s string) error
+}
+
+// keys are serve's own settings, in the order the help lists them.
+var keys = []key{
+	{
+		name: "node.id", aliases: []string{"broker.id"}, placeholder: "ID",
+		usage:      "id of this broker in the cluster",
+		aliasUsage: "Kafka's older name of node.id; must equal it when both are set in one place",
+		get:        func(c *serveConfig) string { return strconv.Itoa(int(c.broker.NodeID)) },
+		set: func(c *serveConfig, s string) (err error) {
+			c.broker.NodeID, err = parseInt32(s)
+			return err
+		},
+	},
+	{
+		name: "listeners", placeholder: "LISTENERS",
+		usage: "comma-separated NAME://host:port the Kafka protocol is served on; port 0 picks a free port",
+		get:   func(c *serveConfig) string { return strings.Join(c.broker.Listeners, ",") },
+		set: func(c *serveConfig, s string) error {
+			c.broker.Listeners = parseList(s)
+			return nil
+		},
+	},
+	{
+		name: "advertised.listeners", placeholder: "LISTENERS",
+		usage: "comma-separated NAME://host:port clients are told to use, one per listener; empty means listeners",
+		get:   func(c *serveConfig) string { return strings.Join(c.broker.AdvertisedListeners, ",") },
+		set: func(c *serveConfig, s string) error {
+			c.broker.AdvertisedListeners = parseList(s)
+			return nil
+		},
+	},
+	{
+		name: "broker.rack", placeholder: "RACK",
+		usage: "rack (or zone) of this broker, for clients that fetch from the closest replica",
+		get:   func(c *serveConfig) string { return c.broker.Rack },
+		set: func(c *serveConfig, s string) error {
+			c.broker.Rack = strings.TrimSpace(s)
+			return nil
+		},
+	},
+	{
+		name: "log.dirs", aliases: []string{"log.dir"}, placeholder: "DIRS",
+		usage:      "comma-separated directories for the partition logs; the first also holds the embedded etcd member's data",
+		aliasUsage: "Kafka's older name of log.dirs; log.dirs wins when both are set in one place",
+		get:        func(c *serveConfig) string { return strings.Join(c.broker.LogDirs, ",") },
+		set: func(c *serveConfig, s string) error {
+			c.broker.LogDirs = parseList(s)
+			return nil
+		},
+	},
+	{
+		name: "admin.listener", placeholder: "HOST:PORT",
+		usage: "address of the HTTP admin server (/metrics, /healthz); empty disables it",
+		get:   func(c *serveConfig) string { return c.broker.AdminListener },
+		set: func(c *serveConfig, s string) error {
+			c.broker.AdminListener = strings.TrimSpace(s)
+			return nil
+		},
+	},
+	{
+		name: "etcd.endpoints", placeholder: "URLS",
+		usage: "comma-separated client URLs of an external etcd cluster; empty starts an embedded member in the first log dir",
+		get:   func(c *serveConfig) string { return strings.Join(c.broker.EtcdEndpoints, ",") },
+		set: func(c *serveConfig, s string) error {
+			c.broker.EtcdEndpoints = parseList(s)
+			return nil
+		},
+	},
+	{
+		name: "etcd.client.addr", placeholder: "HOST:PORT",
+		usage: "client listen address of the embedded etcd member; port 0 picks a free port",
+		get:   func(c *serveConfig) string { return c.broker.EtcdClientAddr },
+		set: func(c *serveConfig, s string) error {
+			c.broker.EtcdClientAddr = strings.TrimSpace(s)
+			return nil
+		},
+	},
+	{
+		name: "etcd.peer.addr", placeholder: "HOST:PORT",
+		usage: "peer listen address of the embedded etcd member; port 0 picks a free port",
+		get:   func(c *serveConfig) string { return c.broker.EtcdPeerAddr },
+		set: func(c *serveConfig, s string) error {
+			c.broker.EtcdPeerAddr = strings.TrimSpace(s)
+			return nil
+		},
+	},
+	{
+		name: "broker.session.timeout.ms", placeholder: "MS",
+		usage: "how long a broker that stopped sending heartbeats stays registered",
+		get:   func(c *serveConfig) string { return strconv.FormatInt(c.broker.SessionTimeout.Milliseconds(), 10) },
+		set: func(c *serveConfig, s string) error {
+			ms, err := parseInt(s, 64)
+			if err != nil {
+				return err
+			}
+			if ms < 0 || ms > math.MaxInt64/int64(time.Millisecond) {
+				return fmt.Errorf("invalid value %q: out of range", s)
+			}
+			c.broker.SessionTimeout = time.Duration(ms) * time.Millisecond
+			return nil
+		},
+	},
+	{
+		name: "num.partitions", placeholder: "N",
+		usage: "partition count of topics created automatically or without a partition count",
+		get:   func(c *serveConfig) string { return strconv.Itoa(int(c.broker.NumPartitions)) },
+		set: func(c *serveConfig, s string) (err error) {
+			c.broker.NumPartitions, err = parseInt32(s)
+			return err
+		},
+	},
+	{
+		name: "default.replication.factor", placeholder: "N",
+		usage: "replication factor of topics created automatically or without a replication factor",
+		get:   func(c *serveConfig) string { return strconv.Itoa(int(c.broker.DefaultReplicationFactor)) },
+		set: func(c *serveConfig, s string) error {
+			n, err := parseInt(s, 16)
+			c.broker.DefaultReplicationFactor = int16(n)
+			return err
+		},
+	},
+	{
+		name: "auto.create.topics.enable", placeholder: "BOOL",
+		usage: "whether a Metadata request for a missing topic creates it",
+		get:   func(c *serveConfig) string { return strconv.FormatBool(c.broker.AutoCreateTopicsEnable) },
+		set: func(c *serveConfig, s string) (err error) {
+			c.broker.AutoCreateTopicsEnable, err = parseBool(s)
+			return err
+		},
+	},
+	{
+		name: "message.max.bytes", placeholder: "BYTES",
+		usage: "largest record batch accepted, after compression; the default of topics' max.message.bytes",
+		get:   func(c *serveConfig) string { return strconv.Itoa(int(c.broker.MessageMaxBytes)) },
+		set: func(c *serveConfig, s string) (err error) {
+			c.broker.MessageMaxBytes, err = parseInt32(s)
+			return err
+		},
+	},
+	{
+		name: "socket.request.max.bytes", placeholder: "BYTES",
+		usage: "largest request frame accepted; a larger one closes the connection",
+		get:   func(c *serveConfig) string { return strconv.Itoa(int(c.broker.SocketRequestMaxBytes)) },
+		set: func(c *serveConfig, s string) (err error) {
+			c.broker.SocketRequestMaxBytes, err = parseInt32(s)
+			return err
+		},
+	},
+	{
+		name: "log.level", placeholder: "LEVEL",
+		usage: "least severe log level written: debug, info, warn or error",
+		get:   func(c *serveConfig) string { return strings.ToLower(c.logLevel.String()) },
+		set: func(c *serveConfig, s string) error {
+			switch strings.ToLower(strings.TrimSpace(s)) {
+			case "debug":
+				c.logLevel = slog.LevelDebug
+			case "info":
+				c.logLevel = slog.LevelInfo
+			case "warn":
+				c.logLevel = slog.LevelWarn
+			case "error":
+				c.logLevel = slog.LevelError
+			default:
+				return fmt.Errorf("invalid value %q: want debug, info, warn or error", s)
+			}
+			return nil
+		},
+	},
+	{
+		name: "log.format", placeholder: "FORMAT",
+		usage: "log format on stderr: text or json",
+		get:   func(c *serveConfig) string { return c.logFormat },
+		set: func(c *serveConfig, s string) error {
+			f := strings.ToLower(strings.TrimSpace(s))
+			if f != "text" && f != "json" {
+				return fmt.Errorf("invalid value %q: want text or json", s)
+			}
+			c.logFormat = f
+			return nil
+		},
+	},
+}
+
+// topicDefaultKeys returns the broker configs that stand for topic configs
+// (Kafka's ServerTopicConfigSynonyms) and are not serve's own keys, sorted.
+// message.max.bytes is one, but it is also a broker.Config field.
+func topicDefaultKeys() []string {
+	var out []string
+	for _, d := range configs.Topics() {
+		for _, s := range d.Synonyms {
+			if !isKey(s) && !slices.Contains(out, s) {
+				out = append(out, s)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func isKey(name string) bool {
+	return slices.ContainsFunc(keys, func(k key) bool { return k.name == name || slices.Contains(k.aliases, name) })
+}
+
+// source is where a value came from, in increasing precedence.
+type source int
+
+const (
+	srcNone source = iota
+	srcFile
+	srcEnv
+	srcFlag
+)
+
+// configLoader holds serve's flags, bound to an isolated viper instance
+// that also reads the config file and the environment.
+type configLoader struct {
+	v *viper.Viper
+	// own holds --config and the flags of serve's keys and aliases;
+	// topic the flags of the topic defaults. They are separate so the help
+	// can list them apart.
+	own, topic *pflag.FlagSet
+	file       string
+	topicKeys  []string
+}
+
+// newConfigLoader defines the flags. Every flag is a string, parsed in
+// load, so that a value reads the same from a flag, the environment or the
+// file, and errors name the source.
+func newConfigLoader() *configLoader {
+	l := &configLoader{
+		v:         viper.New(),
+		own:       pflag.NewFlagSet("serve", pflag.ContinueOnError),
+		topic:     pflag.NewFlagSet("topic defaults", pflag.ContinueOnError),
+		topicKeys: topicDefaultKeys(),
+	}
+	l.v.SetConfigType("yaml")
+	l.v.SetEnvPrefix(envPrefix)
+	l.v.SetEnvKeyReplacer(strings.NewReplacer(".", "_", "-", "_"))
+	// GREGOR_ADMIN_LISTENER= disables the admin server, as
+	// --admin.listener= does.
+	l.v.AllowEmptyEnv(true)
+	l.v.AutomaticEnv()
+
+	l.own.StringVar(&l.file, "config", "", "read settings from this YAML `FILE` with Kafka-style keys (node.id: 1)")
+	def := defaultServeConfig()
+	for _, k := range keys {
+		l.bind(l.own, k.name, k.placeholder, k.get(&def), k.usage)
+		for _, a := range k.aliases {
+			l.bind(l.own, a, k.placeholder, "", k.aliasUsage)
+		}
+	}
+	for _, name := range l.topicKeys {
+		d, _ := configs.Broker(name)
+		var dflt, doc, typ string
+		if d != nil {
+			doc, typ = d.Doc, strings.ToUpper(d.Type.String())
+			if !d.NullDefault {
+				dflt = d.Default
+			}
+		}
+		if name == flushMessages {
+			dflt = flushMessagesDurable
+			doc += " Gregor's default, 1, fsyncs before acknowledging (with group commit); Kafka's is 9223372036854775807 (page cache)."
+		}
+		l.bind(l.topic, name, typ, dflt, doc)
+	}
+	return l
+}
+
+// bind defines a string flag called name and binds it to the viper key of
+// the same name. The default is only shown in the help: load applies
+// defaults itself.
+func (l *configLoader) bind(fs *pflag.FlagSet, name, placeholder, dflt, usage string) {
+	fs.Var(&stringFlag{value: dflt, placeholder: placeholder}, name, usage)
+	if err := l.v.BindPFlag(name, fs.Lookup(name)); err != nil {
+		panic(err) // only for a nil flag, which was just defined
+	}
+}
+
+// stringFlag is a string flag whose Type, shown in the help, is a
+// placeholder such as ID or HOST:PORT. viper reads it with ValueString,
+// as it does any flag type it does not convert itself.
+type stringFlag struct {
+	value, placeholder string
+}
+
+func (f *stringFlag) String() string     { return f.value }
+func (f *stringFlag) Set(s string) error { f.value = s; return nil }
+func (f *stringFlag) Type() string       { return f.placeholder }
+
+// envName is the environment variable of a key.
+func envName(name string) string {
+	return envPrefix + "_" + strings.ToUpper(strings.NewReplacer(".", "_", "-", "_").Replace(name))
+}
+
+// source says where the value of name comes from. viper layers the values
+// itself but does not say where one came from; this follows its order
+// (flag, environment, file), for messages and for pick.
+func (l *configLoader) source(name string) source {
+	if f := l.flag(name); f != nil && f.Changed {
+		return srcFlag
+	}
+	if _, ok := os.LookupEnv(envName(name)); ok {
+		return srcEnv
+	}
+	if l.v.InConfig(name) {
+		return srcFile
+	}
+	return srcNone
+}
+
+func (l *configLoader) flag(name string) *pflag.Flag {
+	if f := l.own.Lookup(name); f != nil {
+		return f
+	}
+	return l.topic.Lookup(name)
+}
+
+// isKeyFlag reports whether name is a key serve reads, rather than one of
+// the flags that are not keys (--config, --help).
+func (l *configLoader) isKeyFlag(name string) bool {
+	return name != "config" && name != "help" && l.flag(name) != nil
+}
+
+// describe names where a value of name came from, for messages.
+func (l *configLoader) describe(name string, src source) string {
+	switch src {
+	case srcFlag:
+		return "flag --" + name
+	case srcEnv:
+		return "environment variable " + envName(name)
+	case srcFile:
+		return "config file " + l.file
+	}
+	return "default"
+}
+
+// value returns the value of name as a string and where it came from;
+// srcNone when it is not set.
+func (l *configLoader) value(name string) (string, source, error) {
+	src := l.source(name)
+	if src == srcNone || !l.v.IsSet(name) {
+		return "", srcNone, nil
+	}
+	s, err := valueString(l.v.Get(name))
+	if err != nil {
+		return "", src, fmt.Errorf("%s (%s): %w", name, l.describe(name, src), err)
+	}
+	return s, src, nil
+}
+
+// valueString turns a value as YAML decodes it into the string Kafka's
+// config parser would see: lists are comma-joined.
+func valueString(v any) (string, error) {
+	switch v := v.(type) {
+	case nil:
+		return "", nil
+	case string:
+		return v, nil
+	case float64:
+		return strconv.FormatFloat(v, 'f', -1, 64), nil
+	case float32:
+		return strconv.FormatFloat(float64(v), 'f', -1, 32), nil
+	case []any:
+		parts := make([]string, len(v))
+		for i, e := range v {
+			if _, ok := e.([]any); ok {
+				return "", errors.New("a list of lists is not a value")
+			}
+			s, err := valueString(e)
+			if err != nil {
+				return "", err
+			}
+			parts[i] = s
+		}
+		return strings.Join(parts, ","), nil
+	case []string:
+		return strings.Join(v, ","), nil
+	case map[string]any:
+		return "", errors.New("a map is not a value")
+	}
+	return fmt.Sprint(v), nil
+}
+
+// pick resolves a setting given under several names (name first, then its
+// aliases or synonyms): values from a lower-precedence source than the
+// highest one any of them is set at are dropped, so that a flag
+// --log.retention.hours beats log.retention.ms from the config file. It
+// returns the names left, in the order given, with their values.
+func (l *configLoader) pick(names []string) (set []string, values map[string]string, src source, err error) {
+	values = map[string]string{}
+	srcs := map[string]source{}
+	for _, n := range names {
+		v, s, err := l.value(n)
+		if err != nil {
+			return nil, nil, srcNone, err
+		}
+		if s > src {
+			src = s
+		}
+		values[n], srcs[n] = v, s
+	}
+	if src == srcNone {
+		return nil, nil, srcNone, nil
+	}
+	for _, n := range names {
+		if srcs[n] == src {
+			set = append(set, n)
+		} else {
+			delete(values, n)
+		}
+	}
+	return set, values, src, nil
+}
+
+// load builds the config: broker.DefaultConfig, then the config file, the
+// environment and the flags, in increasing precedence.
+func (l *configLoader) load() (serveConfig, error) {
+	c := defaultServeConfig()
+	if l.file != "" {
+		l.v.SetConfigFile(l.file)
+		if err := l.v.ReadInConfig(); err != nil {
+			return c, fmt.Errorf("read config file %s: %w", l.file, err)
+		}
+	}
+
+	for _, k := range keys {
+		names := append([]string{k.name}, k.aliases...)
+		set, values, src, err := l.pick(names)
+		if err != nil {
+			return c, err
+		}
+		if len(set) == 0 {
+			continue
+		}
+		// Kafka: node.id and broker.id must agree; log.dirs beats log.dir.
+		if k.name == "node.id" && len(set) == 2 && strings.TrimSpace(values[set[0]]) != strings.TrimSpace(values[set[1]]) {
+			return c, fmt.Errorf("node.id %q (%s) and broker.id %q (%s) differ; set node.id only",
+				values[set[0]], l.describe(set[0], src), values[set[1]], l.describe(set[1], src))
+		}
+		if err := k.set(&c, values[set[0]]); err != nil {
+			return c, fmt.Errorf("%s (%s): %w", set[0], l.describe(set[0], src), err)
+		}
+	}
+
+	c.broker.StaticTopicDefaults = map[string]string{}
+	done := map[string]bool{}
+	for _, name := range l.topicKeys {
+		if done[name] {
+			continue
+		}
+		family := sameSetting(name, l.topicKeys)
+		set, values, src, err := l.pick(family)
+		if err != nil {
+			return c, err
+		}
+		for _, n := range family {
+			done[n] = true
+		}
+		for _, n := range set {
+			if d, ok := configs.Broker(n); ok {
+				if err := d.Validate(values[n]); err != nil {
+					return c, fmt.Errorf("%s (%s): %w", n, l.describe(n, src), err)
+				}
+			}
+			c.broker.StaticTopicDefaults[n] = strings.TrimSpace(values[n])
+		}
+	}
+	if _, ok := c.broker.StaticTopicDefaults[flushMessages]; !ok {
+		c.broker.StaticTopicDefaults[flushMessages] = flushMessagesDurable
+	}
+
+	c.warnings = l.ignored()
+	if err := c.broker.Validate(); err != nil {
+		return c, err
+	}
+	return c, nil
+}
+
+// sameSetting returns name and the other names of the same broker setting
+// among candidates, in Kafka's order of precedence: log.retention.ms,
+// log.retention.minutes, log.retention.hours. Two names are one setting
+// when each lists the other as a synonym; log.flush.scheduler.interval.ms
+// is a fallback of log.flush.interval.ms, not another name of it.
+func sameSetting(name string, candidates []string) []string {
+	d, ok := configs.Broker(name)
+	if !ok || len(d.Synonyms) == 0 {
+		return []string{name}
+	}
+	var out []string
+	for _, s := range d.Synonyms {
+		o, ok := configs.Broker(s)
+		if s == name || ok && slices.Contains(o.Synonyms, name) && slices.Contains(candidates, s) {
+			out = append(out, s)
+		}
+	}
+	if !slices.Contains(out, name) {
+		out = append([]string{name}, out...)
+	}
+	return out
+}
+
+// ignored returns a warning for every key in the config file and every
+// GREGOR_ environment variable that serve does not read. Unknown flags are
+// errors, as usual.
+func (l *configLoader) ignored() []string {
+	used := func(name string) bool { return l.isKeyFlag(name) }
+	var out []string
+	warn := func(name, where string) {
+		if _, ok := configs.Broker(name); ok {
+			out = append(out, fmt.Sprintf("%s (%s) is a Kafka broker config Gregor does not support yet; ignored", name, where))
+		} else {
+			out = append(out, fmt.Sprintf("%s (%s) is not a known config; ignored", name, where))
+		}
+	}
+	if l.file != "" {
+		ks := l.v.AllKeys()
+		slices.Sort(ks)
+		for _, k := range ks {
+			if l.v.InConfig(k) && !used(k) {
+				warn(k, "config file "+l.file)
+			}
+		}
+	}
+
+	byEnv := map[string]string{}
+	for _, d := range configs.Brokers() {
+		byEnv[envName(d.Name)] = d.Name
+	}
+	for _, fs := range []*pflag.FlagSet{l.own, l.topic} {
+		fs.VisitAll(func(f *pflag.Flag) {
+			if l.isKeyFlag(f.Name) {
+				byEnv[envName(f.Name)] = f.Name
+			}
+		})
+	}
+	var env []string
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(name, envPrefix+"_") {
+			env = append(env, name)
+		}
+	}
+	slices.Sort(env)
+	for _, e := range env {
+		k, ok := byEnv[e]
+		switch {
+		case !ok:
+			out = append(out, fmt.Sprintf("environment variable %s does not name a known config; ignored", e))
+		case !used(k):
+			warn(k, "environment variable "+e)
+		}
+	}
+	return out
+}
+
+func parseList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func parseInt(s string, bits int) (int64, error) {
+	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, bits)
+	if err != nil {
+		if errors.Is(err, strconv.ErrRange) {
+			return 0, fmt.Errorf("invalid value %q: out of range for a %d-bit integer", s, bits)
+		}
+		return 0, fmt.Errorf("invalid value %q: not an integer", s)
+	}
+	return n, nil
+}
+
+func parseInt32(s string) (int32, error) {
+	n, err := parseInt(s, 32)
+	return int32(n), err
+}
+
+// parseBool accepts true and false in any case, as Kafka does.
+func parseBool(s string) (bool, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "true":
+		return true, nil
+	case "false":
+		return false, nil
+	}
+	return false, fmt.Errorf("invalid value %q: want true or false", s)
+}
