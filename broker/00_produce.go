@@ -23,6 +23,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -33,6 +34,10 @@ import (
 )
 
 var produceAPI = handler{key: 0, min: 0, max: 13, handle: (*Broker).handleProduce}
+
+// scratchPool holds buffers for decompressing batches under validation, so
+// a compressed produce does not allocate its decompressed size each time.
+var scratchPool = sync.Pool{New: func() any { return new([]byte) }}
 
 func (b *Broker) handleProduce(ctx context.Context, c *conn, hdr protocol.RequestHeader, r kmsg.Request) (kmsg.Response, error) {
 	req := r.(*kmsg.ProduceRequest)
@@ -68,7 +73,7 @@ func (b *Broker) handleProduce(ctx context.Context, c *conn, hdr protocol.Reques
 			default:
 				var res storage.AppendResult
 				var l *storage.Log
-				l, res, code = b.produceTo(rp, rt.Topic, rt.TopicID, byID, rt.Partitions[j].Records, req.Acks, now, c)
+				l, res, code = b.produceTo(rp, hdr.APIVersion, rt.Topic, rt.TopicID, byID, rt.Partitions[j].Records, req.Acks, now, c)
 				if code == protocol.None && res.NeedsFlush {
 					if req.Acks == 0 {
 						l.FlushAsync()
@@ -118,7 +123,7 @@ func (b *Broker) handleProduce(ctx context.Context, c *conn, hdr protocol.Reques
 }
 
 // produceTo validates and appends one partition's records, filling rp.
-func (b *Broker) produceTo(rp *kmsg.ProduceResponseTopicPartition, topic string, topicID [16]byte, byID bool,
+func (b *Broker) produceTo(rp *kmsg.ProduceResponseTopicPartition, version int16, topic string, topicID [16]byte, byID bool,
 	records []byte, acks int16, now int64, c *conn) (*storage.Log, storage.AppendResult, protocol.ErrorCode) {
 	var res storage.AppendResult
 	p, code := b.lookupPartition(topic, topicID, byID, rp.Partition)
@@ -152,6 +157,16 @@ func (b *Broker) produceTo(rp *kmsg.ProduceResponseTopicPartition, topic string,
 	if batch.Magic() == record.Magic && batch.Transactional() {
 		return nil, res, protocol.InvalidTxnState
 	}
+	if version < 7 && batch.Magic() == record.Magic && batch.Codec() == record.CodecZstd {
+		// zstd came with Produce v7 (KIP-110); older requests may not use it.
+		return nil, res, protocol.UnsupportedCompressionType
+	}
+	scratch := scratchPool.Get().(*[]byte)
+	defer func() {
+		if cap(*scratch) <= 8<<20 { // a rare huge batch's buffer is not kept
+			scratchPool.Put(scratch)
+		}
+	}()
 	info, err := record.Validate(batch, record.ValidateOptions{
 		Records:            true,
 		RequireKeys:        set.compacted,
@@ -160,6 +175,7 @@ func (b *Broker) produceTo(rp *kmsg.ProduceResponseTopicPartition, topic string,
 		TimestampBeforeMax: set.timestampBeforeMaxMs,
 		TimestampAfterMax:  set.timestampAfterMaxMs,
 		MaxDecompressed:    max(int(b.cfg.SocketRequestMaxBytes), 64<<20),
+		Scratch:            scratch,
 	})
 	if err != nil {
 		code := protocol.ErrorCodeFor(err)
@@ -190,7 +206,8 @@ func (b *Broker) produceTo(rp *kmsg.ProduceResponseTopicPartition, topic string,
 	rp.BaseOffset = res.FirstOffset
 	rp.LogStartOffset = res.LogStart
 	if res.Duplicate {
-		rp.LogAppendTime = -1
+		// Kafka answers a retried batch with the original's timestamp.
+		rp.LogAppendTime = res.DuplicateTimestamp
 	}
 	return p.log, res, protocol.None
 }

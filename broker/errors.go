@@ -21,7 +21,9 @@ func errorCode(err error) protocol.ErrorCode {
 	case errors.Is(err, storage.ErrOutOfOrderSequence):
 		return protocol.OutOfOrderSequenceNumber
 	case errors.Is(err, storage.ErrRecordTooLarge):
-		return protocol.MessageTooLarge
+		// A batch within max.message.bytes but above segment.bytes: Kafka's
+		// RecordBatchTooLargeException.
+		return protocol.RecordListTooLarge
 	case errors.Is(err, storage.ErrClosed), errors.Is(err, storage.ErrUnknownPartition):
 		// The partition went away (deleted or moved) under the request.
 		return protocol.NotLeaderOrFollower

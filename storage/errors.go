@@ -5,7 +5,8 @@ import "errors"
 // Sentinel errors. The broker maps them to Kafka error codes in one place:
 // ErrOffsetOutOfRange to OFFSET_OUT_OF_RANGE, ErrLogFailed and ErrClosed to
 // KAFKA_STORAGE_ERROR (or NOT_LEADER_OR_FOLLOWER while a partition moves),
-// ErrRecordTooLarge to MESSAGE_TOO_LARGE.
+// ErrRecordTooLarge (a batch larger than segment.bytes) to
+// RECORD_LIST_TOO_LARGE.
 var (
 	ErrClosed            = errors.New("storage: log closed")
 	ErrLogFailed         = errors.New("storage: log failed after an I/O error")

@@ -480,8 +480,10 @@ type AppendResult struct {
 	// before it is acknowledged: call Flush(ctx, LastOffset+1).
 	NeedsFlush bool
 	// Duplicate is set when an idempotent producer retried a batch that is
-	// already in the log; the offsets are the original append's.
-	Duplicate bool
+	// already in the log; the offsets are the original append's, and
+	// DuplicateTimestamp its max timestamp.
+	Duplicate          bool
+	DuplicateTimestamp int64
 }
 
 // Append writes a record set (whole batches back to back) to the end of the
@@ -526,7 +528,7 @@ func (l *Log) Append(set []byte, opts AppendOptions) (AppendResult, error) {
 					// A retry of a batch already in the log: answer with
 					// its offsets and append nothing, as Kafka does.
 					return AppendResult{FirstOffset: dup.firstOffset, LastOffset: dup.lastOffset,
-						LogStart: l.logStart.Load(), Duplicate: true,
+						LogStart: l.logStart.Load(), Duplicate: true, DuplicateTimestamp: dup.timestamp,
 						NeedsFlush: dup.lastOffset >= l.durable.Load()}, nil
 				}
 			}

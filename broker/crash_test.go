@@ -1,0 +1,575 @@
+package broker
+
+// kill -9 of a real broker process while an idempotent producer writes to
+// it. TestBrokerCrash re-executes this test binary as the broker
+// (TestBrokerCrashChild, told its data dir and fixed ports by an
+// environment variable), produces with acks=all through one kgo client that
+// lives across every crash, SIGKILLs the child at a random point, restarts
+// it on the same data dir and ports (its embedded etcd included) and goes
+// on producing. At the end it reads everything back and checks that every
+// acknowledged record is at its acknowledged partition and offset with its
+// value, that no value is stored twice (the producer retries what was in
+// flight at the crash, and the restarted broker must recognise the batches
+// it already has), and that each partition holds the producer's records
+// in the order it sent them.
+//
+// The RNG seed is logged; GREGOR_CRASH_SEED=<seed> replays the same
+// choices (kill points, codec), though not the same timing.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/gregor-io/gregor/protocol"
+)
+
+const (
+	crashChildEnv   = "GREGOR_CRASH_CHILD"
+	crashReadyLine  = "GREGOR_CRASH_CHILD_READY"
+	crashCycles     = 5
+	crashPartitions = 4
+	crashTopic      = "crash"
+)
+
+// crashChildSpec is what the parent tells the child broker.
+type crashChildSpec struct {
+	Dir            string `json:"dir"`
+	KafkaPort      int    `json:"kafka_port"`
+	EtcdClientPort int    `json:"etcd_client_port"`
+	EtcdPeerPort   int    `json:"etcd_peer_port"`
+}
+
+// TestBrokerCrashChild is the broker process of TestBrokerCrash; run on
+// its own it skips. It starts a broker and blocks until it is killed.
+func TestBrokerCrashChild(t *testing.T) {
+	raw := os.Getenv(crashChildEnv)
+	if raw == "" {
+		t.Skip("the broker process of TestBrokerCrash; runs only when re-executed by it")
+	}
+	var spec crashChildSpec
+	if err := json.Unmarshal([]byte(raw), &spec); err != nil {
+		t.Fatalf("bad %s: %v", crashChildEnv, err)
+	}
+	cfg := DefaultConfig()
+	cfg.Listeners = []string{fmt.Sprintf("PLAINTEXT://127.0.0.1:%d", spec.KafkaPort)}
+	cfg.LogDirs = []string{spec.Dir}
+	cfg.AdminListener = ""
+	cfg.EtcdClientAddr = fmt.Sprintf("127.0.0.1:%d", spec.EtcdClientPort)
+	cfg.EtcdPeerAddr = fmt.Sprintf("127.0.0.1:%d", spec.EtcdPeerPort)
+	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	// A broker killed with -9 leaves its registration in etcd under a
+	// lease that lives on until the session timeout passes (etcd renews
+	// every lease when it restarts, too), and Start waits for it. A short
+	// timeout keeps each restart short.
+	cfg.SessionTimeout = 2 * time.Second
+
+	b, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := b.Start(ctx); err != nil {
+		t.Fatalf("start broker: %v", err)
+	}
+	fmt.Println(crashReadyLine)
+	select {} // until SIGKILL
+}
+
+// crashChild is one run of the child broker process.
+type crashChild struct {
+	cmd     *exec.Cmd
+	logPath string
+	exited  chan struct{}
+	waitErr error
+}
+
+func startCrashChild(t *testing.T, spec crashChildSpec, logPath string) (*crashChild, time.Duration) {
+	t.Helper()
+	raw, err := json.Marshal(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestBrokerCrashChild$", "-test.count=1", "-test.timeout=30m")
+	cmd.Env = append(os.Environ(), crashChildEnv+"="+string(raw))
+	cmd.Stdout, cmd.Stderr = f, f
+	// Killed with the test process if that dies first.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		f.Close()
+		t.Fatalf("start child broker: %v", err)
+	}
+	c := &crashChild{cmd: cmd, logPath: logPath, exited: make(chan struct{})}
+	go func() {
+		c.waitErr = cmd.Wait()
+		f.Close()
+		close(c.exited)
+	}()
+	t.Cleanup(c.kill)
+	waitFor(t, 3*time.Minute, "child broker ready", func() error {
+		select {
+		case <-c.exited:
+			t.Fatalf("child broker exited before it was ready (%v); its log:\n%s", c.waitErr, tail(c.logPath, 60))
+		default:
+		}
+		if strings.Contains(readFile(c.logPath), crashReadyLine) {
+			return nil
+		}
+		return errors.New("no ready line yet")
+	})
+	return c, time.Since(start)
+}
+
+// kill sends SIGKILL and waits for the process to be gone.
+func (c *crashChild) kill() {
+	select {
+	case <-c.exited:
+		return
+	default:
+	}
+	c.cmd.Process.Signal(syscall.SIGKILL)
+	<-c.exited
+}
+
+func readFile(path string) string {
+	b, _ := os.ReadFile(path)
+	return string(b)
+}
+
+func tail(path string, lines int) string {
+	all := strings.Split(strings.TrimRight(readFile(path), "\n"), "\n")
+	return strings.Join(all[max(0, len(all)-lines):], "\n")
+}
+
+// addr is the child broker's Kafka listener.
+func (s crashChildSpec) addr() string {
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.KafkaPort))
+}
+
+// crashHarness picks a data dir and free ports for a child broker and
+// returns a function starting it (again) on them. Child logs are shown
+// when the test fails and scanned for race reports.
+func crashHarness(t *testing.T) (crashChildSpec, func() *crashChild) {
+	logDir := t.TempDir()
+	spec := crashChildSpec{Dir: t.TempDir(), KafkaPort: freePort(t), EtcdClientPort: freePort(t), EtcdPeerPort: freePort(t)}
+	var logs []string
+	t.Cleanup(func() {
+		for _, p := range logs {
+			if t.Failed() {
+				t.Logf("--- %s (last lines)\n%s", filepath.Base(p), tail(p, 40))
+			}
+			if strings.Contains(readFile(p), "DATA RACE") {
+				t.Errorf("the child broker of %s reported a data race:\n%s", filepath.Base(p), readFile(p))
+			}
+		}
+	})
+	run := 0
+	return spec, func() *crashChild {
+		logPath := filepath.Join(logDir, fmt.Sprintf("child-%d.log", run))
+		run++
+		logs = append(logs, logPath)
+		c, took := startCrashChild(t, spec, logPath)
+		t.Logf("child broker run %d ready in %s", run, took.Round(time.Millisecond))
+		return c
+	}
+}
+
+// crashAck is one acknowledged record.
+type crashAck struct {
+	seq       int64
+	partition int32
+	offset    int64
+}
+
+func crashValue(seq int64) []byte {
+	v := fmt.Appendf(nil, "crash-%012d-", seq)
+	for len(v) < 80 {
+		v = append(v, byte('a'+len(v)%26))
+	}
+	return v
+}
+
+func crashSeq(v []byte) (int64, bool) {
+	if len(v) != 80 || !strings.HasPrefix(string(v), "crash-") {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(string(v[6:18]), 10, 64)
+	return n, err == nil && string(v) == string(crashValue(n))
+}
+
+func TestBrokerCrash(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kill -9 cycles of a child broker process: not with -short")
+	}
+	t.Parallel()
+	seed := uint64(time.Now().UnixNano())
+	if s := os.Getenv("GREGOR_CRASH_SEED"); s != "" {
+		var err error
+		if seed, err = strconv.ParseUint(s, 10, 64); err != nil {
+			t.Fatalf("GREGOR_CRASH_SEED: %v", err)
+		}
+	}
+	t.Logf("seed %d (GREGOR_CRASH_SEED=%d replays the choices)", seed, seed)
+	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+
+	spec, start := crashHarness(t)
+	child := start()
+
+	ctx := testContext(t, 8*time.Minute)
+	addr := spec.addr()
+	adminCl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(adminCl.Close)
+	adm := kadm.NewClient(adminCl)
+	created, err := adm.CreateTopic(ctx, crashPartitions, 1, nil, crashTopic)
+	if err != nil || created.Err != nil {
+		t.Fatalf("create topic: %v %v", err, created.Err)
+	}
+
+	md, err := adm.Metadata(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clusterID := md.Cluster
+
+	codecs := []struct {
+		name  string
+		codec kgo.CompressionCodec
+	}{{"none", kgo.NoCompression()}, {"gzip", kgo.GzipCompression()}, {"snappy", kgo.SnappyCompression()},
+		{"lz4", kgo.Lz4Compression()}, {"zstd", kgo.ZstdCompression()}}
+	codec := codecs[rng.IntN(len(codecs))]
+	t.Logf("producing with %s compression", codec.name)
+	prod, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic(crashTopic),
+		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerBatchCompression(codec.codec),
+		kgo.MaxBufferedRecords(5000), kgo.RetryBackoffFn(func(int) time.Duration { return 50 * time.Millisecond }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(prod.Close)
+
+	// The producer loop sends only as many records as the cycles have
+	// granted, so the test's size does not depend on the machine's speed.
+	var (
+		mu      sync.Mutex
+		acks    []crashAck
+		failed  []string
+		nacked  atomic.Int64
+		sent    atomic.Int64
+		killAt  atomic.Int64 // the acknowledgement count that triggers the kill
+		killNow = make(chan struct{}, 1)
+
+		budget struct {
+			sync.Mutex
+			cond    *sync.Cond
+			allowed int64
+			stop    bool
+		}
+		loopDone = make(chan struct{})
+	)
+	budget.cond = sync.NewCond(&budget.Mutex)
+	grant := func(n int64) int64 {
+		budget.Lock()
+		defer budget.Unlock()
+		budget.allowed += n
+		budget.cond.Broadcast()
+		return budget.allowed
+	}
+	killAt.Store(-1)
+	go func() {
+		defer close(loopDone)
+		for seq := int64(0); ; seq++ {
+			budget.Lock()
+			for seq >= budget.allowed && !budget.stop {
+				budget.cond.Wait()
+			}
+			stop := budget.stop
+			budget.Unlock()
+			if stop {
+				return
+			}
+			sent.Store(seq + 1)
+			prod.Produce(ctx, &kgo.Record{Value: crashValue(seq)}, func(r *kgo.Record, err error) {
+				mu.Lock()
+				defer mu.Unlock()
+				if err != nil {
+					if len(failed) < 10 {
+						failed = append(failed, fmt.Sprintf("record %d: %v", seq, err))
+					}
+					return
+				}
+				acks = append(acks, crashAck{seq: seq, partition: r.Partition, offset: r.Offset})
+				if nacked.Add(1) == killAt.Load() {
+					select {
+					case killNow <- struct{}{}:
+					default:
+					}
+				}
+			})
+		}
+	}()
+
+	for cycle := range crashCycles {
+		// Grant a random number of records and kill the broker when a
+		// random part of the first half of them is acknowledged, plus a
+		// random moment: the rest are then being batched, written or
+		// synced, or wait for their response.
+		n := 2_000 + rng.Int64N(40_000)
+		killAt.Store(nacked.Load() + 1 + rng.Int64N(n/2))
+		extra := time.Duration(rng.IntN(3_000)) * time.Microsecond
+		allowed := grant(n)
+		select {
+		case <-killNow:
+		case <-ctx.Done():
+			t.Fatalf("cycle %d: %d of %d acknowledgements before the deadline", cycle, nacked.Load(), killAt.Load())
+		}
+		time.Sleep(extra) // the kill point itself, not a wait for a condition
+		child.kill()
+		atKill := nacked.Load()
+		t.Logf("cycle %d: SIGKILL %s after acknowledgement %d; %d records sent and not yet acknowledged",
+			cycle, extra, killAt.Load(), sent.Load()-atKill)
+
+		child = start()
+
+		// The producer carries on against the restarted broker until all
+		// granted records are acknowledged.
+		waitFor(t, 3*time.Minute, fmt.Sprintf("cycle %d: produce resumes after restart", cycle), func() error {
+			if n := nacked.Load(); n < allowed {
+				mu.Lock()
+				defer mu.Unlock()
+				return fmt.Errorf("%d of %d acknowledged; failures: %v", n, allowed, failed)
+			}
+			return nil
+		})
+
+		// The embedded etcd came back with the cluster and the topic.
+		md, err := adm.Metadata(ctx, crashTopic)
+		if err != nil {
+			t.Fatalf("cycle %d: metadata after restart: %v", cycle, err)
+		}
+		if md.Cluster != clusterID {
+			t.Errorf("cycle %d: cluster id %q after restart, was %q", cycle, md.Cluster, clusterID)
+		}
+		if td := md.Topics[crashTopic]; td.Err != nil || td.ID != created.ID || len(td.Partitions) != crashPartitions {
+			t.Fatalf("cycle %d: topic after restart: id %v, %d partitions, err %v; want id %v, %d partitions",
+				cycle, td.ID, len(td.Partitions), td.Err, created.ID, crashPartitions)
+		}
+
+		// Everything acknowledged before the kill is below the end offsets
+		// of the restarted broker.
+		mu.Lock()
+		before := append([]crashAck(nil), acks[:atKill]...)
+		mu.Unlock()
+		ends, err := adm.ListEndOffsets(ctx, crashTopic)
+		if err != nil {
+			t.Fatalf("cycle %d: list end offsets after restart: %v", cycle, err)
+		}
+		for _, a := range before {
+			end, ok := ends.Lookup(crashTopic, a.partition)
+			if !ok || end.Err != nil || a.offset >= end.Offset {
+				t.Fatalf("cycle %d: record %d acknowledged at %d/%d, but the restarted broker ends that partition at %+v",
+					cycle, a.seq, a.partition, a.offset, end)
+			}
+		}
+	}
+	budget.Lock()
+	budget.stop = true
+	budget.cond.Broadcast()
+	budget.Unlock()
+	if err := prod.Flush(ctx); err != nil {
+		t.Fatalf("flush: %v", err)
+	}
+	<-loopDone
+	mu.Lock()
+	for _, f := range failed {
+		t.Errorf("produce failed: %s", f)
+	}
+	allAcks := acks
+	mu.Unlock()
+	total := sent.Load()
+
+	// Read everything back.
+	ends, err := adm.ListEndOffsets(ctx, crashTopic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[int32]int64{}
+	var stored int64
+	ends.Each(func(o kadm.ListedOffset) {
+		if o.Err != nil {
+			t.Fatalf("end offset of partition %d: %v", o.Partition, o.Err)
+		}
+		want[o.Partition] = o.Offset
+		stored += o.Offset
+	})
+	const none = -1
+	// where[seq] is partition<<40 | offset of the stored copy.
+	where := make([]int64, total)
+	for i := range where {
+		where[i] = none
+	}
+	cons, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics(crashTopic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cons.Close()
+	next := map[int32]int64{}
+	lastSeq := map[int32]int64{}
+	var problems []string
+	problem := func(format string, args ...any) {
+		if len(problems) < 20 {
+			problems = append(problems, fmt.Sprintf(format, args...))
+		}
+	}
+	var read int64
+	for read < stored {
+		fs := cons.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("read %d of %d stored records before the deadline", read, stored)
+		}
+		fs.EachError(func(_ string, p int32, err error) { t.Fatalf("fetch partition %d: %v", p, err) })
+		fs.EachRecord(func(r *kgo.Record) {
+			read++
+			if r.Offset != next[r.Partition] {
+				problem("partition %d: offset %d after %d", r.Partition, r.Offset, next[r.Partition]-1)
+			}
+			next[r.Partition] = r.Offset + 1
+			seq, ok := crashSeq(r.Value)
+			if !ok || seq >= total {
+				problem("partition %d offset %d: value %q was never produced", r.Partition, r.Offset, r.Value)
+				return
+			}
+			if where[seq] != none {
+				problem("record %d stored twice: at %d/%d and %d/%d", seq,
+					where[seq]>>40, where[seq]&(1<<40-1), r.Partition, r.Offset)
+			}
+			where[seq] = int64(r.Partition)<<40 | r.Offset
+			if last, ok := lastSeq[r.Partition]; ok && seq <= last {
+				problem("partition %d offset %d: record %d after record %d: out of order", r.Partition, r.Offset, seq, last)
+			}
+			lastSeq[r.Partition] = seq
+		})
+	}
+	for _, p := range problems {
+		t.Error(p)
+	}
+	for p, end := range want {
+		if next[p] != end {
+			t.Errorf("partition %d: read up to %d, end offset %d", p, next[p], end)
+		}
+	}
+	lost := 0
+	for _, a := range allAcks {
+		if w := where[a.seq]; w != int64(a.partition)<<40|a.offset {
+			if lost++; lost <= 20 {
+				if w == none {
+					t.Errorf("record %d acknowledged at %d/%d is missing", a.seq, a.partition, a.offset)
+				} else {
+					t.Errorf("record %d acknowledged at %d/%d is stored at %d/%d", a.seq, a.partition, a.offset, w>>40, w&(1<<40-1))
+				}
+			}
+		}
+	}
+	t.Logf("%d records sent, %d acknowledged, %d stored, %d acknowledged records lost or moved; %d kill -9 cycles",
+		total, len(allAcks), stored, lost, crashCycles)
+	if int64(len(allAcks)) != stored {
+		// Every record the producer sent was finally acknowledged (the
+		// flush succeeded), so the log holds exactly those.
+		t.Errorf("%d records acknowledged but %d stored", len(allAcks), stored)
+	}
+}
+
+// The producer state a kill -9 leaves behind: producer state snapshots are
+// written only at close and at segment rolls, so after a crash a
+// partition's idempotence state must be rebuilt from the log itself. Sent
+// over the wire with exact batches: after the restart a retry of the last
+// acknowledged batches is answered with their original offsets and not
+// stored again, a sequence gap is still refused, a stale epoch is still
+// fenced, and the next sequence is accepted.
+func TestBrokerCrashProducerState(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kill -9 of a child broker process: not with -short")
+	}
+	t.Parallel()
+	spec, start := crashHarness(t)
+	child := start()
+	w := dialWireAddr(t, spec.addr())
+	w.createTopic("pstate", 2, nil)
+	pid, epoch := w.initProducerID()
+	pidOld, _ := w.initProducerID()
+
+	batches := map[int32][][]byte{}
+	for i := range int32(6) {
+		for p := range int32(2) {
+			bt := buildBatch(t, idempotentHeader(pid, epoch+1, i*3), fmt.Sprintf("p%d-b%d", p, i), 3)
+			batches[p] = append(batches[p], bt)
+			rp := w.producePartition(-1, "pstate", p, append([]byte(nil), bt...))
+			if rp.ErrorCode != 0 || rp.BaseOffset != int64(i*3) {
+				t.Fatalf("partition %d batch %d: error %d, base offset %d", p, i, rp.ErrorCode, rp.BaseOffset)
+			}
+		}
+	}
+	// pidOld writes at epoch 1, then epoch 2 fences epoch 1.
+	for _, e := range []int16{1, 2} {
+		rp := w.producePartition(-1, "pstate", 0, buildBatch(t, idempotentHeader(pidOld, e, 0), fmt.Sprintf("old-e%d", e), 1))
+		if rp.ErrorCode != 0 {
+			t.Fatalf("producer %d epoch %d: error %d", pidOld, e, rp.ErrorCode)
+		}
+	}
+
+	child.kill()
+	start()
+	w = dialWireAddr(t, spec.addr())
+
+	for p := range int32(2) {
+		// Kafka keeps the last five batches per producer for retries.
+		for i := 1; i < 6; i++ {
+			rp := w.producePartition(-1, "pstate", p, append([]byte(nil), batches[p][i]...))
+			if rp.ErrorCode != 0 || rp.BaseOffset != int64(i*3) {
+				t.Errorf("partition %d: retry of batch %d after kill -9: error %d (%s), base offset %d; want the original offset %d",
+					p, i, rp.ErrorCode, protocol.ErrorCode(rp.ErrorCode), rp.BaseOffset, i*3)
+			}
+		}
+		rp := w.producePartition(-1, "pstate", p, buildBatch(t, idempotentHeader(pid, epoch+1, 30), "gap", 1))
+		checkCode(t, fmt.Sprintf("partition %d: a sequence gap after kill -9", p), rp.ErrorCode, protocol.OutOfOrderSequenceNumber)
+	}
+	rp := w.producePartition(-1, "pstate", 0, buildBatch(t, idempotentHeader(pidOld, 1, 1), "stale", 1))
+	checkCode(t, "a fenced epoch after kill -9", rp.ErrorCode, protocol.InvalidProducerEpoch)
+
+	wantEnd := map[int32]int64{0: 20, 1: 18}
+	for p := range int32(2) {
+		if end := w.logEnd("pstate", p); end != wantEnd[p] {
+			t.Errorf("partition %d: log end %d after retries, want %d (retries stored again?)", p, end, wantEnd[p])
+		}
+		rp := w.producePartition(-1, "pstate", p, buildBatch(t, idempotentHeader(pid, epoch+1, 18), "next", 1))
+		checkCode(t, fmt.Sprintf("partition %d: the next sequence after kill -9", p), rp.ErrorCode, protocol.None)
+		if rp.BaseOffset != wantEnd[p] {
+			t.Errorf("partition %d: next batch at %d, want %d", p, rp.BaseOffset, wantEnd[p])
+		}
+	}
+}
