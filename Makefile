@@ -105,5 +105,9 @@ bench: ## Benchmarks (BENCHCOUNT runs, default 5) into bench.out, then a benchst
 		echo "bench: benchstat unavailable; raw results are in bench.out"; \
 	fi
 
+.PHONY: console-test
+console-test: ## Kafka 4.x Java console tools and kcat against bin/gregor (compat-tests/console).
+	bash compat-tests/console/run.sh
+
 clean: ## Remove bin/ and bench.out (./data, the broker's data, is kept).
 	rm -rf bin bench.out

@@ -152,6 +152,11 @@ func (b *Broker) handleFetch(ctx context.Context, c *conn, hdr protocol.RequestH
 		rp.ErrorCode = int16(res.code)
 		rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = res.hw, res.lso, res.logStart
 		rp.RecordBatches = res.records
+		if rp.RecordBatches == nil {
+			// Kafka always sends a (possibly empty) records field; a null
+			// one breaks librdkafka's parsing of the whole response.
+			rp.RecordBatches = []byte{}
+		}
 		rp.PreferredReadReplica = -1
 		if res.hasDiverging {
 			rp.DivergingEpoch.Epoch, rp.DivergingEpoch.EndOffset = res.divergingEpoch, res.divergingEnd

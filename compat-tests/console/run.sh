@@ -1,0 +1,633 @@
+#!/usr/bin/env bash
+# Round trips through a single gregor broker with the real Apache Kafka 4.x
+# console tools (kafka-tools + kafka-clients from Maven Central, run with
+# java -cp) and with kcat (librdkafka), as a person would run them:
+#
+#   - kafka-topics creates and describes topics;
+#   - the console producer writes keyed lines with acks=all, one share of
+#     them per compression codec (none, gzip, snappy, lz4, zstd);
+#   - kafka-get-offsets (GetOffsetShell) reads each partition's end offset;
+#   - the console consumer reads each partition with --partition P
+#     --offset earliest --max-messages <the broker's count>;
+#   - kcat lists metadata, produces with -z for each codec, consumes the
+#     whole topic and the Java producer's partition 0;
+#   - SIGTERM stops the broker cleanly; a restart on the same data dir
+#     still serves everything.
+#
+# What was read is compared exactly with what was written: per partition in
+# order (both producers use Kafka's murmur2 key partitioning, so check.py
+# knows which line lands where) and as a whole.
+#
+# Each scenario prints PASS or FAIL with the reason; the last line is
+# "N passed, M failed" and the exit status is non-zero if any failed.
+# Tool output and the broker log stay in the work dir, printed at the end
+# (kept only when something failed).
+#
+# Environment: CONSOLE_N (lines per producer, default 1000), KEEP_WORK=1 to
+# keep the work dir, GREGOR_SERVE_ARGS (extra flags for gregor serve).
+# Needs go, java 17+, mvn, python3; installs kcat with apt-get when run as
+# root and it is missing.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+root=$(cd "$here/../.." && pwd)
+N=${CONSOLE_N:-1000}
+START_TIMEOUT=60 # seconds for the broker to accept connections
+STOP_TIMEOUT=30  # seconds for the broker to exit after SIGTERM
+TOOL_TIMEOUT=120 # seconds for any one tool run
+tab=$'\t'
+
+# Main classes of the Kafka 4.x tools (all in kafka-tools-<version>.jar).
+# Options use their 4.x names: --command-property (was --producer-property),
+# --reader-property and --formatter-property (were --property); the old
+# names still work in 4.x but are deprecated.
+TOPICS=org.apache.kafka.tools.TopicCommand
+PRODUCER=org.apache.kafka.tools.ConsoleProducer
+CONSUMER=org.apache.kafka.tools.consumer.ConsoleConsumer
+OFFSETS=org.apache.kafka.tools.GetOffsetShell
+# Quick JVM start-up; slf4j-simple logs warnings and errors to stderr only.
+JAVA_OPTS=(-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xshare:auto
+	-Dorg.slf4j.simpleLogger.defaultLogLevel=warn
+	-Dorg.slf4j.simpleLogger.logFile=System.err)
+
+t0=$SECONDS
+work=$(mktemp -d "${TMPDIR:-/tmp}/gregor-console.XXXXXX")
+data=$work/data
+mkdir -p "$data"
+libs=""
+bs="" # bootstrap server host:port
+passed=0
+failed=0
+summary=()
+
+say() { printf '%s\n' "$*"; }
+
+# --- broker -----------------------------------------------------------------
+
+# The broker runs under a small wrapper that records its exit status in
+# broker.rc, so any scenario (each runs in a subshell) can check it.
+broker_pid() { cat "$work/broker.pid" 2>/dev/null || true; }
+
+broker_alive() {
+	local pid
+	pid=$(broker_pid)
+	[[ -n $pid && ! -e $work/broker.rc ]] && kill -0 "$pid" 2>/dev/null
+}
+
+# start_broker: starts bin/gregor serve on $data with the ports picked below
+# and waits (bounded) until the Kafka port accepts connections and, when the
+# admin listener is on, /healthz answers (it starts after registration).
+start_broker() {
+	rm -f "$work/broker.pid" "$work/broker.rc"
+	say "  starting: bin/gregor serve --log.dirs $data --listeners PLAINTEXT://$bs --admin.listener 127.0.0.1:$admin_port --etcd.client.addr 127.0.0.1:$etcd_client_port --etcd.peer.addr 127.0.0.1:$etcd_peer_port ${GREGOR_SERVE_ARGS:-}"
+	(
+		# shellcheck disable=SC2086 # GREGOR_SERVE_ARGS is a list of flags.
+		"$root/bin/gregor" serve \
+			--log.dirs "$data" \
+			--listeners "PLAINTEXT://$bs" \
+			--admin.listener "127.0.0.1:$admin_port" \
+			--etcd.client.addr "127.0.0.1:$etcd_client_port" \
+			--etcd.peer.addr "127.0.0.1:$etcd_peer_port" \
+			${GREGOR_SERVE_ARGS:-} \
+			</dev/null >>"$work/gregor.log" 2>&1 &
+		echo $! >"$work/broker.pid"
+		rc=0
+		wait $! || rc=$?
+		echo "$rc" >"$work/broker.rc"
+	) &
+	local deadline=$((SECONDS + START_TIMEOUT))
+	while [[ ! -s $work/broker.pid ]] && ((SECONDS < deadline)); do sleep 0.1; done
+	while ((SECONDS < deadline)); do
+		if ! broker_alive; then
+			echo "gregor serve exited with status $(cat "$work/broker.rc" 2>/dev/null || echo '?') before accepting connections; log tail: $(tail -n 5 "$work/gregor.log" | tr '\n' ' ')" >"$work/reason"
+			return 1
+		fi
+		if python3 - "$kafka_port" "$admin_port" <<'EOF' 2>/dev/null; then
+import socket, sys, urllib.request
+socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=1).close()
+urllib.request.urlopen(f"http://127.0.0.1:{sys.argv[2]}/healthz", timeout=1).read()
+EOF
+			say "  broker pid $(broker_pid) ready after $((SECONDS - deadline + START_TIMEOUT))s"
+			return 0
+		fi
+		sleep 0.2
+	done
+	echo "broker did not accept connections on $bs (and answer /healthz on 127.0.0.1:$admin_port) within ${START_TIMEOUT}s; log tail: $(tail -n 5 "$work/gregor.log" | tr '\n' ' ')" >"$work/reason"
+	return 1
+}
+
+# stop_broker SIGNAL: sends SIGNAL and waits up to STOP_TIMEOUT for the exit.
+stop_broker() {
+	local pid deadline
+	pid=$(broker_pid)
+	[[ -n $pid ]] || return 0
+	kill "-$1" "$pid" 2>/dev/null || true
+	deadline=$((SECONDS + STOP_TIMEOUT))
+	while [[ ! -e $work/broker.rc ]] && ((SECONDS < deadline)); do sleep 0.1; done
+	[[ -e $work/broker.rc ]]
+}
+
+cleanup() {
+	local rc=$?
+	if broker_alive; then
+		stop_broker TERM || { kill -KILL "$(broker_pid)" 2>/dev/null || true; }
+	fi
+	wait 2>/dev/null || true
+	# Kept when something failed (main says so before its last line).
+	if ((rc == 0)) && [[ ${KEEP_WORK:-0} != 1 ]]; then
+		rm -rf "$work"
+	fi
+	exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# --- scenarios ----------------------------------------------------------------
+
+# fail MSG [FILE]: ends the scenario with MSG; the last lines of FILE (a
+# tool's stderr) are shown with it.
+fail() {
+	local msg=$1
+	if [[ -n ${2:-} && -s $2 ]]; then
+		msg+=$'\n'"      last lines of $2:"$'\n'"$(grep -v '^\s*$' "$2" | tail -n 8 | sed 's/^/        /')"
+	fi
+	printf '%s\n' "$msg" >"$work/reason"
+	exit 1
+}
+
+# scenario NAME FUNC [inline]: runs FUNC (in a subshell with errexit, unless
+# inline) and records PASS or FAIL.
+scenario() {
+	local name=$1 fn=$2 start=$SECONDS rc=0 reason
+	say "--- $name"
+	rm -f "$work/reason"
+	if [[ ${3:-} == inline ]]; then
+		"$fn" || rc=$?
+	else
+		set +e
+		(
+			set -eE
+			trap 'echo "command failed (status $?): $BASH_COMMAND" >"$work/reason"' ERR
+			"$fn"
+		)
+		rc=$?
+		set -e
+	fi
+	if ((rc == 0)); then
+		passed=$((passed + 1))
+		summary+=("PASS $name ($((SECONDS - start))s)")
+		say "PASS $name ($((SECONDS - start))s)"
+	else
+		failed=$((failed + 1))
+		reason=$(cat "$work/reason" 2>/dev/null || echo "exit status $rc")
+		summary+=("FAIL $name: ${reason%%$'\n'*}")
+		say "FAIL $name ($((SECONDS - start))s): $reason"
+	fi
+}
+
+need_broker() { broker_alive || fail "broker is not running (log: $work/gregor.log)"; }
+need_java() {
+	[[ -n $libs ]] || fail "the Kafka console tools are not available (see fetch-tools)"
+	command -v java >/dev/null || fail "java not found (install Java 17+)"
+}
+need_kcat() { command -v kcat >/dev/null || fail "kcat is not installed and could not be installed (run as root, or: apt-get install -y kcat)"; }
+
+# kafka_java CLASS ARGS...: runs a Kafka tool, bounded.
+kafka_java() {
+	local class=$1
+	shift
+	timeout -k 5 "$TOOL_TIMEOUT" java "${JAVA_OPTS[@]}" -cp "$libs/*" "$class" "$@"
+}
+
+# kcat_b ARGS...: kcat against the broker, bounded.
+kcat_b() { timeout -k 5 "$TOOL_TIMEOUT" kcat -b "$bs" "$@"; }
+
+# kcat_consume OUT FORMAT ARGS...: kcat -C -o beginning -e (exit at the end
+# of every partition), bounded by KCAT_CONSUME_TIMEOUT; stderr goes to
+# OUT.err (not -q, so librdkafka's protocol errors are kept for the report).
+# Sets kcat_rc and kcat_why (empty on success).
+KCAT_CONSUME_TIMEOUT=30
+kcat_consume() {
+	local out=$1 format=$2 errs
+	shift 2
+	kcat_rc=0
+	timeout -k 5 "$KCAT_CONSUME_TIMEOUT" kcat -b "$bs" -C -o beginning -e -f "$format" "$@" \
+		</dev/null >"$out" 2>"$out.err" || kcat_rc=$?
+	kcat_why=""
+	((kcat_rc == 0)) && return 0
+	if ((kcat_rc == 124)); then
+		kcat_why="kcat -C -e $* did not reach the end of every partition within ${KCAT_CONSUME_TIMEOUT}s (read $(wc -l <"$out") records)"
+	else
+		kcat_why="kcat -C -e $* exited with status $kcat_rc (read $(wc -l <"$out") records)"
+	fi
+	# librdkafka's complaints, without timestamps and thread names, once each.
+	errs=$(grep -E '^%[0-4]\||^% ERROR' "$out.err" | sed -E 's/^%[0-9]\|[0-9.]+\|//; s/\|[^|]*\| \[thrd:[^]]*\]: [^ ]+: / /' |
+		sort | uniq -c | sort -rn | head -n 3 | sed -E 's/^ *[0-9]+ //' | paste -sd ';' - || true)
+	[[ -z $errs ]] || kcat_why+="; librdkafka logged: $errs"
+	if grep -q 'invalid MessageSetSize -1' "$out.err"; then
+		kcat_why+=" [broker bug: a Fetch response partition with no records carries a null Records field (length -1);"
+		kcat_why+=" Kafka always sends an empty, non-null one. librdkafka stops parsing the response there (partitions"
+		kcat_why+=" after it in that response are dropped and fetched again after a backoff), so it never sees the end of a partition]"
+	fi
+	return 1
+}
+
+check() { python3 "$here/check.py" "$@"; }
+
+# no_errors NAME FILE: fails if a tool's stderr reports an error.
+no_errors() {
+	local hit
+	hit=$(grep -m1 -E 'ERROR|Exception|% Error|Delivery failed' "$2" || true)
+	[[ -z $hit ]] || fail "$1 reported an error: $hit" "$2"
+}
+
+do_build() {
+	cd "$root"
+	go build -o bin/gregor ./cmd/gregor 2>"$work/build.err" || fail "go build -o bin/gregor ./cmd/gregor failed" "$work/build.err"
+}
+
+do_fetch() {
+	local out
+	out=$(bash "$here/fetch.sh" 2>"$work/fetch.err") || fail "fetch.sh failed" "$work/fetch.err"
+	[[ -f $out/kafka-tools-$(basename "$(dirname "$out")" | sed 's/^kafka-//').jar ]] || fail "fetch.sh printed $out, which has no kafka-tools jar"
+	echo "$out" >"$work/libs"
+	say "  tools: $out ($(find "$out" -name "*.jar" | wc -l) jars)"
+}
+
+# Inline scenarios (they start the broker as a child of this shell) return
+# instead of calling fail; start_broker leaves the reason.
+do_start() { start_broker; }
+
+create_topic() { # NAME PARTITIONS
+	kafka_java "$TOPICS" --bootstrap-server "$bs" --create --topic "$1" --partitions "$2" --replication-factor 1 \
+		</dev/null >"$work/create-$1.out" 2>"$work/create-$1.err" ||
+		fail "kafka-topics --create --topic $1 --partitions $2 exited with status $?" "$work/create-$1.err"
+	grep -q "Created topic $1" "$work/create-$1.out" ||
+		fail "kafka-topics --create printed no 'Created topic $1': $(head -c 300 "$work/create-$1.out")" "$work/create-$1.err"
+}
+
+java_topics() {
+	need_broker
+	need_java
+	create_topic console 3
+	kafka_java "$TOPICS" --bootstrap-server "$bs" --describe --topic console \
+		</dev/null >"$work/describe.out" 2>"$work/describe.err" ||
+		fail "kafka-topics --describe --topic console exited with status $?" "$work/describe.err"
+	sed 's/^/    /' "$work/describe.out"
+	grep -Eq 'Topic: console[[:space:]].*PartitionCount: 3[[:space:]].*ReplicationFactor: 1' "$work/describe.out" ||
+		fail "kafka-topics --describe did not show 'PartitionCount: 3 ... ReplicationFactor: 1' for console" "$work/describe.out"
+	for p in 0 1 2; do
+		grep -Eq "Topic: console[[:space:]]+Partition: ${p}[[:space:]]+Leader: [0-9]+[[:space:]]+Replicas: [0-9]+[[:space:]]+Isr: [0-9]+" "$work/describe.out" ||
+			fail "kafka-topics --describe shows no leader, replicas and ISR for partition $p" "$work/describe.out"
+	done
+}
+
+# The Java producer writes N lines "java-key-i<TAB>java-value-i" to topic
+# console in five runs, one per codec, each with acks=all. The codec is set
+# with --compression-codec: ConsoleProducer puts compression.type from that
+# option (default none) over any --command-property compression.type.
+java_produce() {
+	need_broker
+	need_java
+	check lines java 0 "$N" >"$work/java.in"
+	check partition 3 "$work/java.p" <"$work/java.in" >"$work/java.counts"
+	local codecs=(none gzip snappy lz4 zstd) i first last
+	for i in "${!codecs[@]}"; do
+		first=$((i * N / 5 + 1))
+		last=$(((i + 1) * N / 5))
+		sed -n "${first},${last}p" "$work/java.in" |
+			kafka_java "$PRODUCER" --bootstrap-server "$bs" --topic console \
+				--command-property acks=all \
+				--compression-codec "${codecs[i]}" \
+				--reader-property parse.key=true \
+				--reader-property "key.separator=$tab" \
+				>"$work/produce-${codecs[i]}.out" 2>"$work/produce-${codecs[i]}.err" ||
+			fail "console producer (--compression-codec ${codecs[i]}, lines $first-$last) exited with status $?" "$work/produce-${codecs[i]}.err"
+		no_errors "console producer (--compression-codec ${codecs[i]})" "$work/produce-${codecs[i]}.err"
+		say "  produced lines $first-$last with --compression-codec ${codecs[i]}"
+	done
+}
+
+# The codecs really reached the log: the stored batches (Kafka's segment
+# format) carry each codec the producer was asked for.
+java_codecs_on_disk() {
+	local p got
+	[[ -s $work/java.in ]] || fail "nothing was produced to console (java-produce did not run)"
+	for p in 0 1 2; do
+		[[ -d $data/console-$p ]] || fail "no partition directory $data/console-$p (expected Kafka's <log.dir>/<topic>-<partition> layout)"
+	done
+	got=$(check codecs "$data"/console-{0,1,2})
+	say "  stored batches by codec: $(echo "$got" | tr '\n' ' ')"
+	for codec in none gzip snappy lz4 zstd; do
+		grep -q "^$codec " <<<"$got" || fail "no batch compressed with $codec in console's segments (found: $(echo "$got" | tr '\n' ' '))"
+	done
+}
+
+# The broker's end offsets (ListOffsets through GetOffsetShell) match the
+# number of lines Kafka's partitioner sends to each partition.
+java_offsets() {
+	need_broker
+	need_java
+	kafka_java "$OFFSETS" --bootstrap-server "$bs" --topic console --time -1 \
+		</dev/null >"$work/offsets.out" 2>"$work/offsets.err" ||
+		fail "GetOffsetShell --time -1 exited with status $?" "$work/offsets.err"
+	kafka_java "$OFFSETS" --bootstrap-server "$bs" --topic console --time -2 \
+		</dev/null >"$work/offsets-earliest.out" 2>"$work/offsets-earliest.err" ||
+		fail "GetOffsetShell --time -2 exited with status $?" "$work/offsets-earliest.err"
+	say "  latest: $(tr '\n' ' ' <"$work/offsets.out")  earliest: $(tr '\n' ' ' <"$work/offsets-earliest.out")"
+	local p want got
+	for p in 0 1 2; do
+		want=$(awk -v p="$p" '$1 == p { print $2 }' "$work/java.counts")
+		got=$(awk -F: -v p="$p" '$1 == "console" && $2 == p { print $3 }' "$work/offsets.out")
+		[[ $got == "$want" ]] || fail "partition $p: GetOffsetShell says end offset '${got}', expected $want (lines the murmur2 partitioner sends there)"
+		got=$(awk -F: -v p="$p" '$1 == "console" && $2 == p { print $3 }' "$work/offsets-earliest.out")
+		[[ $got == 0 ]] || fail "partition $p: GetOffsetShell --time -2 says earliest offset '${got}', expected 0"
+	done
+}
+
+# consume_java TOPIC PARTITION COUNT OUT: the console consumer on one
+# partition from the earliest offset, stopping after COUNT records.
+consume_java() {
+	kafka_java "$CONSUMER" --bootstrap-server "$bs" --topic "$1" --partition "$2" --offset earliest \
+		--max-messages "$3" --timeout-ms 30000 --formatter-property print.key=true \
+		</dev/null >"$4" 2>"$4.err" || true
+}
+
+# The console consumer reads each partition of console (--partition P
+# --offset earliest --max-messages <the broker's count>) and gets exactly the
+# lines written there, in order; all partitions together are all N lines.
+java_consume() {
+	need_broker
+	need_java
+	local p count
+	: >"$work/java.got"
+	for p in 0 1 2; do
+		count=$(awk -F: -v p="$p" '$1 == "console" && $2 == p { print $3 }' "$work/offsets.out" 2>/dev/null || true)
+		if [[ -z $count ]]; then
+			count=$(awk -v p="$p" '$1 == p { print $2 }' "$work/java.counts")
+			say "  partition $p: no count from GetOffsetShell, using the expected $count"
+		fi
+		consume_java console "$p" "$count" "$work/java.got.p$p"
+		if ! check same-order "$work/java.p$p" "$work/java.got.p$p" >"$work/cmp"; then
+			fail "console consumer --partition $p --offset earliest --max-messages $count: $(cat "$work/cmp")" "$work/java.got.p$p.err"
+		fi
+		say "  partition $p: $count records in order"
+		cat "$work/java.got.p$p" >>"$work/java.got"
+	done
+	check same-set "$work/java.in" "$work/java.got" >"$work/cmp" || fail "all partitions: $(cat "$work/cmp")"
+}
+
+kcat_metadata() {
+	need_broker
+	need_kcat
+	kcat_b -L -t console -m 30 </dev/null >"$work/kcat-L.out" 2>"$work/kcat-L.err" ||
+		fail "kcat -L exited with status $?" "$work/kcat-L.err"
+	sed 's/^/    /' "$work/kcat-L.out"
+	grep -Eq "broker -?[0-9]+ at 127\.0\.0\.1:$kafka_port" "$work/kcat-L.out" ||
+		fail "kcat -L lists no broker at 127.0.0.1:$kafka_port" "$work/kcat-L.out"
+	grep -q 'topic "console" with 3 partitions' "$work/kcat-L.out" ||
+		fail "kcat -L does not list topic console with 3 partitions" "$work/kcat-L.out"
+	for p in 0 1 2; do
+		grep -Eq "partition $p, leader [0-9]+, replicas: [0-9]+, isrs: [0-9]+" "$work/kcat-L.out" ||
+			fail "kcat -L shows no leader, replicas and ISR for partition $p" "$work/kcat-L.out"
+	done
+}
+
+# kcat writes N lines "kcat-key-i<TAB>kcat-value-i" to topic kcat, one share
+# per codec, partitioned like Kafka (murmur2_random), checks the codecs of
+# the stored batches, and reads them back. The producer runs with -d msg so
+# that librdkafka says when it chose not to compress.
+kcat_produce_consume() {
+	need_broker
+	need_kcat
+	need_java # kafka-topics creates the topic
+	create_topic kcat 3
+	check lines kcat 0 "$N" >"$work/kcat.in"
+	check partition 3 "$work/kcat.p" <"$work/kcat.in" >"$work/kcat.counts"
+	local codecs=(snappy gzip lz4 zstd) i first last
+	for i in "${!codecs[@]}"; do
+		first=$((i * N / 4 + 1))
+		last=$(((i + 1) * N / 4))
+		sed -n "${first},${last}p" "$work/kcat.in" |
+			kcat_b -P -t kcat -K "$tab" -z "${codecs[i]}" -X partitioner=murmur2_random -X acks=all -d msg \
+				>"$work/kcat-produce-${codecs[i]}.out" 2>"$work/kcat-produce-${codecs[i]}.err" ||
+			fail "kcat -P -z ${codecs[i]} (lines $first-$last) exited with status $?" "$work/kcat-produce-${codecs[i]}.err"
+		no_errors "kcat -P -z ${codecs[i]}" "$work/kcat-produce-${codecs[i]}.err"
+		say "  produced lines $first-$last with -z ${codecs[i]}"
+	done
+	# Both checks run, and a failure reports what each found.
+	local got same=1 problems=()
+	got=$(check codecs "$data"/kcat-{0,1,2} 2>/dev/null || true)
+	say "  stored batches by codec: $(echo "$got" | tr '\n' ' ')"
+	for codec in "${codecs[@]}"; do
+		grep -q "^$codec " <<<"$got" && continue
+		if [[ $codec == lz4 ]] && kcat_b -L -m 10 -d feature 2>&1 >/dev/null </dev/null | grep -q "Feature LZ4: FindCoordinator .* NOT supported by broker"; then
+			# Known gap: librdkafka compresses with LZ4 only for brokers that
+			# advertise FindCoordinator, which arrives with the consumer
+			# groups issue (5). Once it is advertised, this check is strict.
+			say "  KNOWN GAP: lz4 batches stored uncompressed: librdkafka wants FindCoordinator, which waits for issue 5 (consumer groups)"
+			continue
+		fi
+		problems+=("$(kcat_codec_why "$codec" "$got")")
+	done
+	kcat_consume "$work/kcat.got" '%p\t%k\t%s\n' -t kcat || true
+	compare_by_partition kcat "$work/kcat.got" || same=0
+	if [[ -n $kcat_why ]]; then
+		problems+=("$kcat_why; $cmp_why")
+	elif ((!same)); then
+		problems+=("kcat -C -t kcat: $cmp_why")
+	else
+		say "  read back $(wc -l <"$work/kcat.got") records, each partition in order"
+	fi
+	if ((${#problems[@]} > 0)); then
+		local joined
+		joined=$(printf '%s  |  ' "${problems[@]}")
+		fail "${joined%  |  }"
+	fi
+}
+
+# kcat_codec_why CODEC FOUND: why kcat's batches for CODEC were stored with
+# another codec, from librdkafka's own debug output (-d msg on the producer,
+# -d feature on a metadata request): librdkafka sends a batch uncompressed
+# when it decides from ApiVersions that the broker lacks the codec.
+kcat_codec_why() {
+	local codec=$1 found=$2 why said feature
+	why="no batch compressed with $codec in kcat's segments (found: $(echo "$found" | tr '\n' ' '))"
+	said=$(grep -m1 -o "Broker does not support compression type ${codec}[^|]*" "$work/kcat-produce-$codec.err" || true)
+	if [[ -z $said ]]; then
+		echo "$why"
+		return 0
+	fi
+	why+="; librdkafka said '$said'"
+	feature=$(kcat_b -L -m 10 -d feature 2>&1 >/dev/null </dev/null | grep -m1 -oE "Feature ${codec^^}: .* NOT supported by broker" || true)
+	[[ -z $feature ]] || why+=" because of its ApiVersions feature check '$feature'"
+	[[ $codec != lz4 ]] || why+=" [broker-side cause: librdkafka enables LZ4 only if the broker advertises FindCoordinator (key 10) v0, as Kafka 4.x does; gregor does not advertise FindCoordinator]"
+	echo "$why"
+}
+
+# compare_by_partition PREFIX GOT: GOT has "p<TAB>key<TAB>value" lines; each
+# partition must hold PREFIX.p<p> in order, and all of them PREFIX.in. Sets
+# cmp_why to what differs, or to a note that everything read matches.
+compare_by_partition() {
+	local prefix=$1 got=$2 p
+	cmp_why=""
+	cut -f2- "$got" >"$got.all"
+	for p in 0 1 2; do
+		awk -F'\t' -v p="$p" '$1 == p { print $2 "\t" $3 }' "$got" >"$got.p$p"
+		if ! check same-order "$work/$prefix.p$p" "$got.p$p" >"$work/cmp"; then
+			cmp_why="partition $p: $(cat "$work/cmp")"
+			return 1
+		fi
+	done
+	if ! check same-set "$work/$prefix.in" "$got.all" >"$work/cmp"; then
+		cmp_why="all partitions: $(cat "$work/cmp")"
+		return 1
+	fi
+	cmp_why="the $(wc -l <"$got") records it read are all that was written, each partition in order"
+}
+
+# kcat reads partition 0 of console, which the Java producer wrote.
+kcat_reads_java() {
+	need_broker
+	need_kcat
+	[[ -s $work/java.p0 ]] || fail "nothing was expected on console partition 0 (java-produce did not run)"
+	kcat_consume "$work/kcat-java.got" '%k\t%s\n' -t console -p 0 || true
+	if check same-order "$work/java.p0" "$work/kcat-java.got" >"$work/cmp"; then
+		cmp_why="the $(wc -l <"$work/kcat-java.got") records it read are partition 0's, in order"
+	else
+		cmp_why="partition 0: $(cat "$work/cmp")"
+		[[ -n $kcat_why ]] || fail "kcat -C -t console -p 0: $cmp_why"
+	fi
+	[[ -z $kcat_why ]] || fail "$kcat_why; $cmp_why"
+	say "  $(wc -l <"$work/kcat-java.got") records in order"
+}
+
+# The Java console consumer reads partition 0 of kcat, which librdkafka
+# compressed.
+java_reads_kcat() {
+	need_broker
+	need_java
+	[[ -s $work/kcat.p0 ]] || fail "nothing was expected on kcat partition 0 (kcat-produce-consume did not run)"
+	local count
+	count=$(wc -l <"$work/kcat.p0")
+	consume_java kcat 0 "$count" "$work/java-kcat.got"
+	check same-order "$work/kcat.p0" "$work/java-kcat.got" >"$work/cmp" ||
+		fail "console consumer --topic kcat --partition 0 --offset earliest --max-messages $count: $(cat "$work/cmp")" "$work/java-kcat.got.err"
+	say "  $count records in order"
+}
+
+# SIGTERM: the broker exits 0 within STOP_TIMEOUT and leaves Kafka's
+# clean-shutdown marker in its log dir.
+shutdown_sigterm() {
+	need_broker
+	say "  kill -TERM $(broker_pid)"
+	local start=$SECONDS
+	if ! stop_broker TERM; then
+		kill -KILL "$(broker_pid)" 2>/dev/null || true
+		fail "gregor serve did not exit within ${STOP_TIMEOUT}s of SIGTERM (killed); log tail: $(tail -n 5 "$work/gregor.log" | tr '\n' ' ')"
+	fi
+	local rc
+	rc=$(cat "$work/broker.rc")
+	say "  exited with status $rc after $((SECONDS - start))s"
+	[[ $rc == 0 ]] || fail "gregor serve exited with status $rc after SIGTERM, expected 0; log tail: $(tail -n 5 "$work/gregor.log" | tr '\n' ' ')"
+	[[ -e $data/.kafka_cleanshutdown ]] || fail "no clean-shutdown marker $data/.kafka_cleanshutdown after SIGTERM (contents: $(find "$data" -mindepth 1 -maxdepth 1 -printf '%f '))"
+}
+
+do_restart() {
+	if broker_alive; then
+		stop_broker KILL || true
+	fi
+	start_broker
+}
+
+# After the restart kcat still reads every record, in order.
+restart_kcat() {
+	need_broker
+	need_kcat
+	local t prefix same
+	for t in console kcat; do
+		prefix=$t
+		[[ $t == console ]] && prefix=java
+		[[ -s $work/$prefix.in ]] || fail "nothing was produced to $t before the restart"
+		same=1
+		kcat_consume "$work/restart-$t.got" '%p\t%k\t%s\n' -t "$t" || true
+		compare_by_partition "$prefix" "$work/restart-$t.got" || same=0
+		[[ -z $kcat_why ]] || fail "after the restart, $kcat_why; $cmp_why"
+		((same)) || fail "after the restart, kcat -C -t $t: $cmp_why"
+		say "  $t: $(wc -l <"$work/restart-$t.got") records, each partition in order"
+	done
+}
+
+# After the restart the Java console consumer still reads every record, in
+# order (partition by partition, counts from Kafka's partitioner).
+restart_java() {
+	need_broker
+	need_java
+	local t prefix p count
+	for t in console kcat; do
+		prefix=$t
+		[[ $t == console ]] && prefix=java
+		[[ -s $work/$prefix.in ]] || fail "nothing was produced to $t before the restart"
+		for p in 0 1 2; do
+			count=$(wc -l <"$work/$prefix.p$p")
+			consume_java "$t" "$p" "$count" "$work/restart-java-$t.p$p"
+			check same-order "$work/$prefix.p$p" "$work/restart-java-$t.p$p" >"$work/cmp" ||
+				fail "after the restart, console consumer --topic $t --partition $p --offset earliest --max-messages $count: $(cat "$work/cmp")" "$work/restart-java-$t.p$p.err"
+		done
+		say "  $t: $(cat "$work/restart-java-$t".p{0,1,2} | wc -l) records, each partition in order"
+	done
+}
+
+# --- main -------------------------------------------------------------------
+
+say "console-test: Kafka console tools and kcat against gregor; work dir $work"
+
+if ! command -v kcat >/dev/null && [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
+	say "--- installing kcat (apt-get install -y kcat)"
+	export DEBIAN_FRONTEND=noninteractive
+	timeout 600 apt-get install -y -qq kcat >"$work/apt.log" 2>&1 ||
+		{ timeout 600 apt-get update -qq >>"$work/apt.log" 2>&1 && timeout 600 apt-get install -y -qq kcat >>"$work/apt.log" 2>&1; } ||
+		say "  apt-get install kcat failed (see $work/apt.log)"
+fi
+
+read -r kafka_port admin_port etcd_client_port etcd_peer_port < <(python3 -c '
+import socket
+socks = [socket.socket() for _ in range(4)]
+for s in socks:
+    s.bind(("127.0.0.1", 0))
+print(*(s.getsockname()[1] for s in socks))
+')
+bs=127.0.0.1:$kafka_port
+
+scenario build do_build
+if ((failed > 0)); then
+	say "  ${summary[0]}"
+	say "work dir kept: $work"
+	say "0 passed, 1 failed"
+	exit 1
+fi
+scenario fetch-tools do_fetch
+libs=$(cat "$work/libs" 2>/dev/null || true)
+scenario broker-start do_start inline
+scenario java-topics java_topics
+scenario java-produce java_produce
+scenario java-codecs-on-disk java_codecs_on_disk
+scenario java-offsets java_offsets
+scenario java-consume java_consume
+scenario kcat-metadata kcat_metadata
+scenario kcat-produce-consume kcat_produce_consume
+scenario kcat-reads-java-p0 kcat_reads_java
+scenario java-reads-kcat-p0 java_reads_kcat
+scenario shutdown-sigterm shutdown_sigterm
+scenario broker-restart do_restart inline
+scenario restart-kcat restart_kcat
+scenario restart-java restart_java
+
+say ""
+say "console-test summary ($((SECONDS - t0))s in all):"
+for line in "${summary[@]}"; do say "  $line"; done
+if ((failed > 0)) || [[ ${KEEP_WORK:-0} == 1 ]]; then
+	say "work dir kept: $work (tool output, broker log gregor.log, data/)"
+fi
+say "$passed passed, $failed failed"
+((failed == 0))
