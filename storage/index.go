@@ -36,6 +36,7 @@ type index struct {
 		buf       []byte // entries; never written below len by appends
 		persisted int    // bytes of buf the file holds
 		fileLen   int64  // length of the file as last seen or written
+		synced    bool   // the file holds exactly buf and was fsynced since
 	}
 }
 
@@ -46,7 +47,7 @@ func newIndex(path string, base int64, entrySize int) *index {
 // setEmpty marks a new index as loaded and empty, for a new segment.
 func (ix *index) setEmpty() {
 	ix.mu.Lock()
-	ix.mu.loaded, ix.mu.buf, ix.mu.persisted, ix.mu.fileLen = true, nil, 0, 0
+	ix.mu.loaded, ix.mu.buf, ix.mu.persisted, ix.mu.fileLen, ix.mu.synced = true, nil, 0, 0, false
 	ix.mu.Unlock()
 }
 
@@ -87,7 +88,9 @@ func (ix *index) load(check func([]byte) error) error {
 		return fmt.Errorf("%w: %s: %w", ErrCorruptIndex, ix.path, err)
 	}
 	ix.mu.Lock()
-	ix.mu.loaded, ix.mu.buf, ix.mu.persisted, ix.mu.fileLen = true, buf, len(buf), int64(len(buf))
+	// A file read back was fsynced: at Close, or before the recovery
+	// point passed its segment; the ones recovery scans are installed anew.
+	ix.mu.loaded, ix.mu.buf, ix.mu.persisted, ix.mu.fileLen, ix.mu.synced = true, buf, len(buf), int64(len(buf)), true
 	ix.mu.Unlock()
 	return nil
 }
@@ -106,6 +109,7 @@ func (ix *index) count() int { return len(ix.entries()) / ix.entrySize }
 func (ix *index) appendEntry(e []byte) {
 	ix.mu.Lock()
 	ix.mu.buf = append(ix.mu.buf, e...)
+	ix.mu.synced = false
 	ix.mu.Unlock()
 }
 
@@ -114,12 +118,12 @@ func (ix *index) appendEntry(e []byte) {
 // loaded has nothing to write.
 func (ix *index) persist(sync bool) error {
 	ix.mu.RLock()
-	loaded, buf, from, fileLen := ix.mu.loaded, ix.mu.buf, ix.mu.persisted, ix.mu.fileLen
+	loaded, buf, from, fileLen, synced := ix.mu.loaded, ix.mu.buf, ix.mu.persisted, ix.mu.fileLen, ix.mu.synced
 	ix.mu.RUnlock()
 	if !loaded {
 		return nil
 	}
-	if from == len(buf) && fileLen == int64(len(buf)) && !sync {
+	if from == len(buf) && fileLen == int64(len(buf)) && (!sync || synced) {
 		return nil
 	}
 	f, err := os.OpenFile(ix.path, os.O_RDWR|os.O_CREATE, 0o644)
@@ -144,6 +148,7 @@ func (ix *index) persist(sync bool) error {
 	// Only record progress if no truncation happened meanwhile.
 	if ix.mu.persisted == from && len(ix.mu.buf) >= len(buf) {
 		ix.mu.persisted = len(buf)
+		ix.mu.synced = sync && len(ix.mu.buf) == len(buf)
 	}
 	ix.mu.fileLen = int64(len(buf))
 	ix.mu.Unlock()
@@ -155,7 +160,7 @@ func (ix *index) persist(sync bool) error {
 func (ix *index) install(buf []byte) {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
-	ix.mu.loaded, ix.mu.buf, ix.mu.persisted = true, buf, 0
+	ix.mu.loaded, ix.mu.buf, ix.mu.persisted, ix.mu.synced = true, buf, 0, false
 	ix.mu.fileLen = -1 // unknown: persist truncates before writing
 }
 

@@ -536,6 +536,8 @@ func (l *Log) Append(set []byte, opts AppendOptions) (AppendResult, error) {
 			b.SetPartitionLeaderEpoch(opts.LeaderEpoch)
 		} else if b.BaseOffset() < next {
 			return res, fmt.Errorf("%w: batch at %d, log end %d", ErrOffsetOrder, b.BaseOffset(), next)
+		} else if b.BaseOffset() > math.MaxInt64-int64(b.LastOffsetDelta()) || b.LastOffsetDelta() < 0 {
+			return res, fmt.Errorf("%w: batch at %d with last offset delta %d", ErrOffsetOrder, b.BaseOffset(), b.LastOffsetDelta())
 		}
 		if first < 0 {
 			first = b.BaseOffset()

@@ -6,23 +6,29 @@ import (
 )
 
 // syncer runs group commit for the logs of one Manager. Flush calls queue
-// their log and wait; the syncer takes every queued log at once and fsyncs
-// them in parallel, so appends that arrive while a round runs share the next
-// round's fsyncs, however many partitions they touch.
+// their log and wait; the syncer takes every queued log and starts its
+// fsync, up to parallel at once. Appends that arrive while a log's fsync
+// runs queue it again, and its next fsync covers all of them: concurrent
+// producers share fsyncs however many partitions they touch. Fsyncs of
+// different logs do not wait for each other (one slow disk round does not
+// hold back the logs queued behind it); a log's own fsyncs run one at a
+// time (Log.syncMu).
 type syncer struct {
-	parallel int
-	kick     chan struct{}
-	mu       struct {
+	sem  chan struct{} // one token per fsync in flight
+	kick chan struct{}
+	wg   sync.WaitGroup
+	mu   struct {
 		sync.Mutex
 		queue []*Log
 	}
 }
 
 func newSyncer(parallel int) *syncer {
-	return &syncer{parallel: max(parallel, 1), kick: make(chan struct{}, 1)}
+	return &syncer{sem: make(chan struct{}, max(parallel, 1)), kick: make(chan struct{}, 1)}
 }
 
-// request queues l for the next round (once, however often it is asked).
+// request queues l for an fsync (once, however often it is asked before
+// the fsync starts).
 func (s *syncer) request(l *Log) {
 	if !l.syncQueued.CompareAndSwap(false, true) {
 		return
@@ -36,47 +42,37 @@ func (s *syncer) request(l *Log) {
 	}
 }
 
-// run loops until ctx is done, then serves what is still queued and returns.
+// run loops until ctx is done, then serves what is still queued, waits for
+// every fsync in flight and returns.
 func (s *syncer) run(ctx context.Context) {
+	defer s.wg.Wait()
 	for {
 		select {
 		case <-s.kick:
-			s.round()
+			s.start()
 		case <-ctx.Done():
-			s.round()
+			s.start()
 			return
 		}
 	}
 }
 
-// round fsyncs every queued log, at most parallel at a time.
-func (s *syncer) round() {
+// start begins an fsync for every queued log, blocking while parallel
+// fsyncs are in flight.
+func (s *syncer) start() {
 	s.mu.Lock()
 	batch := s.mu.queue
 	s.mu.queue = nil
 	s.mu.Unlock()
-	if len(batch) == 0 {
-		return
-	}
 	for _, l := range batch {
-		// Cleared before the sync starts: an append after this point
-		// queues the log again for the next round.
+		s.sem <- struct{}{}
+		// Cleared just before the fsync starts: an append after this
+		// point queues the log again.
 		l.syncQueued.Store(false)
-	}
-	if len(batch) == 1 {
-		_ = batch[0].sync() // errors reach the waiters through fail
-		return
-	}
-	sem := make(chan struct{}, s.parallel)
-	var wg sync.WaitGroup
-	for _, l := range batch {
-		sem <- struct{}{}
-		wg.Add(1)
+		s.wg.Add(1)
 		go func() {
-			defer wg.Done()
-			_ = l.sync()
-			<-sem
+			defer func() { <-s.sem; s.wg.Done() }()
+			_ = l.sync() // errors reach the waiters through fail
 		}()
 	}
-	wg.Wait()
 }

@@ -85,6 +85,11 @@ func CheckIntegrity(b Batch) error {
 	if b.LastOffsetDelta() < 0 {
 		return fmt.Errorf("%w: negative last offset delta %d", ErrInvalidRecord, b.LastOffsetDelta())
 	}
+	// The base offset lies outside the CRC: a damaged one must at least
+	// leave the batch's offsets representable.
+	if b.BaseOffset() < 0 || b.BaseOffset() > math.MaxInt64-int64(b.LastOffsetDelta()) {
+		return fmt.Errorf("%w: base offset %d with last offset delta %d", ErrInvalidRecord, b.BaseOffset(), b.LastOffsetDelta())
+	}
 	return nil
 }
 

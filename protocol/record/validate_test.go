@@ -125,13 +125,15 @@ func TestGoldenCodecsAgree(t *testing.T) {
 
 // TestCheckIntegrityFlippedByte flips every byte, then every bit, of a small
 // batch. Only the base offset and leader epoch may change unnoticed: they lie
-// outside the CRC.
+// outside the CRC (a base offset flipped negative is caught by its range).
 func TestCheckIntegrityFlippedByte(t *testing.T) {
 	t.Parallel()
 	for _, name := range []string{"batch-idempotent", "batch-gzip"} {
 		orig := goldenBatchBytes(t, name)
-		wantFor := func(pos int) error {
+		wantFor := func(pos int, b Batch) error {
 			switch {
+			case pos < offBatchLength && b.BaseOffset() < 0:
+				return ErrInvalidRecord // a base offset no log can hold
 			case pos < offBatchLength:
 				return nil // base offset
 			case pos < offLeaderEpoch:
@@ -149,7 +151,7 @@ func TestCheckIntegrityFlippedByte(t *testing.T) {
 				b := Batch(bytes.Clone(orig))
 				b[pos] ^= mask
 				err := CheckIntegrity(b)
-				if want := wantFor(pos); !errors.Is(err, want) { // errors.Is(err, nil) holds only for a nil err
+				if want := wantFor(pos, b); !errors.Is(err, want) { // errors.Is(err, nil) holds only for a nil err
 					t.Fatalf("%s: byte %d ^ %#02x: CheckIntegrity %v, want %v", name, pos, mask, err, want)
 				}
 			}
