@@ -38,6 +38,17 @@ var handlers = []handler{
 	offsetForLeaderEpochAPI,
 	createPartitionsAPI,
 	describeClusterAPI,
+	findCoordinatorAPI,
+	joinGroupAPI,
+	syncGroupAPI,
+	heartbeatAPI,
+	leaveGroupAPI,
+	offsetCommitAPI,
+	offsetFetchAPI,
+	describeGroupsAPI,
+	listGroupsAPI,
+	deleteGroupsAPI,
+	offsetDeleteAPI,
 	describeConfigsAPI,
 	alterConfigsAPI,
 	incrementalAlterConfigsAPI,
@@ -64,6 +75,7 @@ type Broker struct {
 	handlers map[int16]*handler
 	sessions *fetchSessions
 	metrics  *metrics
+	groups   *groupDrivers
 
 	logs    *storage.Manager
 	cluster *cluster.Cluster
@@ -103,6 +115,7 @@ func New(cfg Config) (*Broker, error) {
 		b.apis.Register(h.key, h.min, h.max)
 		b.handlers[h.key] = h
 	}
+	b.groups = newGroupDrivers(b)
 	b.parts.Store(&partitionTable{byName: map[string][]*partition{}, names: map[cluster.TopicID]string{}})
 	b.conns.m = map[*conn]struct{}{}
 	return b, nil
@@ -314,6 +327,7 @@ func (b *Broker) Close() error {
 	if b.admin != nil {
 		b.admin.Close()
 	}
+	b.groups.stopAll()
 	b.wg.Wait()
 	var errs []error
 	if b.cluster != nil {

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/gregor-io/gregor/coordinator/group"
 )
 
 // ErrInvalidConfig is returned by Config.Validate.
@@ -62,6 +64,21 @@ type Config struct {
 	// (socket.request.max.bytes); larger ones close the connection.
 	SocketRequestMaxBytes int32
 
+	// OffsetsTopicNumPartitions, OffsetsTopicReplicationFactor and
+	// OffsetsTopicSegmentBytes shape __consumer_offsets when it is created
+	// (offsets.topic.num.partitions, offsets.topic.replication.factor,
+	// offsets.topic.segment.bytes). Unlike Kafka, which refuses to create
+	// the topic until that many brokers are registered, the replication
+	// factor is capped at the brokers there are: a single node needs no
+	// setup.
+	OffsetsTopicNumPartitions     int32
+	OffsetsTopicReplicationFactor int16
+	OffsetsTopicSegmentBytes      int64
+	// Groups configures the group coordinator (group.min.session.timeout.ms,
+	// group.max.session.timeout.ms, group.initial.rebalance.delay.ms,
+	// group.max.size, offsets.retention.minutes, ...).
+	Groups group.Config
+
 	// StaticTopicDefaults are broker-level settings of topic-config
 	// synonyms given at start-up (log.segment.bytes, log.retention.hours,
 	// log.flush.interval.messages, ...), by their broker config names.
@@ -91,6 +108,11 @@ func DefaultConfig() Config {
 		AutoCreateTopicsEnable:   true,
 		MessageMaxBytes:          1048588,
 		SocketRequestMaxBytes:    100 << 20,
+
+		OffsetsTopicNumPartitions:     50,
+		OffsetsTopicReplicationFactor: 3,
+		OffsetsTopicSegmentBytes:      100 << 20,
+		Groups:                        group.DefaultConfig(),
 	}
 }
 
@@ -149,6 +171,15 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: socket.request.max.bytes %d below 1", ErrInvalidConfig, c.SocketRequestMaxBytes)
 	case c.SessionTimeout < time.Second || c.SessionTimeout > math.MaxInt32*time.Millisecond:
 		return fmt.Errorf("%w: broker.session.timeout.ms out of range", ErrInvalidConfig)
+	case c.OffsetsTopicNumPartitions < 1:
+		return fmt.Errorf("%w: offsets.topic.num.partitions %d below 1", ErrInvalidConfig, c.OffsetsTopicNumPartitions)
+	case c.OffsetsTopicReplicationFactor < 1:
+		return fmt.Errorf("%w: offsets.topic.replication.factor %d below 1", ErrInvalidConfig, c.OffsetsTopicReplicationFactor)
+	case c.OffsetsTopicSegmentBytes < 1<<20:
+		return fmt.Errorf("%w: offsets.topic.segment.bytes %d below 1048576", ErrInvalidConfig, c.OffsetsTopicSegmentBytes)
+	}
+	if err := c.Groups.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	return nil
 }

@@ -191,6 +191,7 @@ func (b *Broker) syncPartitions(md *cluster.Metadata) error {
 		}
 	}
 	b.parts.Store(next)
+	b.groups.sync(next)
 	return errors.Join(errs...)
 }
 

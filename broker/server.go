@@ -14,6 +14,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gregor-io/gregor/coordinator/group"
 	"github.com/gregor-io/gregor/protocol"
 )
 
@@ -145,7 +146,10 @@ func (c *conn) handle(frame []byte) ([]byte, error) {
 	a := c.b.handlers[hdr.APIKey]
 	req := kmsg.RequestForKey(hdr.APIKey)
 	req.SetVersion(hdr.APIVersion)
-	if u, ok := req.(interface{ UnsafeReadFrom([]byte) error }); ok {
+	// Group requests are kept by the group coordinator past this request,
+	// so they are decoded into their own memory; the others alias the
+	// frame, which is reused only once they are done.
+	if u, ok := req.(interface{ UnsafeReadFrom([]byte) error }); ok && !group.Handles(hdr.APIKey) {
 		err = u.UnsafeReadFrom(body)
 	} else {
 		err = req.ReadFrom(body)

@@ -1,0 +1,11 @@
+package broker
+
+// DeleteGroups (key 42), versions 0-2.
+//
+// Deletes empty groups and their offsets (NON_EMPTY_GROUP otherwise).
+// The group logic is coordinator/group's state machine; the broker routes the
+// request to the coordinator of the group's __consumer_offsets partition
+// (NOT_COORDINATOR when that is not this broker) and answers once the records
+// the request produced are durable.
+
+var deleteGroupsAPI = handler{key: 42, min: 0, max: 2, handle: (*Broker).handleDeleteGroups}

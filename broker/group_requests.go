@@ -1,0 +1,153 @@
+package broker
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/gregor-io/gregor/coordinator/group"
+	"github.com/gregor-io/gregor/protocol"
+)
+
+// handleGroupRequest routes a request about one group to the coordinator
+// of that group's __consumer_offsets partition. The group logic, versions'
+// behaviour and errors are coordinator/group's; see its package doc.
+func (b *Broker) handleGroupRequest(ctx context.Context, c *conn, hdr protocol.RequestHeader, r kmsg.Request) (kmsg.Response, error) {
+	var id string
+	switch req := r.(type) {
+	case *kmsg.JoinGroupRequest:
+		id = req.Group
+	case *kmsg.SyncGroupRequest:
+		id = req.Group
+	case *kmsg.HeartbeatRequest:
+		id = req.Group
+	case *kmsg.LeaveGroupRequest:
+		id = req.Group
+	case *kmsg.OffsetCommitRequest:
+		id = req.Group
+	case *kmsg.OffsetDeleteRequest:
+		id = req.Group
+	case *kmsg.OffsetFetchRequest:
+		if hdr.APIVersion >= 8 {
+			return b.handleOffsetFetchGroups(ctx, c, hdr, req), nil
+		}
+		id = req.Group
+	}
+	p := b.groupPartition(id)
+	if p < 0 {
+		return group.ErrorResponse(r, int16(protocol.NotCoordinator)), nil
+	}
+	return b.groups.ask(ctx, p, c, hdr, r), nil
+}
+
+// byPartition splits group ids by coordinator partition, keeping the order
+// in which each partition first appears.
+func (b *Broker) byPartition(ids []string) ([]int32, map[int32][]string) {
+	var order []int32
+	split := map[int32][]string{}
+	for _, id := range ids {
+		p := b.groupPartition(id)
+		if _, ok := split[p]; !ok {
+			order = append(order, p)
+		}
+		split[p] = append(split[p], id)
+	}
+	return order, split
+}
+
+// handleOffsetFetchGroups serves OffsetFetch v8+, which may name several
+// groups: each coordinator answers for its groups, in request order.
+func (b *Broker) handleOffsetFetchGroups(ctx context.Context, c *conn, hdr protocol.RequestHeader, req *kmsg.OffsetFetchRequest) kmsg.Response {
+	ids := make([]string, len(req.Groups))
+	byID := map[string]kmsg.OffsetFetchRequestGroup{}
+	for i, g := range req.Groups {
+		ids[i] = g.Group
+		byID[g.Group] = g
+	}
+	order, split := b.byPartition(ids)
+	answers := map[string]kmsg.OffsetFetchResponseGroup{}
+	for _, p := range order {
+		sub := *req
+		sub.Groups = nil
+		for _, id := range split[p] {
+			sub.Groups = append(sub.Groups, byID[id])
+		}
+		var resp kmsg.Response
+		if p < 0 {
+			resp = group.ErrorResponse(&sub, int16(protocol.NotCoordinator))
+		} else {
+			resp = b.groups.ask(ctx, p, c, hdr, &sub)
+		}
+		for _, g := range resp.(*kmsg.OffsetFetchResponse).Groups {
+			answers[g.Group] = g
+		}
+	}
+	out := req.ResponseKind().(*kmsg.OffsetFetchResponse)
+	for _, id := range ids {
+		out.Groups = append(out.Groups, answers[id])
+	}
+	return out
+}
+
+func (b *Broker) handleDescribeGroups(ctx context.Context, c *conn, hdr protocol.RequestHeader, r kmsg.Request) (kmsg.Response, error) {
+	req := r.(*kmsg.DescribeGroupsRequest)
+	order, split := b.byPartition(req.Groups)
+	answers := map[string]kmsg.DescribeGroupsResponseGroup{}
+	for _, p := range order {
+		sub := *req
+		sub.Groups = split[p]
+		var resp kmsg.Response
+		if p < 0 {
+			resp = group.ErrorResponse(&sub, int16(protocol.NotCoordinator))
+		} else {
+			resp = b.groups.ask(ctx, p, c, hdr, &sub)
+		}
+		for _, g := range resp.(*kmsg.DescribeGroupsResponse).Groups {
+			answers[g.Group] = g
+		}
+	}
+	out := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
+	for _, id := range req.Groups {
+		out.Groups = append(out.Groups, answers[id])
+	}
+	return out, nil
+}
+
+func (b *Broker) handleDeleteGroups(ctx context.Context, c *conn, hdr protocol.RequestHeader, r kmsg.Request) (kmsg.Response, error) {
+	req := r.(*kmsg.DeleteGroupsRequest)
+	order, split := b.byPartition(req.Groups)
+	answers := map[string]kmsg.DeleteGroupsResponseGroup{}
+	for _, p := range order {
+		sub := *req
+		sub.Groups = split[p]
+		var resp kmsg.Response
+		if p < 0 {
+			resp = group.ErrorResponse(&sub, int16(protocol.NotCoordinator))
+		} else {
+			resp = b.groups.ask(ctx, p, c, hdr, &sub)
+		}
+		for _, g := range resp.(*kmsg.DeleteGroupsResponse).Groups {
+			answers[g.Group] = g
+		}
+	}
+	out := req.ResponseKind().(*kmsg.DeleteGroupsResponse)
+	for _, id := range req.Groups {
+		out.Groups = append(out.Groups, answers[id])
+	}
+	return out, nil
+}
+
+// handleListGroups asks every local coordinator and lists all their groups.
+// A coordinator still loading makes the answer COORDINATOR_LOAD_IN_PROGRESS
+// (with the groups of the others), as Kafka answers.
+func (b *Broker) handleListGroups(ctx context.Context, c *conn, hdr protocol.RequestHeader, r kmsg.Request) (kmsg.Response, error) {
+	out := r.ResponseKind().(*kmsg.ListGroupsResponse)
+	for _, d := range b.groups.all() {
+		resp := b.groups.ask(ctx, d.partition, c, hdr, r).(*kmsg.ListGroupsResponse)
+		if resp.ErrorCode != 0 && out.ErrorCode == 0 {
+			out.ErrorCode = resp.ErrorCode
+		}
+		out.Groups = append(out.Groups, resp.Groups...)
+	}
+	return out, nil
+}

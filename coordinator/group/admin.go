@@ -1,0 +1,125 @@
+package group
+
+import (
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// This file is the group admin APIs: DescribeGroups, ListGroups and
+// DeleteGroups. Each answers for this coordinator's groups only.
+
+// describeGroups handles DescribeGroups. A group that does not exist is
+// reported Dead; from v6 also with GROUP_ID_NOT_FOUND (KIP-1043).
+func (c *Coordinator) describeGroups(in Input, req *kmsg.DescribeGroupsRequest) {
+	resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
+	resp.Version = req.Version
+	for _, id := range req.Groups {
+		rg := kmsg.NewDescribeGroupsResponseGroup()
+		rg.Group = id
+		if req.Version >= 3 && req.IncludeAuthorizedOperations {
+			rg.AuthorizedOperations = allGroupOperations
+			if in.AuthorizedOperations != nil {
+				rg.AuthorizedOperations = in.AuthorizedOperations(id)
+			}
+		}
+		g := c.groups[id]
+		if g == nil {
+			rg.State = StateDead.String()
+			if req.Version >= 6 {
+				rg.ErrorCode = errGroupIDNotFound
+				rg.ErrorMessage = strPtr("Group " + id + " not found.")
+			}
+			resp.Groups = append(resp.Groups, rg)
+			continue
+		}
+		rg.State = g.state.String()
+		rg.ProtocolType = g.protocolType
+		stable := g.state == StateStable
+		if stable {
+			rg.Protocol = g.protocol
+		}
+		for _, mid := range g.order {
+			m := g.members[mid]
+			dm := kmsg.NewDescribeGroupsResponseGroupMember()
+			dm.MemberID = m.id
+			dm.InstanceID = m.instanceID
+			dm.ClientID = m.clientID
+			dm.ClientHost = m.clientHost
+			dm.MemberAssignment = nonNil(m.assignment)
+			dm.ProtocolMetadata = []byte{}
+			if stable {
+				// The metadata shown is that of the selected protocol,
+				// known only once the group is stable.
+				dm.ProtocolMetadata = nonNil(m.metadata(g.protocol))
+			}
+			rg.Members = append(rg.Members, dm)
+		}
+		resp.Groups = append(resp.Groups, rg)
+	}
+	c.respond(in.Token, resp)
+}
+
+// listGroups handles ListGroups, with the v4 state filter and the v5 type
+// filter (both case-insensitive; every group here is "classic").
+func (c *Coordinator) listGroups(in Input, req *kmsg.ListGroupsRequest) {
+	resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
+	resp.Version = req.Version
+	states := make(map[string]bool)
+	if req.Version >= 4 {
+		for _, s := range req.StatesFilter {
+			states[strings.ToLower(strings.TrimSpace(s))] = true
+		}
+	}
+	typeOK := true
+	if req.Version >= 5 && len(req.TypesFilter) > 0 {
+		typeOK = false
+		for _, t := range req.TypesFilter {
+			if strings.EqualFold(strings.TrimSpace(t), classicGroupType) {
+				typeOK = true
+			}
+		}
+	}
+	for _, id := range c.sortedGroupIDs() {
+		g := c.groups[id]
+		if !typeOK || (len(states) > 0 && !states[strings.ToLower(g.state.String())]) {
+			continue
+		}
+		lg := kmsg.NewListGroupsResponseGroup()
+		lg.Group = id
+		lg.ProtocolType = g.protocolType
+		lg.GroupState = g.state.String()
+		lg.GroupType = classicGroupType
+		resp.Groups = append(resp.Groups, lg)
+	}
+	c.respond(in.Token, resp)
+}
+
+// deleteGroups handles DeleteGroups: an empty group is deleted with all its
+// offsets (tombstones for each, then for the group); a group with members
+// fails with NON_EMPTY_GROUP.
+func (c *Coordinator) deleteGroups(in Input, req *kmsg.DeleteGroupsRequest) {
+	resp := req.ResponseKind().(*kmsg.DeleteGroupsResponse)
+	resp.Version = req.Version
+	for _, id := range req.Groups {
+		rg := kmsg.NewDeleteGroupsResponseGroup()
+		rg.Group = id
+		g := c.groups[id]
+		switch {
+		case g == nil:
+			rg.ErrorCode = errGroupIDNotFound
+		case g.state != StateEmpty:
+			rg.ErrorCode = errNonEmptyGroup
+		default:
+			for _, t := range g.sortedTopics() {
+				for _, p := range g.sortedPartitions(t) {
+					c.emit(offsetTombstone(id, t, p))
+				}
+			}
+			c.emit(groupTombstone(id))
+			c.dropGroup(g)
+		}
+		resp.Groups = append(resp.Groups, rg)
+	}
+	c.respond(in.Token, resp)
+}

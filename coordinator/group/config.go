@@ -1,0 +1,120 @@
+package group
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"time"
+)
+
+// Config holds the group coordinator settings. Fields that mean the same as a
+// Kafka broker setting carry its name in their comment; durations replace
+// Kafka's milliseconds and minutes. Build one with DefaultConfig and change
+// what differs; New calls Validate.
+type Config struct {
+	// MinSessionTimeout and MaxSessionTimeout bound the session timeout a
+	// JoinGroup may ask for (group.min.session.timeout.ms, 6000;
+	// group.max.session.timeout.ms, 1800000). Outside them the join fails
+	// with INVALID_SESSION_TIMEOUT.
+	MinSessionTimeout time.Duration
+	MaxSessionTimeout time.Duration
+
+	// InitialRebalanceDelay is how long the first rebalance of an empty
+	// group waits for more members (group.initial.rebalance.delay.ms, 3000).
+	// Each member that joins meanwhile extends the wait by this much again,
+	// up to the group's rebalance timeout in total.
+	InitialRebalanceDelay time.Duration
+
+	// MaxSize is the most members a group may have (group.max.size,
+	// MaxInt32); more get GROUP_MAX_SIZE_REACHED.
+	MaxSize int32
+
+	// OffsetsRetention is how long committed offsets are kept once their
+	// group is empty (offsets.retention.minutes, 10080 = 7 days). See
+	// "Offset expiration" in the package documentation.
+	OffsetsRetention time.Duration
+
+	// OffsetsRetentionCheckInterval is how often expired offsets and dead
+	// groups are looked for (offsets.retention.check.interval.ms, 600000).
+	OffsetsRetentionCheckInterval time.Duration
+
+	// OffsetMetadataMaxBytes limits the metadata string of a commit
+	// (offset.metadata.max.bytes, 4096); a longer one fails that partition
+	// with OFFSET_METADATA_TOO_LARGE. Like Kafka, the length is counted in
+	// UTF-16 code units (Java's String.length), not in bytes.
+	OffsetMetadataMaxBytes int
+
+	// NewMemberJoinTimeout bounds how long a JoinGroup of a member that was
+	// never part of a generation stays parked (Kafka's internal
+	// group.classic.new.member.join.timeout.ms, 5 minutes): such a member
+	// cannot heartbeat, and a client that gave up on its request would
+	// otherwise hold the rebalance until its rebalance timeout.
+	NewMemberJoinTimeout time.Duration
+
+	// Topics resolves topic names and ids for OffsetCommit (unknown topics
+	// and partitions fail with UNKNOWN_TOPIC_OR_PARTITION, unknown ids with
+	// UNKNOWN_TOPIC_ID), OffsetFetch v10 and OffsetDelete. Nil accepts every
+	// topic name and resolves no topic id, so OffsetCommit and OffsetFetch
+	// v10 then fail every topic with UNKNOWN_TOPIC_ID.
+	Topics Topics
+
+	// Rand is where new member ids get their randomness. Nil means
+	// crypto/rand. Tests set it to make member ids reproducible.
+	Rand io.Reader
+}
+
+// Topics is what the coordinator needs to know about the cluster's topics.
+// The broker implements it over its metadata cache. Both methods are called
+// from inside Step, so they must not block.
+type Topics interface {
+	// TopicByName returns the id and partition count of a topic; ok is
+	// false when no such topic exists.
+	TopicByName(name string) (id [16]byte, partitions int32, ok bool)
+	// TopicByID returns the name and partition count of a topic id; ok is
+	// false when no topic has that id.
+	TopicByID(id [16]byte) (name string, partitions int32, ok bool)
+}
+
+// DefaultConfig returns Kafka 4.x's defaults.
+func DefaultConfig() Config {
+	return Config{
+		MinSessionTimeout:             6 * time.Second,
+		MaxSessionTimeout:             30 * time.Minute,
+		InitialRebalanceDelay:         3 * time.Second,
+		MaxSize:                       math.MaxInt32,
+		OffsetsRetention:              7 * 24 * time.Hour,
+		OffsetsRetentionCheckInterval: 10 * time.Minute,
+		OffsetMetadataMaxBytes:        4096,
+		NewMemberJoinTimeout:          5 * time.Minute,
+	}
+}
+
+// Validate reports the first setting that is out of range, wrapped around
+// ErrInvalidConfig.
+func (c Config) Validate() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...)
+	}
+	switch {
+	case c.MinSessionTimeout <= 0:
+		return bad("group.min.session.timeout.ms must be positive, is %v", c.MinSessionTimeout)
+	case c.MaxSessionTimeout < c.MinSessionTimeout:
+		return bad("group.max.session.timeout.ms (%v) is below group.min.session.timeout.ms (%v)",
+			c.MaxSessionTimeout, c.MinSessionTimeout)
+	case c.MaxSessionTimeout > math.MaxInt32*time.Millisecond:
+		return bad("group.max.session.timeout.ms must fit an int32 of milliseconds, is %v", c.MaxSessionTimeout)
+	case c.InitialRebalanceDelay < 0:
+		return bad("group.initial.rebalance.delay.ms must not be negative, is %v", c.InitialRebalanceDelay)
+	case c.MaxSize < 1:
+		return bad("group.max.size must be at least 1, is %d", c.MaxSize)
+	case c.OffsetsRetention < time.Minute:
+		return bad("offsets.retention.minutes must be at least 1 minute, is %v", c.OffsetsRetention)
+	case c.OffsetsRetentionCheckInterval <= 0:
+		return bad("offsets.retention.check.interval.ms must be positive, is %v", c.OffsetsRetentionCheckInterval)
+	case c.OffsetMetadataMaxBytes < 0:
+		return bad("offset.metadata.max.bytes must not be negative, is %d", c.OffsetMetadataMaxBytes)
+	case c.NewMemberJoinTimeout <= 0:
+		return bad("new member join timeout must be positive, is %v", c.NewMemberJoinTimeout)
+	}
+	return nil
+}
