@@ -116,6 +116,9 @@ func New(cfg Config) (*Broker, error) {
 		b.handlers[h.key] = h
 	}
 	b.groups = newGroupDrivers(b)
+	if cfg.Registerer != nil {
+		cfg.Registerer.MustRegister(newGroupLagCollector(b))
+	}
 	b.parts.Store(&partitionTable{byName: map[string][]*partition{}, names: map[cluster.TopicID]string{}})
 	b.conns.m = map[*conn]struct{}{}
 	return b, nil

@@ -43,10 +43,13 @@ type groupDriver struct {
 	done      chan struct{}
 }
 
-// groupRequest is one request for a coordinator, answered on reply.
+// groupRequest is one request for a coordinator, answered on reply; or,
+// when inspect is set, a function run on the coordinator by its driver
+// (which owns it), for reads such as the lag metrics.
 type groupRequest struct {
-	in    group.Input
-	reply chan kmsg.Response
+	in      group.Input
+	reply   chan kmsg.Response
+	inspect func(*group.Coordinator)
 }
 
 func newGroupDrivers(b *Broker) *groupDrivers {
@@ -213,11 +216,19 @@ func (g *groupDrivers) serve(d *groupDriver, c *group.Coordinator, first group.O
 			g.drain(d)
 			return true
 		case req := <-d.reqs:
+			if req.inspect != nil {
+				req.inspect(c)
+				continue
+			}
 			pending = append(pending, c.Step(time.Now(), req.in))
 			// Take whatever else is queued, so its records share the fsync.
 			for more := true; more && len(pending) < 64; {
 				select {
 				case req := <-d.reqs:
+					if req.inspect != nil {
+						req.inspect(c)
+						continue
+					}
 					pending = append(pending, c.Step(time.Now(), req.in))
 				default:
 					more = false
@@ -289,7 +300,9 @@ func (g *groupDrivers) drain(d *groupDriver) {
 	for {
 		select {
 		case req := <-d.reqs:
-			req.reply <- group.ErrorResponse(req.in.Request, int16(protocol.NotCoordinator))
+			if req.inspect == nil {
+				req.reply <- group.ErrorResponse(req.in.Request, int16(protocol.NotCoordinator))
+			}
 		default:
 			return
 		}
