@@ -221,6 +221,67 @@ var keys = []key{
 		},
 	},
 	{
+		name: "offsets.topic.num.partitions", placeholder: "N",
+		usage: "partitions of __consumer_offsets, fixed when it is created",
+		get:   func(c *serveConfig) string { return strconv.Itoa(int(c.broker.OffsetsTopicNumPartitions)) },
+		set: func(c *serveConfig, s string) (err error) {
+			c.broker.OffsetsTopicNumPartitions, err = parseInt32(s)
+			return err
+		},
+	},
+	{
+		name: "offsets.topic.replication.factor", placeholder: "N",
+		usage: "replication factor of __consumer_offsets (capped at the live brokers)",
+		get:   func(c *serveConfig) string { return strconv.Itoa(int(c.broker.OffsetsTopicReplicationFactor)) },
+		set: func(c *serveConfig, s string) error {
+			n, err := parseInt(s, 16)
+			c.broker.OffsetsTopicReplicationFactor = int16(n)
+			return err
+		},
+	},
+	{
+		name: "offsets.topic.segment.bytes", placeholder: "BYTES",
+		usage: "segment size of __consumer_offsets",
+		get:   func(c *serveConfig) string { return strconv.FormatInt(c.broker.OffsetsTopicSegmentBytes, 10) },
+		set: func(c *serveConfig, s string) (err error) {
+			c.broker.OffsetsTopicSegmentBytes, err = parseInt(s, 64)
+			return err
+		},
+	},
+	msField("group.min.session.timeout.ms", "shortest session timeout a group member may ask for",
+		func(c *serveConfig) *time.Duration { return &c.broker.Groups.MinSessionTimeout }),
+	msField("group.max.session.timeout.ms", "longest session timeout a group member may ask for",
+		func(c *serveConfig) *time.Duration { return &c.broker.Groups.MaxSessionTimeout }),
+	msField("group.initial.rebalance.delay.ms", "how long a new group waits for more members before its first rebalance",
+		func(c *serveConfig) *time.Duration { return &c.broker.Groups.InitialRebalanceDelay }),
+	{
+		name: "group.max.size", placeholder: "N",
+		usage: "most members a group may have",
+		get:   func(c *serveConfig) string { return strconv.Itoa(int(c.broker.Groups.MaxSize)) },
+		set: func(c *serveConfig, s string) (err error) {
+			c.broker.Groups.MaxSize, err = parseInt32(s)
+			return err
+		},
+	},
+	{
+		name: "offsets.retention.minutes", placeholder: "MINUTES",
+		usage: "how long the offsets of an empty group are kept",
+		get: func(c *serveConfig) string {
+			return strconv.FormatInt(int64(c.broker.Groups.OffsetsRetention/time.Minute), 10)
+		},
+		set: func(c *serveConfig, s string) error {
+			n, err := parseInt(s, 32)
+			if err != nil {
+				return err
+			}
+			if n < 1 {
+				return fmt.Errorf("invalid value %q: below 1", s)
+			}
+			c.broker.Groups.OffsetsRetention = time.Duration(n) * time.Minute
+			return nil
+		},
+	},
+	{
 		name: "log.level", placeholder: "LEVEL",
 		usage: "least severe log level written: debug, info, warn or error",
 		get:   func(c *serveConfig) string { return strings.ToLower(c.logLevel.String()) },
@@ -663,4 +724,23 @@ func parseBool(s string) (bool, error) {
 		return false, nil
 	}
 	return false, fmt.Errorf("invalid value %q: want true or false", s)
+}
+
+// msField is a setting in milliseconds backed by a time.Duration.
+func msField(name, usage string, field func(*serveConfig) *time.Duration) key {
+	return key{
+		name: name, placeholder: "MS", usage: usage,
+		get: func(c *serveConfig) string { return strconv.FormatInt(field(c).Milliseconds(), 10) },
+		set: func(c *serveConfig, s string) error {
+			ms, err := parseInt(s, 32)
+			if err != nil {
+				return err
+			}
+			if ms < 0 {
+				return fmt.Errorf("invalid value %q: below 0", s)
+			}
+			*field(c) = time.Duration(ms) * time.Millisecond
+			return nil
+		},
+	}
 }
