@@ -19,6 +19,18 @@ Subcommands (all print to stdout; errors, and only errors, exit non-zero):
       multisets (same-set). On a difference it prints what differs and
       exits 1.
 
+  describe-offsets FILE GROUP TOPIC SPEC...
+      Checks the offsets table that kafka-consumer-groups --describe
+      --group GROUP printed to FILE (columns found by their header names:
+      GROUP TOPIC PARTITION CURRENT-OFFSET LOG-END-OFFSET LAG ...). There is
+      one SPEC per partition of TOPIC, in partition order, "CURRENT/END":
+      the row of that partition must show CURRENT-OFFSET CURRENT ("-" for
+      no committed offset), LOG-END-OFFSET END and LAG END-CURRENT ("-"
+      when nothing is committed), and no other partition may be listed.
+      SPEC "none" says the partition has no row (a group without members
+      is described by its committed offsets only).
+      Prints "p:current/end" for each partition, or what differs (exit 1).
+
   codecs DIR...
       Prints the compression codecs of the record batches in the .log
       segments of the given partition directories, as "codec count" lines.
@@ -137,6 +149,62 @@ def cmd_same_set(expected_path, actual_path):
     return 1
 
 
+def describe_rows(path, group, topic):
+    """The rows of GROUP and TOPIC in the offsets table of a --describe
+    output, as {partition: {column: value}}, or None when there is no table."""
+    header = None
+    rows = {}
+    for line in read_lines(path):
+        fields = line.split()
+        if not fields:
+            continue
+        if "CURRENT-OFFSET" in fields and "LOG-END-OFFSET" in fields:
+            header = fields
+            continue
+        if header is None or fields[0] != group or len(fields) < len(header) - 3:
+            continue
+        row = dict(zip(header, fields))
+        if row.get("TOPIC") != topic:
+            continue
+        rows[row.get("PARTITION")] = row
+    return rows if header is not None else None
+
+
+def cmd_describe_offsets(path, group, topic, *specs):
+    rows = describe_rows(path, group, topic)
+    if rows is None:
+        print(f"no offsets table (no header with CURRENT-OFFSET and LOG-END-OFFSET) in {path}")
+        return 1
+    problems, shown = [], []
+    for p, spec in enumerate(specs):
+        if spec == "none":
+            row = rows.pop(str(p), None)
+            if row is not None:
+                problems.append(f"partition {p}: a row with CURRENT-OFFSET {row.get('CURRENT-OFFSET')}, expected none")
+            shown.append(f"{p}:none")
+            continue
+        want_cur, want_end = spec.split("/")
+        want_lag = "-" if want_cur == "-" else str(int(want_end) - int(want_cur))
+        row = rows.pop(str(p), None)
+        if row is None:
+            problems.append(f"partition {p}: no row")
+            continue
+        got = (row.get("CURRENT-OFFSET"), row.get("LOG-END-OFFSET"), row.get("LAG"))
+        shown.append(f"{p}:{got[0]}/{got[1]}")
+        if got != (want_cur, want_end, want_lag):
+            problems.append(
+                f"partition {p}: CURRENT-OFFSET {got[0]}, LOG-END-OFFSET {got[1]}, LAG {got[2]};"
+                f" expected {want_cur}, {want_end}, {want_lag}"
+            )
+    for p in sorted(rows):
+        problems.append(f"unexpected row for partition {p}")
+    if problems:
+        print(f"group {group} topic {topic}: " + "; ".join(problems))
+        return 1
+    print(" ".join(shown))
+    return 0
+
+
 def cmd_codecs(*dirs):
     counts = collections.Counter()
     for d in dirs:
@@ -163,6 +231,7 @@ def main(argv):
         "partition": cmd_partition,
         "same-order": cmd_same_order,
         "same-set": cmd_same_set,
+        "describe-offsets": cmd_describe_offsets,
         "codecs": cmd_codecs,
     }
     if len(argv) < 2 or argv[1] not in cmds:

@@ -11,12 +11,38 @@
 #     --offset earliest --max-messages <the broker's count>;
 #   - kcat lists metadata, produces with -z for each codec, consumes the
 #     whole topic and the Java producer's partition 0;
+#   - consumer groups with kafka-consumer-groups (ConsumerGroupCommand) on a
+#     3-partition topic the console producer fills:
+#       group-console-consume   the console consumer --group g1
+#                               --from-beginning --max-messages N reads all;
+#       group-list              --list (also --state Empty/Stable, --type
+#                               classic) shows g1;
+#       group-describe          --describe: CURRENT-OFFSET = LOG-END-OFFSET,
+#                               LAG 0 on each partition;
+#       group-reset-earliest    --reset-offsets --to-earliest --execute, then
+#                               offsets 0 and a second consumer reads all N;
+#       group-reset-partitions  --to-offset 5 on partition 0, --shift-by -3
+#                               on partition 1; a consumer reads just those;
+#       group-delete-offsets    --delete-offsets on partition 1 (OffsetDelete);
+#       group-delete-active     with a console consumer in g1 running,
+#                               --delete, --delete-offsets and
+#                               --reset-offsets fail with Kafka's messages;
+#                               after SIGTERM g1 becomes Empty;
+#       group-delete            --delete succeeds, --list no longer shows g1;
+#   - kcat-group: two kcat -G members (librdkafka) consume a 4-partition
+#     topic until they have seen all N records, stop on SIGINT (committing),
+#     and --describe shows the commits at the log end;
+#   - sarama-group: compat-tests/sarama (go build) runs two Sarama group
+#     members to the end of a 4-partition topic, checks its commits, and
+#     --describe shows them at the log end;
 #   - SIGTERM stops the broker cleanly; a restart on the same data dir
-#     still serves everything.
+#     still serves everything, and the groups (restart-groups) keep their
+#     committed offsets, g1 staying deleted.
 #
 # What was read is compared exactly with what was written: per partition in
 # order (both producers use Kafka's murmur2 key partitioning, so check.py
-# knows which line lands where) and as a whole.
+# knows which line lands where) and as a whole; group consumers, which may
+# see a record twice, are compared as sets.
 #
 # Each scenario prints PASS or FAIL with the reason; the last line is
 # "N passed, M failed" and the exit status is non-zero if any failed.
@@ -25,8 +51,9 @@
 #
 # Environment: CONSOLE_N (lines per producer, default 1000), KEEP_WORK=1 to
 # keep the work dir, GREGOR_SERVE_ARGS (extra flags for gregor serve).
-# Needs go, java 17+, mvn, python3; installs kcat with apt-get when run as
-# root and it is missing.
+# Needs go (it also builds compat-tests/sarama, a module of its own, into
+# compat-tests/.cache/sarama-group), java 17+, mvn, python3; installs kcat
+# with apt-get when run as root and it is missing.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -45,6 +72,7 @@ TOPICS=org.apache.kafka.tools.TopicCommand
 PRODUCER=org.apache.kafka.tools.ConsoleProducer
 CONSUMER=org.apache.kafka.tools.consumer.ConsoleConsumer
 OFFSETS=org.apache.kafka.tools.GetOffsetShell
+CONSUMER_GROUPS=org.apache.kafka.tools.consumer.group.ConsumerGroupCommand # kafka-consumer-groups
 # Quick JVM start-up; slf4j-simple logs warnings and errors to stderr only.
 JAVA_OPTS=(-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xshare:auto
 	-Dorg.slf4j.simpleLogger.defaultLogLevel=warn
@@ -129,6 +157,7 @@ stop_broker() {
 
 cleanup() {
 	local rc=$?
+	stop_bg
 	if broker_alive; then
 		stop_broker TERM || { kill -KILL "$(broker_pid)" 2>/dev/null || true; }
 	fi
@@ -141,6 +170,35 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
+
+# Tools a scenario runs in the background (group members) are started with
+# start_bg, which notes their pids in bg.pids; stop_bg ends any still running
+# once the scenario is over, whether it passed or not.
+#
+# start_bg OUT CMD...: runs CMD in the background with stdout to OUT and
+# stderr to OUT.err; sets bg_pid.
+start_bg() {
+	local out=$1
+	shift
+	# Created here, so that they exist as soon as start_bg returns.
+	: >"$out"
+	: >"$out.err"
+	"$@" </dev/null >>"$out" 2>>"$out.err" &
+	bg_pid=$!
+	echo "$bg_pid" >>"$work/bg.pids"
+}
+
+stop_bg() {
+	local pid deadline
+	[[ -s $work/bg.pids ]] || return 0
+	while read -r pid; do
+		kill -TERM "$pid" 2>/dev/null || continue
+		deadline=$((SECONDS + 10))
+		while kill -0 "$pid" 2>/dev/null && ((SECONDS < deadline)); do sleep 0.1; done
+		kill -KILL "$pid" 2>/dev/null || true
+	done <"$work/bg.pids"
+	rm -f "$work/bg.pids"
+}
 
 # --- scenarios ----------------------------------------------------------------
 
@@ -173,6 +231,7 @@ scenario() {
 		rc=$?
 		set -e
 	fi
+	stop_bg
 	if ((rc == 0)); then
 		passed=$((passed + 1))
 		summary+=("PASS $name ($((SECONDS - start))s)")
@@ -421,13 +480,6 @@ kcat_produce_consume() {
 	say "  stored batches by codec: $(echo "$got" | tr '\n' ' ')"
 	for codec in "${codecs[@]}"; do
 		grep -q "^$codec " <<<"$got" && continue
-		if [[ $codec == lz4 ]] && kcat_b -L -m 10 -d feature 2>&1 >/dev/null </dev/null | grep -q "Feature LZ4: FindCoordinator .* NOT supported by broker"; then
-			# Known gap: librdkafka compresses with LZ4 only for brokers that
-			# advertise FindCoordinator, which arrives with the consumer
-			# groups issue (5). Once it is advertised, this check is strict.
-			say "  KNOWN GAP: lz4 batches stored uncompressed: librdkafka wants FindCoordinator, which waits for issue 5 (consumer groups)"
-			continue
-		fi
 		problems+=("$(kcat_codec_why "$codec" "$got")")
 	done
 	kcat_consume "$work/kcat.got" '%p\t%k\t%s\n' -t kcat || true
@@ -461,7 +513,7 @@ kcat_codec_why() {
 	why+="; librdkafka said '$said'"
 	feature=$(kcat_b -L -m 10 -d feature 2>&1 >/dev/null </dev/null | grep -m1 -oE "Feature ${codec^^}: .* NOT supported by broker" || true)
 	[[ -z $feature ]] || why+=" because of its ApiVersions feature check '$feature'"
-	[[ $codec != lz4 ]] || why+=" [broker-side cause: librdkafka enables LZ4 only if the broker advertises FindCoordinator (key 10) v0, as Kafka 4.x does; gregor does not advertise FindCoordinator]"
+	[[ $codec != lz4 ]] || why+=" [librdkafka enables LZ4 only if the broker advertises FindCoordinator (key 10) from v0, as Kafka 4.x does]"
 	echo "$why"
 }
 
@@ -578,6 +630,396 @@ restart_java() {
 	done
 }
 
+# --- consumer groups ------------------------------------------------------------
+
+# The group scenarios share topic groups (3 partitions) with N lines from the
+# Java producer, and group g1; kcat -G and Sarama each get a 4-partition
+# topic of their own (kcatg, sarama) and a group (kcat-g, sarama-g). A
+# scenario whose group ends with everything committed leaves <group>.ok, so
+# that restart-groups knows what to look for after the restart.
+
+# produce_java TOPIC FILE: the console producer writes FILE's key<TAB>value
+# lines to TOPIC with acks=all.
+produce_java() {
+	kafka_java "$PRODUCER" --bootstrap-server "$bs" --topic "$1" --command-property acks=all \
+		--reader-property parse.key=true --reader-property "key.separator=$tab" \
+		<"$2" >"$work/produce-$1.out" 2>"$work/produce-$1.err" ||
+		fail "console producer --topic $1 exited with status $?" "$work/produce-$1.err"
+	no_errors "console producer --topic $1" "$work/produce-$1.err"
+}
+
+# groups_cmd OUT ARGS...: kafka-consumer-groups (ConsumerGroupCommand), stdout
+# to OUT and stderr to OUT.err; a non-zero exit fails the scenario. Kafka's
+# tool prints most errors ("Error: ...") on stdout and exits 0, so callers
+# check what it printed.
+groups_cmd() {
+	local out=$1
+	shift
+	kafka_java "$CONSUMER_GROUPS" --bootstrap-server "$bs" "$@" </dev/null >"$out" 2>"$out.err" ||
+		fail "kafka-consumer-groups $* exited with status $?" "$out.err"
+}
+
+# at_end PREFIX: describe-offsets specs (check.py) for a group that has
+# committed every partition's end, from PREFIX.counts ("p count" lines).
+at_end() { awk '{ printf "%d/%d ", $2, $2 }' "$work/$1.counts"; }
+
+# count PREFIX P: how many lines of PREFIX.in Kafka's partitioner sends to P.
+count() { awk -v p="$2" '$1 == p { print $2 }' "$work/$1.counts"; }
+
+# describe_offsets GROUP TOPIC SPEC...: --describe --group GROUP must show
+# the committed offsets SPEC says (check.py describe-offsets); WHEN says at
+# which point, for the failure message.
+describe_offsets() {
+	local when=$1 group=$2 topic=$3 out=$work/describe-$2.out
+	shift 3
+	groups_cmd "$out" --describe --group "$group"
+	check describe-offsets "$out" "$group" "$topic" "$@" >"$work/cmp" ||
+		fail "kafka-consumer-groups --describe --group $group $when: $(cat "$work/cmp")" "$out"
+	say "  --describe --group $group (partition:current/end): $(cat "$work/cmp")"
+}
+
+# new_offsets FILE: the NEW-OFFSET table --reset-offsets printed for g1 and
+# topic groups, as "p:offset" words.
+new_offsets() { awk '$1 == "g1" && $2 == "groups" { printf "%s%s:%s", sep, $3, $4; sep = " " }' "$1"; }
+
+# consume_g1 OUT COUNT ARGS...: the console consumer in group g1 on topic
+# groups, stopping after COUNT records; sets consume_rc.
+consume_g1() {
+	local out=$1 count=$2
+	shift 2
+	consume_rc=0
+	kafka_java "$CONSUMER" --bootstrap-server "$bs" --topic groups --group g1 --max-messages "$count" \
+		--timeout-ms 30000 --formatter-property print.key=true "$@" \
+		</dev/null >"$out" 2>"$out.err" || consume_rc=$?
+}
+
+# wait_group_state GROUP STATE MEMBERS: polls --describe --state until GROUP
+# is in STATE with MEMBERS members, bounded by GROUP_WAIT; says how long it
+# took and sets waited to those seconds.
+GROUP_WAIT=60
+wait_group_state() {
+	local group=$1 want="$2 $3" start=$SECONDS got="" out=$work/state-$1.out
+	while ((SECONDS < start + GROUP_WAIT)); do
+		got=""
+		if kafka_java "$CONSUMER_GROUPS" --bootstrap-server "$bs" --describe --group "$group" --state \
+			</dev/null >"$out" 2>"$out.err"; then
+			# GROUP COORDINATOR (ID) ASSIGNMENT-STRATEGY STATE #MEMBERS; the
+			# coordinator column holds a space.
+			got=$(awk -v g="$group" '$1 == g && NF >= 4 { print $(NF - 1), $NF }' "$out" | tail -n 1)
+		fi
+		if [[ $got == "$want" ]]; then
+			waited=$((SECONDS - start))
+			say "  group $group is $2 with $3 member(s) after ${waited}s"
+			return 0
+		fi
+		sleep 0.5
+	done
+	[[ -s $out ]] || out=$out.err
+	fail "group $group did not become $2 with $3 member(s) within ${GROUP_WAIT}s; --describe --state last showed '${got:-no row for $group}'" "$out"
+}
+
+group_produce() {
+	need_broker
+	need_java
+	create_topic groups 3
+	check lines grp 0 "$N" >"$work/grp.in"
+	check partition 3 "$work/grp.p" <"$work/grp.in" >"$work/grp.counts"
+	produce_java groups "$work/grp.in"
+	say "  produced $N lines to groups (per partition: $(awk '{ printf "%s:%s ", $1, $2 }' "$work/grp.counts"))"
+}
+
+# The console consumer with --group g1 --from-beginning --max-messages N reads
+# every line (in whatever partition order the group's assignment gives), and
+# commits its position when it closes.
+group_console_consume() {
+	need_broker
+	need_java
+	[[ -s $work/grp.in ]] || fail "nothing was produced to groups (group-produce did not run)"
+	consume_g1 "$work/g1.got" "$N" --from-beginning
+	check same-set "$work/grp.in" "$work/g1.got" >"$work/cmp" ||
+		fail "console consumer --group g1 --from-beginning --max-messages $N (exit status $consume_rc): $(cat "$work/cmp")" "$work/g1.got.err"
+	say "  read all $N lines"
+}
+
+# --list shows g1, also filtered by state (Empty, not Stable: its member has
+# left) and by type (classic).
+group_list() {
+	need_broker
+	need_java
+	groups_cmd "$work/list.out" --list
+	awk '$1 == "g1" { found = 1 } END { exit !found }' "$work/list.out" ||
+		fail "kafka-consumer-groups --list does not show g1; it printed: $(tr '\n' ' ' <"$work/list.out")" "$work/list.out.err"
+	groups_cmd "$work/list-empty.out" --list --state Empty
+	awk '$1 == "g1" && $2 == "Empty" { found = 1 } END { exit !found }' "$work/list-empty.out" ||
+		fail "kafka-consumer-groups --list --state Empty does not show 'g1 Empty'; it printed: $(tr '\n' ' ' <"$work/list-empty.out")" "$work/list-empty.out.err"
+	groups_cmd "$work/list-stable.out" --list --state Stable
+	! awk '$1 == "g1" { found = 1 } END { exit !found }' "$work/list-stable.out" ||
+		fail "kafka-consumer-groups --list --state Stable shows g1, which has no members; it printed: $(tr '\n' ' ' <"$work/list-stable.out")"
+	groups_cmd "$work/list-classic.out" --list --type classic
+	awk '$1 == "g1" && $2 == "Classic" { found = 1 } END { exit !found }' "$work/list-classic.out" ||
+		fail "kafka-consumer-groups --list --type classic does not show 'g1 Classic'; it printed: $(tr '\n' ' ' <"$work/list-classic.out")" "$work/list-classic.out.err"
+	say "  --list, --list --state Empty and --list --type classic show g1; --list --state Stable does not"
+}
+
+# --describe --group g1 shows each partition's CURRENT-OFFSET at its
+# LOG-END-OFFSET, LAG 0.
+group_describe() {
+	need_broker
+	need_java
+	[[ -s $work/grp.counts ]] || fail "nothing was produced to groups (group-produce did not run)"
+	# shellcheck disable=SC2046 # one spec per partition
+	describe_offsets "after reading everything" g1 groups $(at_end grp)
+}
+
+# --reset-offsets --to-earliest --execute puts every partition back at 0,
+# and a second console consumer in g1 (no --from-beginning) reads all N
+# lines again, ending at the log end once more.
+group_reset_earliest() {
+	need_broker
+	need_java
+	[[ -s $work/grp.counts ]] || fail "nothing was produced to groups (group-produce did not run)"
+	groups_cmd "$work/reset-earliest.out" --reset-offsets --group g1 --topic groups --to-earliest --execute
+	[[ $(new_offsets "$work/reset-earliest.out") == "0:0 1:0 2:0" ]] ||
+		fail "--reset-offsets --to-earliest --execute printed new offsets '$(new_offsets "$work/reset-earliest.out")', expected '0:0 1:0 2:0'" "$work/reset-earliest.out"
+	# shellcheck disable=SC2046
+	describe_offsets "after --reset-offsets --to-earliest" g1 groups $(awk '{ printf "0/%d ", $2 }' "$work/grp.counts")
+	consume_g1 "$work/g1-again.got" "$N"
+	check same-set "$work/grp.in" "$work/g1-again.got" >"$work/cmp" ||
+		fail "after --reset-offsets --to-earliest, console consumer --group g1 --max-messages $N (exit status $consume_rc): $(cat "$work/cmp")" "$work/g1-again.got.err"
+	say "  a second consumer in g1 read all $N lines again"
+	# shellcheck disable=SC2046
+	describe_offsets "after reading everything again" g1 groups $(at_end grp)
+}
+
+# --reset-offsets on one partition each: --to-offset 5 on groups:0 and
+# --shift-by -3 on groups:1; partition 2 keeps its offset. A consumer in g1
+# then reads exactly partition 0 from offset 5 and the last 3 lines of
+# partition 1.
+group_reset_partitions() {
+	need_broker
+	need_java
+	[[ -s $work/grp.counts ]] || fail "nothing was produced to groups (group-produce did not run)"
+	local c0 c1 c2 got
+	c0=$(count grp 0)
+	c1=$(count grp 1)
+	c2=$(count grp 2)
+	((c0 >= 5 && c1 >= 3)) || fail "partition 0 holds $c0 lines and partition 1 $c1; this needs at least 5 and 3 (raise CONSOLE_N)"
+	groups_cmd "$work/reset-to.out" --reset-offsets --group g1 --topic groups:0 --to-offset 5 --execute
+	got=$(new_offsets "$work/reset-to.out")
+	[[ $got == "0:5" ]] || fail "--reset-offsets --topic groups:0 --to-offset 5 --execute printed new offsets '$got', expected '0:5'" "$work/reset-to.out"
+	groups_cmd "$work/reset-shift.out" --reset-offsets --group g1 --topic groups:1 --shift-by -3 --execute
+	got=$(new_offsets "$work/reset-shift.out")
+	[[ $got == "1:$((c1 - 3))" ]] || fail "--reset-offsets --topic groups:1 --shift-by -3 --execute printed new offsets '$got', expected '1:$((c1 - 3))'" "$work/reset-shift.out"
+	describe_offsets "after --to-offset 5 on partition 0 and --shift-by -3 on partition 1" g1 groups \
+		"5/$c0" "$((c1 - 3))/$c1" "$c2/$c2"
+	{
+		tail -n +6 "$work/grp.p0"
+		tail -n 3 "$work/grp.p1"
+	} >"$work/g1-rest.want"
+	consume_g1 "$work/g1-rest.got" "$((c0 - 5 + 3))"
+	check same-set "$work/g1-rest.want" "$work/g1-rest.got" >"$work/cmp" ||
+		fail "console consumer --group g1 --max-messages $((c0 - 5 + 3)) after the resets (exit status $consume_rc): $(cat "$work/cmp")" "$work/g1-rest.got.err"
+	say "  a consumer in g1 then read partition 0 from offset 5 and partition 1's last 3 lines ($((c0 - 5 + 3)) lines)"
+	# shellcheck disable=SC2046
+	describe_offsets "after reading the rest" g1 groups $(at_end grp)
+}
+
+# --delete-offsets --group g1 --topic groups:1 (OffsetDelete) removes
+# partition 1's committed offset, and only that one, while g1 has no members.
+group_delete_offsets() {
+	need_broker
+	need_java
+	[[ -s $work/grp.counts ]] || fail "nothing was produced to groups (group-produce did not run)"
+	groups_cmd "$work/delete-offsets.out" --delete-offsets --group g1 --topic groups:1
+	awk '$1 == "groups" && $2 == 1 && $3 == "Successful" { found = 1 } END { exit !found }' "$work/delete-offsets.out" ||
+		fail "--delete-offsets --group g1 --topic groups:1 did not report partition 1 Successful; it printed: $(tr '\n' ' ' <"$work/delete-offsets.out")" "$work/delete-offsets.out.err"
+	describe_offsets "after --delete-offsets --topic groups:1" g1 groups \
+		"$(count grp 0)/$(count grp 0)" none "$(count grp 2)/$(count grp 2)"
+}
+
+# With a console consumer in g1 (in the background, --timeout-ms long),
+# --describe --members shows it holding all 3 partitions, --delete fails
+# with Kafka's GroupNotEmptyException message, --delete-offsets with its
+# GroupSubscribedToTopicException and --reset-offsets refuses a Stable
+# group. SIGTERM stops the consumer, which leaves the group on its way out:
+# g1 becomes Empty.
+group_delete_active() {
+	need_broker
+	need_java
+	[[ -s $work/grp.in ]] || fail "nothing was produced to groups (group-produce did not run)"
+	local member want start p
+	start_bg "$work/g1-member.got" timeout -k 5 "$TOOL_TIMEOUT" java "${JAVA_OPTS[@]}" -cp "$libs/*" "$CONSUMER" \
+		--bootstrap-server "$bs" --topic groups --group g1 --timeout-ms 100000
+	member=$bg_pid
+	wait_group_state g1 Stable 1
+	groups_cmd "$work/members.out" --describe --group g1 --members
+	sed 's/^/    /' "$work/members.out"
+	# GROUP CONSUMER-ID HOST CLIENT-ID #PARTITIONS
+	awk '$1 == "g1" && $4 == "console-consumer" && $5 == 3 { found = 1 } END { exit !found }' "$work/members.out" ||
+		fail "--describe --group g1 --members does not show one console-consumer member with 3 partitions" "$work/members.out"
+	groups_cmd "$work/delete-active.out" --delete --group g1
+	want="* Group 'g1' could not be deleted due to: org.apache.kafka.common.errors.GroupNotEmptyException: The group is not empty."
+	grep -qF -- "$want" "$work/delete-active.out" ||
+		fail "--delete --group g1 with an active member: expected Kafka's '$want'; it printed: $(tr '\n' ' ' <"$work/delete-active.out")" "$work/delete-active.out.err"
+	say "  --delete with a member: $(grep -F 'could not be deleted' "$work/delete-active.out")"
+	groups_cmd "$work/delete-offsets-active.out" --delete-offsets --group g1 --topic groups
+	want="Error: org.apache.kafka.common.errors.GroupSubscribedToTopicException: Deleting offsets of a topic is forbidden while the consumer group is actively subscribed to it."
+	for p in 0 1 2; do
+		awk -v p="$p" -v want="$want" '$1 == "groups" && $2 == p && index($0, want) { found = 1 } END { exit !found }' "$work/delete-offsets-active.out" ||
+			fail "--delete-offsets --group g1 --topic groups with a subscribed member: expected '$want' for partition $p; it printed: $(tr '\n' ' ' <"$work/delete-offsets-active.out")" "$work/delete-offsets-active.out.err"
+	done
+	say "  --delete-offsets with a member: GroupSubscribedToTopicException for partitions 0-2"
+	groups_cmd "$work/reset-active.out" --reset-offsets --group g1 --topic groups --to-earliest --execute
+	want="Error: Assignments can only be reset if the group 'g1' is inactive, but the current state is Stable."
+	grep -qF -- "$want" "$work/reset-active.out" ||
+		fail "--reset-offsets --group g1 with an active member: expected Kafka's '$want'; it printed: $(tr '\n' ' ' <"$work/reset-active.out")" "$work/reset-active.out.err"
+	say "  --reset-offsets with a member: $want"
+	start=$SECONDS
+	kill -TERM "$member"
+	while kill -0 "$member" 2>/dev/null && ((SECONDS < start + 20)); do sleep 0.1; done
+	! kill -0 "$member" 2>/dev/null || fail "the console consumer in g1 did not exit within 20s of SIGTERM" "$work/g1-member.got.err"
+	say "  the member exited $((SECONDS - start))s after SIGTERM"
+	wait_group_state g1 Empty 0
+	((waited <= 15)) ||
+		fail "g1 became Empty only ${waited}s after its member exited; the console consumer sends LeaveGroup as it closes, which empties the group at once in Kafka (this looks like the 45s session timeout instead)" "$work/gregor.log"
+}
+
+# With no member left, --delete --group g1 succeeds, --list no longer shows
+# it and --describe says it is not found.
+group_delete() {
+	need_broker
+	need_java
+	local want="Deletion of requested consumer groups ('g1') was successful."
+	groups_cmd "$work/delete.out" --delete --group g1
+	grep -qF -- "$want" "$work/delete.out" ||
+		fail "--delete --group g1: expected '$want'; it printed: $(tr '\n' ' ' <"$work/delete.out")" "$work/delete.out.err"
+	groups_cmd "$work/list-after-delete.out" --list
+	! awk '$1 == "g1" { found = 1 } END { exit !found }' "$work/list-after-delete.out" ||
+		fail "--list still shows g1 after --delete: $(tr '\n' ' ' <"$work/list-after-delete.out")"
+	groups_cmd "$work/describe-deleted.out" --describe --group g1
+	grep -qE "GroupIdNotFoundException|does not exist" "$work/describe-deleted.out" ||
+		fail "--describe --group g1 after --delete does not say the group is not found; it printed: $(tr '\n' ' ' <"$work/describe-deleted.out")" "$work/describe-deleted.out.err"
+	touch "$work/g1.deleted"
+	say "  $want; --list no longer shows g1; --describe: $(grep -oE 'GroupIdNotFoundException: .*|Consumer group .* does not exist.*' "$work/describe-deleted.out" | head -n 1)"
+}
+
+# Two kcat -G members (librdkafka's group consumer) read the 4-partition
+# topic kcatg in group kcat-g. -e does not work with -G, so they run in the
+# background until their output together holds all N records (partition,
+# offset); SIGINT then stops them, and they commit as they close. Every
+# record was seen at its offset (duplicates are allowed), both members had
+# partitions and records, and --describe shows the commits at the log end.
+KCAT_GROUP_WAIT=60
+kcat_group() {
+	need_broker
+	need_kcat
+	need_java
+	create_topic kcatg 4
+	check lines kg 0 "$N" >"$work/kg.in"
+	check partition 4 "$work/kg.p" <"$work/kg.in" >"$work/kg.counts"
+	kcat_b -P -t kcatg -K "$tab" -X partitioner=murmur2_random -X acks=all \
+		<"$work/kg.in" >"$work/kg-produce.out" 2>"$work/kg-produce.err" ||
+		fail "kcat -P -t kcatg exited with status $?" "$work/kg-produce.err"
+	no_errors "kcat -P -t kcatg" "$work/kg-produce.err"
+	local i p pids=() start seen=0 rc
+	for i in 1 2; do
+		start_bg "$work/kg-$i.got" timeout -k 5 "$TOOL_TIMEOUT" kcat -b "$bs" -G kcat-g -u \
+			-X auto.offset.reset=earliest -f '%p\t%o\t%k\t%s\n' kcatg
+		pids+=("$bg_pid")
+	done
+	start=$SECONDS
+	while ((SECONDS < start + KCAT_GROUP_WAIT)); do
+		seen=$(cat "$work"/kg-{1,2}.got | awk -F'\t' 'NF == 4 { print $1 "\t" $2 }' | sort -u | wc -l)
+		((seen < N)) || break
+		for i in 0 1; do
+			kill -0 "${pids[i]}" 2>/dev/null || fail "kcat -G member $((i + 1)) exited early (after $((SECONDS - start))s, $seen of $N records seen)" "$work/kg-$((i + 1)).got.err"
+		done
+		sleep 0.5
+	done
+	say "  the two members saw $seen distinct records after $((SECONDS - start))s"
+	for i in 0 1; do kill -INT "${pids[i]}" 2>/dev/null || true; done
+	for i in 0 1; do
+		start=$SECONDS
+		while kill -0 "${pids[i]}" 2>/dev/null && ((SECONDS < start + 20)); do sleep 0.1; done
+		! kill -0 "${pids[i]}" 2>/dev/null || fail "kcat -G member $((i + 1)) did not exit within 20s of SIGINT" "$work/kg-$((i + 1)).got.err"
+		rc=0
+		wait "${pids[i]}" || rc=$?
+		((rc == 0)) || fail "kcat -G member $((i + 1)) exited with status $rc after SIGINT, expected 0" "$work/kg-$((i + 1)).got.err"
+	done
+	if ((seen < N)); then
+		local per=""
+		for p in 0 1 2 3; do
+			per+="partition $p: $(cat "$work"/kg-{1,2}.got | awk -F'\t' -v p="$p" 'NF == 4 && $1 == p { print $2 }' | sort -u | wc -l) of $(count kg "$p"); "
+		done
+		fail "kcat -G: the two members saw $seen of $N records within ${KCAT_GROUP_WAIT}s (${per%; })" "$work/kg-1.got.err"
+	fi
+	for p in 0 1 2 3; do awk -v p="$p" '{ print p "\t" NR - 1 "\t" $0 }' "$work/kg.p$p"; done >"$work/kg.want"
+	cat "$work"/kg-{1,2}.got | sort -u >"$work/kg.got"
+	check same-set "$work/kg.want" "$work/kg.got" >"$work/cmp" ||
+		fail "kcat -G: the distinct partition/offset/key/value lines the members printed are not the records written there: $(cat "$work/cmp")"
+	for i in 1 2; do
+		grep -qE 'assigned: .*\[[0-9]+\]' "$work/kg-$i.got.err" ||
+			fail "kcat -G member $i was never assigned a partition" "$work/kg-$i.got.err"
+		[[ -s $work/kg-$i.got ]] || fail "kcat -G member $i printed no records" "$work/kg-$i.got.err"
+		say "  member $i: $(wc -l <"$work/kg-$i.got") records; $(grep -oE 'assigned: .*' "$work/kg-$i.got.err" | paste -sd ';' -)"
+	done
+	# shellcheck disable=SC2046
+	describe_offsets "after both kcat -G members stopped" kcat-g kcatg $(at_end kg)
+	touch "$work/kcat-g.ok"
+}
+
+# compat-tests/sarama, built here into compat-tests/.cache/sarama-group,
+# runs two Sarama group members (one client each) in group sarama-g over
+# the 4-partition topic sarama, which the Java producer wrote, until they
+# have seen all N records; it checks its own commits with OffsetFetch, and
+# --describe must show them at the log end too.
+SARAMA_WAIT=90
+sarama_group() {
+	need_broker
+	need_java
+	command -v go >/dev/null || fail "go not found"
+	local bin=$root/compat-tests/.cache/sarama-group
+	(cd "$root/compat-tests/sarama" && go build -o ../.cache/sarama-group .) >"$work/sarama-build.out" 2>&1 ||
+		fail "go build in compat-tests/sarama failed" "$work/sarama-build.out"
+	create_topic sarama 4
+	check lines sarama 0 "$N" >"$work/sarama.in"
+	check partition 4 "$work/sarama.p" <"$work/sarama.in" >"$work/sarama.counts"
+	produce_java sarama "$work/sarama.in"
+	timeout -k 5 "$((SARAMA_WAIT + 30))" "$bin" -brokers "$bs" -topic sarama -group sarama-g -members 2 \
+		-expect "$N" -timeout "${SARAMA_WAIT}s" </dev/null >"$work/sarama.out" 2>"$work/sarama.err" ||
+		fail "sarama-group -topic sarama -group sarama-g -members 2 -expect $N exited with status $?: $(grep -m1 'FAIL' "$work/sarama.err" | sed 's/^sarama-group: [0-9:.]* //')" "$work/sarama.err"
+	grep -E 'assigned|seen|committed offsets' "$work/sarama.err" | sed -E 's/^sarama-group: [0-9:.]+ /    /'
+	# shellcheck disable=SC2046
+	describe_offsets "after sarama-group" sarama-g sarama $(at_end sarama)
+	touch "$work/sarama-g.ok"
+}
+
+# After the restart, the groups come back from __consumer_offsets: kcat-g and
+# sarama-g are listed with their offsets at the log end, and g1, deleted
+# before the restart, stays deleted.
+restart_groups() {
+	need_broker
+	need_java
+	local g prefix topic checked=0
+	groups_cmd "$work/restart-list.out" --list
+	say "  --list: $(tr '\n' ' ' <"$work/restart-list.out")"
+	if [[ -e $work/g1.deleted ]]; then
+		! awk '$1 == "g1" { found = 1 } END { exit !found }' "$work/restart-list.out" ||
+			fail "after the restart --list shows g1 again, which was deleted before it"
+	fi
+	for g in kcat-g sarama-g; do
+		[[ -e $work/$g.ok ]] || continue
+		awk -v g="$g" '$1 == g { found = 1 } END { exit !found }' "$work/restart-list.out" ||
+			fail "after the restart --list does not show $g; it printed: $(tr '\n' ' ' <"$work/restart-list.out")" "$work/restart-list.out.err"
+		prefix=kg topic=kcatg
+		[[ $g == sarama-g ]] && prefix=sarama topic=sarama
+		# shellcheck disable=SC2046
+		describe_offsets "after the restart" "$g" "$topic" $(at_end "$prefix")
+		checked=$((checked + 1))
+	done
+	((checked > 0)) || [[ -e $work/g1.deleted ]] || fail "no group scenario passed before the restart, so there is nothing to check"
+}
+
 # --- main -------------------------------------------------------------------
 
 say "console-test: Kafka console tools and kcat against gregor; work dir $work"
@@ -618,10 +1060,22 @@ scenario kcat-metadata kcat_metadata
 scenario kcat-produce-consume kcat_produce_consume
 scenario kcat-reads-java-p0 kcat_reads_java
 scenario java-reads-kcat-p0 java_reads_kcat
+scenario group-produce group_produce
+scenario group-console-consume group_console_consume
+scenario group-list group_list
+scenario group-describe group_describe
+scenario group-reset-earliest group_reset_earliest
+scenario group-reset-partitions group_reset_partitions
+scenario group-delete-offsets group_delete_offsets
+scenario group-delete-active group_delete_active
+scenario group-delete group_delete
+scenario kcat-group kcat_group
+scenario sarama-group sarama_group
 scenario shutdown-sigterm shutdown_sigterm
 scenario broker-restart do_restart inline
 scenario restart-kcat restart_kcat
 scenario restart-java restart_java
+scenario restart-groups restart_groups
 
 say ""
 say "console-test summary ($((SECONDS - t0))s in all):"
