@@ -32,6 +32,7 @@ type groupDrivers struct {
 	mu struct {
 		sync.Mutex
 		drivers map[int32]*groupDriver
+		closed  bool // set by stopAll: no driver starts after it
 	}
 }
 
@@ -77,7 +78,7 @@ func (g *groupDrivers) sync(t *partitionTable) {
 		}
 	}
 	for n, p := range held {
-		if _, ok := g.mu.drivers[n]; ok {
+		if _, ok := g.mu.drivers[n]; ok || g.mu.closed {
 			continue
 		}
 		d := &groupDriver{partition: n, log: p.log, reqs: make(chan groupRequest, 64),
@@ -91,6 +92,7 @@ func (g *groupDrivers) sync(t *partitionTable) {
 func (g *groupDrivers) stopAll() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	g.mu.closed = true
 	for n, d := range g.mu.drivers {
 		close(d.stop)
 		<-d.done

@@ -133,6 +133,12 @@ func (b *Broker) staticConfigs() map[string]string {
 	for k, v := range b.cfg.StaticTopicDefaults {
 		out[k] = v
 	}
+	if _, set := out["log.flush.interval.messages"]; !set {
+		// Gregor's durable default: fsync before acknowledging, with group
+		// commit. Kafka's own default (9223372036854775807, the page cache)
+		// is one setting away.
+		out["log.flush.interval.messages"] = "1"
+	}
 	return out
 }
 
