@@ -55,6 +55,29 @@ func (b *Broker) byPartition(ids []string) ([]int32, map[int32][]string) {
 	return order, split
 }
 
+// askByGroup splits a multi-group request by coordinator: sub builds the
+// request for one coordinator's share of ids, groups and key read the
+// answer. It returns every group's answer by id (NOT_COORDINATOR for
+// groups whose coordinator is not here).
+func askByGroup[G any](ctx context.Context, b *Broker, c *conn, hdr protocol.RequestHeader, ids []string,
+	sub func(ids []string) kmsg.Request, groups func(kmsg.Response) []G, key func(G) string) map[string]G {
+	order, split := b.byPartition(ids)
+	answers := make(map[string]G, len(ids))
+	for _, p := range order {
+		req := sub(split[p])
+		var resp kmsg.Response
+		if p < 0 {
+			resp = group.ErrorResponse(req, int16(protocol.NotCoordinator))
+		} else {
+			resp = b.groups.ask(ctx, p, c, hdr, req)
+		}
+		for _, g := range groups(resp) {
+			answers[key(g)] = g
+		}
+	}
+	return answers
+}
+
 // handleOffsetFetchGroups serves OffsetFetch v8+, which may name several
 // groups: each coordinator answers for its groups, in request order.
 func (b *Broker) handleOffsetFetchGroups(ctx context.Context, c *conn, hdr protocol.RequestHeader, req *kmsg.OffsetFetchRequest) kmsg.Response {
@@ -64,24 +87,17 @@ func (b *Broker) handleOffsetFetchGroups(ctx context.Context, c *conn, hdr proto
 		ids[i] = g.Group
 		byID[g.Group] = g
 	}
-	order, split := b.byPartition(ids)
-	answers := map[string]kmsg.OffsetFetchResponseGroup{}
-	for _, p := range order {
-		sub := *req
-		sub.Groups = nil
-		for _, id := range split[p] {
-			sub.Groups = append(sub.Groups, byID[id])
-		}
-		var resp kmsg.Response
-		if p < 0 {
-			resp = group.ErrorResponse(&sub, int16(protocol.NotCoordinator))
-		} else {
-			resp = b.groups.ask(ctx, p, c, hdr, &sub)
-		}
-		for _, g := range resp.(*kmsg.OffsetFetchResponse).Groups {
-			answers[g.Group] = g
-		}
-	}
+	answers := askByGroup(ctx, b, c, hdr, ids,
+		func(ids []string) kmsg.Request {
+			s := *req
+			s.Groups = nil
+			for _, id := range ids {
+				s.Groups = append(s.Groups, byID[id])
+			}
+			return &s
+		},
+		func(r kmsg.Response) []kmsg.OffsetFetchResponseGroup { return r.(*kmsg.OffsetFetchResponse).Groups },
+		func(g kmsg.OffsetFetchResponseGroup) string { return g.Group })
 	out := req.ResponseKind().(*kmsg.OffsetFetchResponse)
 	for _, id := range ids {
 		out.Groups = append(out.Groups, answers[id])
@@ -91,21 +107,12 @@ func (b *Broker) handleOffsetFetchGroups(ctx context.Context, c *conn, hdr proto
 
 func (b *Broker) handleDescribeGroups(ctx context.Context, c *conn, hdr protocol.RequestHeader, r kmsg.Request) (kmsg.Response, error) {
 	req := r.(*kmsg.DescribeGroupsRequest)
-	order, split := b.byPartition(req.Groups)
-	answers := map[string]kmsg.DescribeGroupsResponseGroup{}
-	for _, p := range order {
-		sub := *req
-		sub.Groups = split[p]
-		var resp kmsg.Response
-		if p < 0 {
-			resp = group.ErrorResponse(&sub, int16(protocol.NotCoordinator))
-		} else {
-			resp = b.groups.ask(ctx, p, c, hdr, &sub)
-		}
-		for _, g := range resp.(*kmsg.DescribeGroupsResponse).Groups {
-			answers[g.Group] = g
-		}
-	}
+	answers := askByGroup(ctx, b, c, hdr, req.Groups,
+		func(ids []string) kmsg.Request { s := *req; s.Groups = ids; return &s },
+		func(r kmsg.Response) []kmsg.DescribeGroupsResponseGroup {
+			return r.(*kmsg.DescribeGroupsResponse).Groups
+		},
+		func(g kmsg.DescribeGroupsResponseGroup) string { return g.Group })
 	out := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
 	for _, id := range req.Groups {
 		out.Groups = append(out.Groups, answers[id])
@@ -115,21 +122,10 @@ func (b *Broker) handleDescribeGroups(ctx context.Context, c *conn, hdr protocol
 
 func (b *Broker) handleDeleteGroups(ctx context.Context, c *conn, hdr protocol.RequestHeader, r kmsg.Request) (kmsg.Response, error) {
 	req := r.(*kmsg.DeleteGroupsRequest)
-	order, split := b.byPartition(req.Groups)
-	answers := map[string]kmsg.DeleteGroupsResponseGroup{}
-	for _, p := range order {
-		sub := *req
-		sub.Groups = split[p]
-		var resp kmsg.Response
-		if p < 0 {
-			resp = group.ErrorResponse(&sub, int16(protocol.NotCoordinator))
-		} else {
-			resp = b.groups.ask(ctx, p, c, hdr, &sub)
-		}
-		for _, g := range resp.(*kmsg.DeleteGroupsResponse).Groups {
-			answers[g.Group] = g
-		}
-	}
+	answers := askByGroup(ctx, b, c, hdr, req.Groups,
+		func(ids []string) kmsg.Request { s := *req; s.Groups = ids; return &s },
+		func(r kmsg.Response) []kmsg.DeleteGroupsResponseGroup { return r.(*kmsg.DeleteGroupsResponse).Groups },
+		func(g kmsg.DeleteGroupsResponseGroup) string { return g.Group })
 	out := req.ResponseKind().(*kmsg.DeleteGroupsResponse)
 	for _, id := range req.Groups {
 		out.Groups = append(out.Groups, answers[id])
