@@ -336,20 +336,20 @@ func (g *groupDrivers) ask(ctx context.Context, partition int32, c *conn, hdr pr
 	case <-ctx.Done():
 		return group.ErrorResponse(req, int16(protocol.CoordinatorNotAvailable))
 	}
+	// The request now belongs to the driver (Step may change it), so it is
+	// read here again only once the driver has exited. The driver answers
+	// everything it took, also when it stops (Unload, drain), and Close
+	// stops every driver, so one of the two cases comes.
 	select {
 	case resp := <-reply:
 		return resp
 	case <-d.done:
-		// The driver answers everything it took before it stops; a
-		// request it never took is answered here.
 		select {
 		case resp := <-reply:
 			return resp
 		default:
 			return group.ErrorResponse(req, int16(protocol.NotCoordinator))
 		}
-	case <-ctx.Done():
-		return group.ErrorResponse(req, int16(protocol.CoordinatorNotAvailable))
 	}
 }
 
