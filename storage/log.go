@@ -999,8 +999,9 @@ type TimestampOffset struct {
 // record is that recent.
 func (l *Log) OffsetForTimestamp(ts int64) (TimestampOffset, bool, error) {
 	logStart := l.logStart.Load()
-	for _, s := range *l.segs.Load() {
-		if s.base < logStart && l.nextBase(s) <= logStart {
+	segs := *l.segs.Load()
+	for i, s := range segs {
+		if s.base < logStart && nextBase(segs, i, l.leo.Load()) <= logStart {
 			continue
 		}
 		if err := s.loadIndexes(); err != nil {
@@ -1037,14 +1038,13 @@ func (l *Log) MaxTimestamp() (TimestampOffset, bool, error) {
 	return l.OffsetForTimestamp(maxTS)
 }
 
-func (l *Log) nextBase(s *segment) int64 {
-	segs := *l.segs.Load()
-	for i, x := range segs {
-		if x == s && i+1 < len(segs) {
-			return segs[i+1].base
-		}
+// nextBase is the offset where segment i of segs ends: the next segment's
+// base, or the log end for the last one.
+func nextBase(segs []*segment, i int, logEnd int64) int64 {
+	if i+1 < len(segs) {
+		return segs[i+1].base
 	}
-	return l.leo.Load()
+	return logEnd
 }
 
 // findRecord returns the first record at or after offset from whose

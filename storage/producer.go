@@ -309,9 +309,10 @@ func (l *Log) loadProducerStateLocked() error {
 // replayProducersLocked reads the batch headers from offset from to the
 // log end and records the idempotent batches in the producer state.
 func (l *Log) replayProducersLocked(from int64) error {
-	for _, s := range *l.segs.Load() {
+	segs := *l.segs.Load()
+	for i, s := range segs {
 		end := s.size.Load()
-		if end == 0 || l.nextBase(s) <= from {
+		if end == 0 || nextBase(segs, i, l.leo.Load()) <= from {
 			continue
 		}
 		f, err := s.acquire()
