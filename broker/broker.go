@@ -75,7 +75,9 @@ type Broker struct {
 	handlers map[int16]*handler
 	sessions *fetchSessions
 	metrics  *metrics
-	groups   *groupDrivers
+	// apiMetrics are the request metrics by API key, resolved at New.
+	apiMetrics map[int16]*apiMetrics
+	groups     *groupDrivers
 
 	logs    *storage.Manager
 	cluster *cluster.Cluster
@@ -110,10 +112,12 @@ func New(cfg Config) (*Broker, error) {
 	}
 	b := &Broker{cfg: cfg, logger: logger, apis: &protocol.Registry{}, handlers: map[int16]*handler{},
 		sessions: newFetchSessions(1000), metrics: newMetrics(cfg.Registerer)}
+	b.apiMetrics = map[int16]*apiMetrics{}
 	for i := range handlers {
 		h := &handlers[i]
 		b.apis.Register(h.key, h.min, h.max)
 		b.handlers[h.key] = h
+		b.apiMetrics[h.key] = b.metrics.forAPI(h.key, h.min, h.max)
 	}
 	b.groups = newGroupDrivers(b)
 	if cfg.Registerer != nil {

@@ -43,6 +43,25 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	return m
 }
 
+// apiMetrics are one API's request metrics, resolved from their label
+// values once, so a request costs no label hashing or formatting.
+type apiMetrics struct {
+	requests []prometheus.Counter // by version - min
+	min      int16
+	latency  prometheus.Observer
+	errors   prometheus.Counter
+}
+
+// forAPI resolves the metrics of an API's served versions.
+func (m *metrics) forAPI(key, minVersion, maxVersion int16) *apiMetrics {
+	name := apiName(key)
+	am := &apiMetrics{min: minVersion, latency: m.latency.WithLabelValues(name), errors: m.errors.WithLabelValues(name)}
+	for v := minVersion; v <= maxVersion; v++ {
+		am.requests = append(am.requests, m.requests.WithLabelValues(name, strconv.Itoa(int(v))))
+	}
+	return am
+}
+
 func apiName(key int16) string {
 	if n := kmsg.NameForKey(key); n != "" {
 		return n

@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"strconv"
 	"sync"
 	"time"
 
@@ -158,12 +157,12 @@ func (c *conn) handle(frame []byte) ([]byte, error) {
 		return nil, fmt.Errorf("decode api %d v%d: %w", hdr.APIKey, hdr.APIVersion, err)
 	}
 	start := time.Now()
-	name := apiName(hdr.APIKey)
-	c.b.metrics.requests.WithLabelValues(name, strconv.Itoa(int(hdr.APIVersion))).Inc()
+	am := c.b.apiMetrics[hdr.APIKey]
+	am.requests[hdr.APIVersion-am.min].Inc()
 	resp, err := a.handle(c.b, c.b.ctx, c, hdr, req)
-	c.b.metrics.latency.WithLabelValues(name).Observe(time.Since(start).Seconds())
+	am.latency.Observe(time.Since(start).Seconds())
 	if err != nil {
-		c.b.metrics.errors.WithLabelValues(name).Inc()
+		am.errors.Inc()
 		return nil, err
 	}
 	if resp == nil {
