@@ -34,6 +34,7 @@ var handlers = []handler{
 	apiVersionsAPI,
 	createTopicsAPI,
 	deleteTopicsAPI,
+	deleteRecordsAPI,
 	initProducerIDAPI,
 	offsetForLeaderEpochAPI,
 	createPartitionsAPI,

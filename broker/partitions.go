@@ -36,6 +36,7 @@ type topicSettings struct {
 	timestampBeforeMaxMs int64
 	timestampAfterMaxMs  int64
 	compacted            bool
+	deletable            bool // cleanup.policy has "delete": DeleteRecords and retention apply
 	minInsyncReplicas    int32
 	log                  storage.Config
 }
@@ -94,6 +95,7 @@ func (b *Broker) resolveSettings(t *cluster.Topic, md *cluster.Metadata) (*topic
 	policy, err := v.List("cleanup.policy")
 	errs = append(errs, err)
 	s.compacted = slices.Contains(policy, "compact")
+	s.deletable = slices.Contains(policy, "delete")
 	s.log = storage.Config{
 		SegmentBytes:       get64("segment.bytes"),
 		SegmentMs:          get64("segment.ms"),
