@@ -109,5 +109,10 @@ bench: ## Benchmarks (BENCHCOUNT runs, default 5) into bench.out, then a benchst
 console-test: ## Kafka 4.x Java console tools and kcat against bin/gregor (compat-tests/console).
 	bash compat-tests/console/run.sh
 
+.PHONY: compat
+TARGET ?= gregor
+compat: ## Compatibility lab: every client suite against Gregor (TARGET=kafka: against Apache Kafka 4.x); writes compat-tests/RESULTS.md.
+	bash compat-tests/run.sh --target $(TARGET)
+
 clean: ## Remove bin/ and bench.out (./data, the broker's data, is kept).
 	rm -rf bin bench.out
