@@ -51,6 +51,7 @@ var handlers = []handler{
 	deleteGroupsAPI,
 	offsetDeleteAPI,
 	describeConfigsAPI,
+	describeLogDirsAPI,
 	alterConfigsAPI,
 	incrementalAlterConfigsAPI,
 	describeTopicPartitionsAPI,
