@@ -30,9 +30,25 @@ type Config struct {
 	// FlushMs fsyncs the log in the background once its oldest unflushed
 	// append is this old (flush.ms). math.MaxInt64 disables it.
 	FlushMs int64
+	// CleanupDelete is set when cleanup.policy contains "delete": only then
+	// do RetentionMs and RetentionBytes delete segments. Segments wholly
+	// below the log start offset are deleted either way.
+	CleanupDelete bool
+	// RetentionMs deletes a segment once its newest record is older than
+	// this (retention.ms); -1 keeps segments however old they are.
+	RetentionMs int64
+	// RetentionBytes deletes the oldest segments while the log without them
+	// would still hold at least this many bytes (retention.bytes); a
+	// negative value sets no limit.
+	RetentionBytes int64
+	// FileDeleteDelayMs is how long a deleted segment's files stay on disk,
+	// renamed with the .deleted suffix, before they are removed
+	// (file.delete.delay.ms).
+	FileDeleteDelayMs int64
 }
 
-// DefaultConfig returns Kafka's topic defaults, except FlushMessages, whose
+// DefaultConfig returns Kafka's topic defaults (cleanup.policy "delete",
+// seven days' retention, no size limit), except FlushMessages, whose
 // default of 1 makes appends durable before they are acknowledged.
 func DefaultConfig() Config {
 	return Config{
@@ -42,10 +58,15 @@ func DefaultConfig() Config {
 		IndexIntervalBytes: 4096,
 		FlushMessages:      1,
 		FlushMs:            math.MaxInt64,
+		CleanupDelete:      true,
+		RetentionMs:        7 * 24 * int64(time.Hour/time.Millisecond),
+		RetentionBytes:     -1,
+		FileDeleteDelayMs:  60_000,
 	}
 }
 
-// Validate checks the ranges Kafka enforces for these configs.
+// Validate checks the ranges Kafka enforces for these configs. Like Kafka,
+// it takes any retention.bytes: every negative value means no limit.
 func (c Config) Validate() error {
 	switch {
 	case c.SegmentBytes < 14:
@@ -62,6 +83,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: flush.messages %d below 1", ErrInvalidConfig, c.FlushMessages)
 	case c.FlushMs < 0:
 		return fmt.Errorf("%w: flush.ms %d below 0", ErrInvalidConfig, c.FlushMs)
+	case c.RetentionMs < -1:
+		return fmt.Errorf("%w: retention.ms %d below -1", ErrInvalidConfig, c.RetentionMs)
+	case c.FileDeleteDelayMs < 0:
+		return fmt.Errorf("%w: file.delete.delay.ms %d below 0", ErrInvalidConfig, c.FileDeleteDelayMs)
 	}
 	return nil
 }

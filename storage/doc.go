@@ -18,6 +18,7 @@
 //	    00000000000000000000.index          its sparse offset index
 //	    00000000000000000000.timeindex      its sparse time index
 //	    00000000000000004711.log            next segment, base offset 4711 ...
+//	    00000000000000000000.log.deleted    a deleted segment's files, until file.delete.delay.ms passes
 //	    leader-epoch-checkpoint             leader epoch history
 //	    partition.metadata                  topic id
 //	  <topic>-<partition>.<n>-delete/       a partition being deleted (removed at open)
@@ -26,6 +27,23 @@
 // batch or lower, as 20 decimal digits. Files ending .deleted, .cleaned,
 // .swap or .tmp are leftovers of interrupted operations and are removed
 // when the log opens.
+//
+// # Retention and deleted segments
+//
+// Segments leave a log from the oldest on, whole: by retention (see
+// Log.DeleteOldSegments: retention.ms against a segment's largest
+// timestamp, retention.bytes against the log's size, under cleanup.policy
+// "delete"), or when DeleteRecords moves the log start offset past them.
+// The active segment never goes. The log start offset moves first, to the
+// base of the first segment kept; the segment then leaves the list readers
+// see, and its three files are renamed in place with ".deleted" appended
+// (00000000000000000000.log.deleted, .index.deleted, .timeindex.deleted).
+// A reader that holds the segment file keeps reading it. The Manager
+// removes the renamed files file.delete.delay.ms later; files still
+// pending at shutdown or a crash are removed at the next open. The new log
+// start offset is written to log-start-offset-checkpoint after every
+// retention pass that moved one. Retention runs every
+// log.retention.check.interval.ms.
 //
 // # Segment file (.log)
 //

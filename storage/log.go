@@ -64,10 +64,12 @@ type OpenState struct {
 // everything is fsynced; below RecoveryPoint the segments and their indexes
 // are fsynced, so recovery after a crash scans only from there.
 type Log struct {
-	dir    string
-	tp     TopicPartition
-	logger *slog.Logger
-	syncer *syncer // nil: flushes run inline
+	dir     string
+	tp      TopicPartition
+	logger  *slog.Logger
+	syncer  *syncer  // nil: flushes run inline
+	deleter *deleter // nil: deleted segments' files are removed at once
+	now     func() time.Time
 
 	cfg atomic.Pointer[Config]
 
@@ -116,19 +118,33 @@ type flushWaiter struct {
 }
 
 // Open opens (and, after an unclean shutdown, recovers) the log in dir.
-// syncer may be nil, in which case Flush syncs inline.
+// A log opened alone flushes inline, and removes the files of segments it
+// deletes at once; a Manager's logs share its group commit and its delayed
+// file deletion.
 func Open(dir string, tp TopicPartition, cfg Config, st OpenState, logger *slog.Logger) (*Log, error) {
-	return openLog(dir, tp, cfg, st, logger, nil)
+	return openLog(dir, tp, cfg, st, logger, logEnv{})
 }
 
-func openLog(dir string, tp TopicPartition, cfg Config, st OpenState, logger *slog.Logger, sy *syncer) (*Log, error) {
+// logEnv is what a Manager shares with its logs. The zero value is a log
+// on its own, on the wall clock.
+type logEnv struct {
+	syncer  *syncer
+	deleter *deleter
+	now     func() time.Time
+}
+
+func openLog(dir string, tp TopicPartition, cfg Config, st OpenState, logger *slog.Logger, env logEnv) (*Log, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	l := &Log{dir: dir, tp: tp, logger: logger.With("partition", tp.String()), syncer: sy}
+	if env.now == nil {
+		env.now = time.Now
+	}
+	l := &Log{dir: dir, tp: tp, logger: logger.With("partition", tp.String()),
+		syncer: env.syncer, deleter: env.deleter, now: env.now}
 	l.cfg.Store(&cfg)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create log dir: %w", err)
@@ -935,6 +951,12 @@ func (l *Log) Read(opts ReadOptions) (ReadResult, error) {
 		return res, nil
 	}
 	segs := *l.segs.Load()
+	if ls := l.logStart.Load(); opts.Offset < ls {
+		// The log start moved since it was read, and its segments may
+		// be gone from segs (it moves before they go).
+		res.LogStart = ls
+		return res, fmt.Errorf("%w: %d below log start %d", ErrOffsetOutOfRange, opts.Offset, ls)
+	}
 	for i := segmentFor(segs, opts.Offset); i < len(segs); i++ {
 		s := segs[i]
 		f, err := s.acquire()

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // TruncateTo removes every record at or above offset (a follower dropping a
@@ -110,9 +111,10 @@ func (l *Log) afterTruncateLocked(leo int64) error {
 	return nil
 }
 
-// DeleteBelow moves the log start offset up to offset (DeleteRecords,
-// retention) and deletes the segments that lie wholly below it. The active
-// segment is kept. offset may not pass the log end.
+// DeleteBelow moves the log start offset up to offset (DeleteRecords) and
+// deletes the segments that lie wholly below it, as a retention pass would
+// (see DeleteOldSegments). The active segment is kept. offset may not pass
+// the log end.
 func (l *Log) DeleteBelow(offset int64) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -131,14 +133,8 @@ func (l *Log) DeleteBelow(offset int64) error {
 	for n+1 < len(segs) && segs[n+1].base <= offset {
 		n++
 	}
-	if n > 0 {
-		kept := append([]*segment(nil), segs[n:]...)
-		l.segs.Store(&kept)
-		for _, s := range segs[:n] {
-			if err := s.removeFiles(); err != nil {
-				return l.fail(err)
-			}
-		}
+	if err := l.dropOldestLocked(n); err != nil {
+		return l.fail(err)
 	}
 	if err := l.epochs.truncateFromStart(offset); err != nil {
 		return l.fail(err)
@@ -148,6 +144,37 @@ func (l *Log) DeleteBelow(offset int64) error {
 	}
 	l.notify.broadcast()
 	return nil
+}
+
+// dropOldestLocked takes the n oldest segments out of the log and deletes
+// them: their files are renamed with the .deleted suffix and removed after
+// file.delete.delay.ms (at once for a log without a Manager). Readers
+// holding one of their files keep reading it. The caller has moved the log
+// start offset to at least the base of the new first segment, before the
+// segments go, which Read relies on.
+func (l *Log) dropOldestLocked(n int) error {
+	if n <= 0 {
+		return nil
+	}
+	segs := *l.segs.Load()
+	kept := append([]*segment(nil), segs[n:]...)
+	l.segs.Store(&kept)
+	due := l.now().Add(time.Duration(l.cfg.Load().FileDeleteDelayMs) * time.Millisecond)
+	var errs []error
+	for _, s := range segs[:n] {
+		paths, err := s.renameDeleted()
+		errs = append(errs, err)
+		if l.deleter != nil {
+			l.deleter.schedule(paths, due)
+			continue
+		}
+		for _, p := range paths {
+			if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // LatestEpoch is the newest leader epoch in the log's epoch history, or -1.

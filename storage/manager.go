@@ -34,9 +34,15 @@ type ManagerConfig struct {
 	// FlushCheckInterval is how often logs are checked against flush.ms
 	// (log.flush.scheduler.interval.ms).
 	FlushCheckInterval time.Duration
+	// RetentionCheckInterval is how often every log's retention runs
+	// (log.retention.check.interval.ms).
+	RetentionCheckInterval time.Duration
 	// SyncParallelism bounds the fsyncs in flight in one group-commit round.
 	SyncParallelism int
-	Logger          *slog.Logger
+	// Now is the clock retention and delayed file deletion go by; nil is
+	// time.Now. Tests set a fake one.
+	Now    func() time.Time
+	Logger *slog.Logger
 }
 
 // DefaultManagerConfig returns Kafka's defaults for dirs.
@@ -48,6 +54,7 @@ func DefaultManagerConfig(dirs ...string) ManagerConfig {
 		CheckpointInterval:              60 * time.Second,
 		HighWatermarkCheckpointInterval: 5 * time.Second,
 		FlushCheckInterval:              time.Second,
+		RetentionCheckInterval:          5 * time.Minute,
 		SyncParallelism:                 16,
 	}
 }
@@ -71,24 +78,34 @@ func (c ManagerConfig) Validate() error {
 	if c.OpenParallelism < 1 || c.SyncParallelism < 1 {
 		return fmt.Errorf("%w: parallelism below 1", ErrInvalidConfig)
 	}
-	if c.CheckpointInterval <= 0 || c.HighWatermarkCheckpointInterval <= 0 || c.FlushCheckInterval <= 0 {
+	if c.CheckpointInterval <= 0 || c.HighWatermarkCheckpointInterval <= 0 || c.FlushCheckInterval <= 0 ||
+		c.RetentionCheckInterval <= 0 {
 		return fmt.Errorf("%w: intervals must be positive", ErrInvalidConfig)
 	}
 	return c.Log.Validate()
 }
 
 // Manager owns the logs of one or more log dirs: it opens them in parallel,
-// runs group commit for all of them, checkpoints their offsets, and closes
-// them. It is the only owner of the logs and of the dirs' files.
+// runs group commit for all of them, checkpoints their offsets, applies
+// their retention, removes deleted segments' files after their delay, and
+// closes them. It is the only owner of the logs and of the dirs' files.
 //
 // Close order: stop the background goroutines (the syncer serves what is
 // queued first), close every log (each fsyncs its data and indexes), write
 // the checkpoint files, write the clean-shutdown markers, unlock the dirs.
+// Deleted files still waiting for their delay are left to the next open.
 type Manager struct {
 	cfg    ManagerConfig
 	logger *slog.Logger
+	now    func() time.Time
 	sy     *syncer
+	del    *deleter
 	dirs   []*logDir
+
+	// ckptMu serialises checkpoint writes, which share their .tmp files,
+	// so that a later snapshot of the offsets is never overwritten by an
+	// earlier one.
+	ckptMu sync.Mutex
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -118,7 +135,11 @@ func OpenManager(cfg ManagerConfig) (*Manager, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	m := &Manager{cfg: cfg, logger: logger, sy: newSyncer(cfg.SyncParallelism)}
+	now := cfg.Now
+	if now == nil {
+		now = time.Now
+	}
+	m := &Manager{cfg: cfg, logger: logger, now: now, sy: newSyncer(cfg.SyncParallelism), del: newDeleter(now, logger)}
 	m.mu.logs = map[TopicPartition]*Log{}
 	m.mu.dirOf = map[TopicPartition]*logDir{}
 	if err := m.openDirs(); err != nil {
@@ -130,8 +151,13 @@ func OpenManager(cfg ManagerConfig) (*Manager, error) {
 	m.goTracked(func() { m.sy.run(ctx) })
 	m.goTracked(func() { m.checkpointLoop(ctx) })
 	m.goTracked(func() { m.flushLoop(ctx) })
+	m.goTracked(func() { m.del.run(ctx) })
+	m.goTracked(func() { m.retentionLoop(ctx) })
 	return m, nil
 }
+
+// env is what the Manager's logs share.
+func (m *Manager) env() logEnv { return logEnv{syncer: m.sy, deleter: m.del, now: m.now} }
 
 // goTracked starts a goroutine that Close waits for.
 func (m *Manager) goTracked(fn func()) {
@@ -177,7 +203,7 @@ func (m *Manager) openDirs() error {
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			logs[i], errs[i] = openLog(j.path, j.tp, m.cfg.Log, j.st, m.logger, m.sy)
+			logs[i], errs[i] = openLog(j.path, j.tp, m.cfg.Log, j.st, m.logger, m.env())
 		}()
 	}
 	wg.Wait()
@@ -324,7 +350,7 @@ func (m *Manager) Create(tp TopicPartition, cfg Config) (*Log, error) {
 	}
 	path := filepath.Join(d.path, tp.DirName())
 	// A new log: no recovery needed, and its directory entry made durable.
-	l, err := openLog(path, tp, cfg, OpenState{Clean: true}, m.logger, m.sy)
+	l, err := openLog(path, tp, cfg, OpenState{Clean: true}, m.logger, m.env())
 	if err != nil {
 		return nil, err
 	}
@@ -392,6 +418,8 @@ func (m *Manager) Checkpoint() error {
 }
 
 func (m *Manager) writeCheckpoints(offsets, hws bool) []error {
+	m.ckptMu.Lock()
+	defer m.ckptMu.Unlock()
 	m.mu.RLock()
 	type dirOffsets struct{ rp, start, hw map[TopicPartition]int64 }
 	per := map[*logDir]*dirOffsets{}

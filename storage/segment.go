@@ -55,6 +55,10 @@ type segment struct {
 	// rebuildMu serialises loading or rebuilding the indexes.
 	rebuildMu sync.Mutex
 
+	// deleted is set once the segment left the log and its files were
+	// renamed for deletion: its indexes are no longer written.
+	deleted atomic.Bool
+
 	// Appender state, guarded by Log.mu.
 	ib      indexBuilder
 	created time.Time
@@ -484,8 +488,14 @@ func (s *segment) truncateLocked(offset int64) (int64, error) {
 	return s.ib.next, nil
 }
 
-// persistIndexes writes both indexes to their files, fsynced when sync is set.
+// persistIndexes writes both indexes to their files, fsynced when sync is
+// set. A deleted segment's are not written: they would come back under
+// their old names. (A persist that raced the rename may still leave an
+// index file without its .log; the next open removes it.)
 func (s *segment) persistIndexes(sync bool) error {
+	if s.deleted.Load() {
+		return nil
+	}
 	if err := s.idx.persist(sync); err != nil {
 		return err
 	}
@@ -503,6 +513,46 @@ func (s *segment) removeFiles() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// renameDeleted takes the segment out of use: new readers get ErrClosed,
+// readers holding the file keep it until they release it, and the files
+// are renamed with the .deleted suffix (Kafka's names, e.g.
+// 00000000000000000000.log.deleted), to be removed later. It returns the
+// new paths. A missing index file is skipped.
+func (s *segment) renameDeleted() ([]string, error) {
+	s.deleted.Store(true)
+	s.closeFile()
+	var paths []string
+	var errs []error
+	for _, p := range []string{s.logPath, s.idx.path, s.tidx.path} {
+		to := p + deletedSuffix
+		if err := os.Rename(p, to); err != nil {
+			if !errors.Is(err, os.ErrNotExist) {
+				errs = append(errs, fmt.Errorf("rename deleted segment file: %w", err))
+			}
+			continue
+		}
+		paths = append(paths, to)
+	}
+	return paths, errors.Join(errs...)
+}
+
+// largestTimestamp is the segment's largest record timestamp, which time
+// retention measures; for a segment with no timestamps (all -1), the log
+// file's modification time, as Kafka does.
+func (s *segment) largestTimestamp() (int64, error) {
+	if err := s.loadIndexes(); err != nil {
+		return 0, err
+	}
+	if ts := s.maxTS.Load(); ts >= 0 {
+		return ts, nil
+	}
+	st, err := os.Stat(s.logPath)
+	if err != nil {
+		return 0, fmt.Errorf("stat segment: %w", err)
+	}
+	return st.ModTime().UnixMilli(), nil
 }
 
 // restoreAppenderLocked rebuilds the appender state of a segment whose
