@@ -8,6 +8,8 @@
 #
 # --target gregor (the default) builds bin/gregor and runs it on free ports in
 # a temp dir; --target kafka starts Apache Kafka 4.x with kafka/kafka.sh.
+# Both run with the settings of Kafka's sample single-node server.properties
+# where they differ from the defaults (group.initial.rebalance.delay.ms=0).
 # SUITE names a directory here (java-clients, console, ...); the default is
 # every directory with a setup.sh and a run.sh. With a subset, only those
 # suites' rows of the results file are replaced.
@@ -103,6 +105,7 @@ start_gregor() {
 		--admin.listener "127.0.0.1:$admin" \
 		--etcd.client.addr 127.0.0.1:0 \
 		--etcd.peer.addr 127.0.0.1:0 \
+		--group.initial.rebalance.delay.ms 0 \
 		${GREGOR_SERVE_ARGS:-} \
 		</dev/null >"$work/gregor.log" 2>&1 &
 	broker_pid=$!

@@ -1,0 +1,656 @@
+"""The python suite's scenarios for confluent-kafka (librdkafka).
+
+Run by run.sh as `confluent_suite.py BOOTSTRAP`; see lab.py for the harness
+and compat-tests/README.md for what each scenario name promises.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from typing import Dict, List, Optional, Sequence
+
+import confluent_kafka
+from confluent_kafka import (
+    TIMESTAMP_CREATE_TIME, Consumer, ConsumerGroupState, ConsumerGroupTopicPartitions,
+    KafkaError, KafkaException, Producer, TopicCollection, TopicPartition,
+)
+from confluent_kafka.admin import (
+    AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ConfigSource,
+    NewPartitions, NewTopic, OffsetSpec, ResourceType,
+)
+
+import lab
+from lab import Context, Failure, Placed, Record, expect, wait_until
+
+CLIENT = "confluent-kafka"
+
+
+def version() -> str:
+    # version() is a plain string in 2.x, libversion() a (string, int) pair.
+    v = confluent_kafka.version()
+    lib = confluent_kafka.libversion()
+    return "%s (librdkafka %s)" % (v[0] if isinstance(v, tuple) else v,
+                                   lib[0] if isinstance(lib, tuple) else lib)
+
+
+# ---------------------------------------------------------------------------
+# Clients
+
+def base_config(ctx: Context) -> dict:
+    conf = {
+        "bootstrap.servers": ctx.bootstrap,
+        "client.id": "compat-python-" + ctx.scenario,
+        # librdkafka logs to stderr, which is the scenario's log file.
+        "error_cb": _error_cb,
+    }
+    # COMPAT_DEBUG=protocol,broker (librdkafka debug contexts) for diagnosis.
+    if os.environ.get("COMPAT_DEBUG"):
+        conf["debug"] = os.environ["COMPAT_DEBUG"]
+    return conf
+
+
+# Fatal errors (an idempotent producer that lost its producer id, say) are
+# recorded here and fail the scenario; the others are only logged, since
+# librdkafka reports transient ones (a connection refused and retried) too.
+_fatal_errors: List[str] = []
+
+
+def _error_cb(err: KafkaError) -> None:
+    print("librdkafka error: %s" % err, flush=True)
+    if err.fatal():
+        _fatal_errors.append(str(err))
+
+
+def check_no_fatal() -> None:
+    expect(not _fatal_errors, "fatal client error: %s", "; ".join(_fatal_errors))
+
+
+def admin_client(ctx: Context) -> AdminClient:
+    return AdminClient(base_config(ctx))
+
+
+def future_result(fut, what: str):
+    """The result of an admin future, bounded; a KafkaException names the error."""
+    try:
+        return fut.result(timeout=lab.STEP_TIMEOUT)
+    except KafkaException as e:
+        raise Failure("%s: %s" % (what, e.args[0] if e.args else e))
+    except TimeoutError:
+        raise Failure("%s: no answer within %.0fs" % (what, lab.STEP_TIMEOUT))
+
+
+def create_topic(ctx: Context, admin: AdminClient, name: str, partitions: int = 3,
+                 config: Optional[Dict[str, str]] = None) -> None:
+    """Creates a topic and waits until its metadata shows every partition led."""
+    fs = admin.create_topics([NewTopic(name, num_partitions=partitions, replication_factor=1,
+                                       config=config or {})],
+                             operation_timeout=30, request_timeout=lab.STEP_TIMEOUT)
+    future_result(fs[name], "create topic %s" % name)
+
+    def ready():
+        md = admin.list_topics(topic=name, timeout=10).topics.get(name)
+        return (md is not None and md.error is None and len(md.partitions) == partitions
+                and all(p.leader >= 0 for p in md.partitions.values()))
+    wait_until("topic %s with %d led partitions in metadata" % (name, partitions), ready)
+    ctx.log("created topic %s (%d partitions, config %s)", name, partitions, config)
+
+
+def produce(ctx: Context, topic: str, records: Sequence[Record],
+            partitions: Optional[Sequence[int]] = None, **conf) -> List[Placed]:
+    """Produces records (to partitions[i] when given, else by key) with acks=all.
+
+    Returns each record with the partition and offset its delivery report
+    gave, in produce order; fails on any delivery error.
+    """
+    config = base_config(ctx)
+    config.update({"acks": "all", "linger.ms": 10, "enable.idempotence": False})
+    config.update(conf)
+    producer = Producer(config)
+    reports: List[Optional[Placed]] = [None] * len(records)
+    errors: List[str] = []
+
+    def on_delivery(i: int):
+        def cb(err, msg):
+            if err is not None:
+                errors.append("record %d: %s" % (i, err))
+            else:
+                reports[i] = Placed(msg.partition(), msg.offset(), records[i])
+        return cb
+
+    for i, r in enumerate(records):
+        kwargs = {}
+        if partitions is not None:
+            kwargs["partition"] = partitions[i]
+        while True:
+            try:
+                producer.produce(topic, key=r.key, value=r.value, headers=list(r.headers),
+                                 timestamp=r.timestamp, on_delivery=on_delivery(i), **kwargs)
+                break
+            except BufferError:  # local queue full: serve delivery reports, retry
+                producer.poll(0.1)
+        producer.poll(0)
+    left = producer.flush(lab.STEP_TIMEOUT)
+    check_no_fatal()
+    expect(not errors, "delivery failed (%d records): %s", len(errors), errors[0] if errors else "")
+    expect(left == 0, "%d of %d records not delivered within %.0fs", left, len(records), lab.STEP_TIMEOUT)
+    missing = [i for i, p in enumerate(reports) if p is None]
+    expect(not missing, "no delivery report for %d records (first %s)", len(missing), missing[:1])
+    return list(reports)  # type: ignore[arg-type]
+
+
+def to_record(msg) -> Record:
+    ts_type, ts = msg.timestamp()
+    if ts_type != TIMESTAMP_CREATE_TIME:
+        raise Failure("partition %d offset %d: timestamp type %d, want CreateTime (%d)"
+                      % (msg.partition(), msg.offset(), ts_type, TIMESTAMP_CREATE_TIME))
+    return Record(msg.key(), msg.value(), tuple(msg.headers() or ()), ts)
+
+
+def consumer(ctx: Context, group: str, **conf) -> Consumer:
+    config = base_config(ctx)
+    config.update({"group.id": group, "enable.auto.commit": False,
+                   "auto.offset.reset": "earliest"})
+    config.update(conf)
+    return Consumer(config)
+
+
+def read_assigned(ctx: Context, topic: str, starts: Dict[int, int], ends: Dict[int, int],
+                  c: Optional[Consumer] = None) -> Dict[int, List[Placed]]:
+    """Assigns the partitions at starts (offsets, or OFFSET_BEGINNING) and reads
+    until every partition has reached its end offset.
+
+    The assign-only consumer still needs a group.id (librdkafka insists); it
+    never commits, so the group stays empty.
+    """
+    own = c is None
+    if c is None:
+        c = consumer(ctx, ctx.name("reader"))
+    try:
+        c.assign([TopicPartition(topic, p, off) for p, off in starts.items()])
+        return poll_until_ends(c, ends)
+    finally:
+        if own:
+            c.close()
+
+
+def poll_until_ends(c: Consumer, ends: Dict[int, int], timeout: float = lab.STEP_TIMEOUT
+                    ) -> Dict[int, List[Placed]]:
+    got: Dict[int, List[Placed]] = {p: [] for p in ends}
+    deadline = time.monotonic() + timeout
+
+    def done() -> bool:
+        return all((got[p][-1].offset + 1 if got[p] else -1) >= end or end == 0
+                   for p, end in ends.items())
+
+    while not done():
+        if time.monotonic() > deadline:
+            raise Failure("read timed out after %.0fs: reached %s of end offsets %s"
+                          % (timeout, {p: (v[-1].offset + 1 if v else None) for p, v in got.items()}, ends))
+        for msg in c.consume(num_messages=500, timeout=0.5):
+            if msg.error():
+                raise Failure("consume error: %s" % msg.error())
+            got.setdefault(msg.partition(), []).append(Placed(msg.partition(), msg.offset(), to_record(msg)))
+    check_no_fatal()
+    return got
+
+
+# ---------------------------------------------------------------------------
+# Scenarios
+
+def produce_consume(codec: str):
+    def scenario(ctx: Context) -> str:
+        admin = admin_client(ctx)
+        topic = ctx.name()
+        create_topic(ctx, admin, topic)
+        records = lab.make_records(300, seed=1 + lab.CODECS.index(codec))
+        produced = produce(ctx, topic, records, **{"compression.type": codec})
+        expected = lab.check_produced_dense(produced)
+        expect(len(expected) == 3, "records went to %d partitions, want all 3", len(expected))
+        got = read_assigned(ctx, topic, {p: confluent_kafka.OFFSET_BEGINNING for p in range(3)},
+                            {p: len(expected[p]) for p in range(3)})
+        lab.compare(expected, got)
+        return "%d records (%s per partition), %s, read back equal" % (
+            len(records), lab.counts(expected), codec)
+    return scenario
+
+
+def idempotent_producer(ctx: Context) -> str:
+    admin = admin_client(ctx)
+    topic = ctx.name()
+    create_topic(ctx, admin, topic)
+    records = lab.make_records(1000, seed=7)
+    # Small batches and several in flight, so that the producer id and
+    # sequence numbers are exercised across many requests per partition.
+    produced = produce(ctx, topic, records, **{
+        "enable.idempotence": True, "acks": "all", "max.in.flight.requests.per.connection": 5,
+        "linger.ms": 2, "batch.num.messages": 50})
+    expected = lab.check_produced_dense(produced)
+    got = read_assigned(ctx, topic, {p: confluent_kafka.OFFSET_BEGINNING for p in expected},
+                        {p: len(v) for p, v in expected.items()})
+    lab.compare(expected, got)
+    c = consumer(ctx, ctx.name("reader"))
+    try:
+        for p, v in expected.items():
+            marks = c.get_watermark_offsets(TopicPartition(topic, p), timeout=10, cached=False)
+            expect(marks == (0, len(v)), "partition %d watermarks %s, want (0, %d)", p, marks, len(v))
+    finally:
+        c.close()
+    return "%d records once each (%s per partition), offsets dense" % (len(records), lab.counts(expected))
+
+
+def list_offsets(ctx: Context) -> str:
+    admin = admin_client(ctx)
+    topic = ctx.name()
+    create_topic(ctx, admin, topic)
+    per = 40
+    base = lab.now_ms() - 600_000
+    # Partition p's record i has timestamp base + 10*i + p, except record 25,
+    # which is far later than all others: the max-timestamp lookup must find
+    # it, not the last record, and a lookup between later records must land
+    # on it too (the earliest offset whose timestamp is >= the target).
+    records, parts = [], []
+    for p in range(3):
+        for i, r in enumerate(lab.make_records(per, seed=100 + p)):
+            ts = base + 500_000 + p if i == 25 else base + 10 * i + p
+            records.append(Record(r.key, r.value, r.headers, ts))
+            parts.append(p)
+    produced = produce(ctx, topic, records, partitions=parts)
+    lab.check_produced_dense(produced)
+
+    def ts(p: int, i: int) -> int:
+        return base + 10 * i + p
+
+    c = consumer(ctx, ctx.name("reader"))
+    try:
+        for p in range(3):
+            marks = c.get_watermark_offsets(TopicPartition(topic, p), timeout=10, cached=False)
+            expect(marks == (0, per), "get_watermark_offsets partition %d: %s, want (0, %d)", p, marks, per)
+        # offsets_for_times, one lookup per partition and call (a partition
+        # named twice in one request is not a question brokers answer):
+        # (target timestamp of partition p, expected offset, why).
+        cases = [
+            (lambda p: ts(p, 7), 7, "exact timestamp of offset 7"),
+            (lambda p: ts(p, 7) + 5, 8, "between offsets 7 and 8"),
+            (lambda p: base - 60_000, 0, "before every record"),
+            (lambda p: ts(p, 30) + 5, 25, "after offset 30, below offset 25's later timestamp"),
+            (lambda p: base + 600_000, confluent_kafka.OFFSET_END, "after every record"),
+        ]
+        for target, want, why in cases:
+            asked = [TopicPartition(topic, p, target(p)) for p in range(3)]
+            answers = c.offsets_for_times(asked, timeout=30)
+            for q, a in zip(asked, answers):
+                expect(a.error is None and a.partition == q.partition and a.offset == want,
+                       "offsets_for_times partition %d ts %d (%s): offset %d error %s, want %d",
+                       q.partition, q.offset, why, a.offset, a.error, want)
+    finally:
+        c.close()
+
+    # AdminClient.list_offsets takes one spec per partition, so one call per
+    # kind: (kind, spec of partition p, expected offset, expected timestamp
+    # or None where the answer carries none).
+    kinds = [
+        ("earliest", lambda p: OffsetSpec.earliest(), lambda p: 0, None),
+        ("latest", lambda p: OffsetSpec.latest(), lambda p: per, None),
+        ("for_timestamp", lambda p: OffsetSpec.for_timestamp(ts(p, 20)), lambda p: 20, lambda p: ts(p, 20)),
+        ("max_timestamp", lambda p: OffsetSpec.max_timestamp(), lambda p: 25, lambda p: base + 500_000 + p),
+    ]
+    for kind, spec, want, want_ts in kinds:
+        fs = admin.list_offsets({TopicPartition(topic, p): spec(p) for p in range(3)},
+                                request_timeout=lab.STEP_TIMEOUT)
+        for tp, fut in fs.items():
+            p = tp.partition
+            info = future_result(fut, "list_offsets %s partition %d" % (kind, p))
+            expect(info.offset == want(p), "list_offsets %s partition %d: offset %d, want %d",
+                   kind, p, info.offset, want(p))
+            if want_ts is not None:
+                expect(info.timestamp == want_ts(p), "list_offsets %s partition %d: timestamp %d, want %d",
+                       kind, p, info.timestamp, want_ts(p))
+    return ("watermarks, %d offsets_for_times lookups, list_offsets earliest/latest/"
+            "for_timestamp/max_timestamp on 3 partitions agree" % (3 * len(cases)))
+
+
+def consume_from_offset(ctx: Context) -> str:
+    admin = admin_client(ctx)
+    topic = ctx.name()
+    create_topic(ctx, admin, topic)
+    per = 100
+    records = lab.make_records(3 * per, seed=11)
+    parts = [i % 3 for i in range(len(records))]
+    produced = produce(ctx, topic, records, partitions=parts)
+    expected = lab.check_produced_dense(produced)
+    # An offset in the middle, the first (explicitly, not "beginning") and
+    # the last of each partition.
+    starts = {0: 37, 1: 0, 2: per - 1}
+    c = consumer(ctx, ctx.name("reader"))
+    try:
+        got = read_assigned(ctx, topic, starts, {p: per for p in range(3)}, c)
+        lab.compare({p: v[starts[p]:] for p, v in expected.items()}, got, "assign at offset:")
+        # Then seek an assigned partition back and read from there again.
+        c.seek(TopicPartition(topic, 0, 5))
+        again = poll_until_ends(c, {0: per})
+        lab.compare({0: expected[0][5:]}, {0: again.get(0, [])}, "after seek to 5:")
+        extra = {p: v for p, v in again.items() if p != 0 and v}
+        expect(not extra, "after seek on partition 0, also read partitions %s", sorted(extra))
+    finally:
+        c.close()
+    return "assigned at 37/0/99 read %s records, seek to 5 read %d, all equal" % (
+        lab.counts(got), per - 5)
+
+
+def group_commit_resume(ctx: Context) -> str:
+    admin = admin_client(ctx)
+    topic, group = ctx.name(), ctx.name("group")
+    create_topic(ctx, admin, topic)
+    per = 60
+    records = lab.make_records(3 * per, seed=13)
+    produced = produce(ctx, topic, records, partitions=[i % 3 for i in range(len(records))])
+    expected = lab.check_produced_dense(produced)
+    mid = {0: 20, 1: 35, 2: 50}
+
+    first = consumer(ctx, group)
+    try:
+        first.subscribe([topic])
+        got = poll_until_ends(first, mid)
+        # The first member read from the start; it may have read past mid.
+        for p, v in got.items():
+            lab.compare({p: expected[p][:len(v)]}, {p: v}, "first member:")
+        committed = first.commit(offsets=[TopicPartition(topic, p, off) for p, off in mid.items()],
+                                 asynchronous=False)
+        bad = [tp for tp in committed if tp.error is not None]
+        expect(not bad, "commit: %s", [(tp.partition, str(tp.error)) for tp in bad])
+        back = first.committed([TopicPartition(topic, p) for p in mid], timeout=30)
+        expect({tp.partition: tp.offset for tp in back} == mid,
+               "committed() after commit: %s, want %s", {tp.partition: tp.offset for tp in back}, mid)
+    finally:
+        first.close()
+
+    second = consumer(ctx, group)
+    try:
+        second.subscribe([topic])
+        rest = poll_until_ends(second, {p: per for p in range(3)})
+    finally:
+        second.close()
+    lab.compare({p: expected[p][mid[p]:] for p in range(3)}, rest, "second member:")
+    return "first member committed %s; second resumed there and read %s records" % (
+        "/".join(str(mid[p]) for p in range(3)), lab.counts(rest))
+
+
+def group_rebalance(ctx: Context) -> str:
+    admin = admin_client(ctx)
+    topic, group = ctx.name(), ctx.name("group")
+    create_topic(ctx, admin, topic, partitions=4)
+
+    class Member(threading.Thread):
+        """A group member polling in its own thread; the main thread only
+        reads its state, under the lock."""
+
+        def __init__(self, tag: str):
+            super().__init__(daemon=True, name=tag)
+            self.tag = tag
+            self.lock = threading.Lock()
+            self.assigned: frozenset = frozenset()
+            self.records: List[Placed] = []
+            self.error: Optional[str] = None
+            self.stop = threading.Event()
+
+        def run(self):
+            c = consumer(ctx, group, **{"client.id": "compat-python-rebalance-" + self.tag})
+            try:
+                c.subscribe([topic])
+                while not self.stop.is_set():
+                    msgs = c.consume(num_messages=200, timeout=0.2)
+                    with self.lock:
+                        self.assigned = frozenset(tp.partition for tp in c.assignment())
+                        for m in msgs:
+                            if m.error():
+                                self.error = str(m.error())
+                            else:
+                                self.records.append(Placed(m.partition(), m.offset(), to_record(m)))
+            except Exception as e:  # reported by the main thread
+                with self.lock:
+                    self.error = "%s: %s" % (type(e).__name__, e)
+            finally:
+                c.close()
+
+        def state(self):
+            with self.lock:
+                if self.error:
+                    raise Failure("member %s: %s" % (self.tag, self.error))
+                return self.assigned, list(self.records)
+
+    members = [Member("a"), Member("b")]
+    for m in members:
+        m.start()
+    try:
+        def split():
+            (a, _), (b, _) = members[0].state(), members[1].state()
+            return a and b and not (a & b) and (a | b) == frozenset(range(4)) and (a, b)
+        a, b = wait_until("both members assigned, partitions split between them", split)
+        per = 100
+        records = lab.make_records(4 * per, seed=17)
+        produced = produce(ctx, topic, records, partitions=[i % 4 for i in range(len(records))])
+        expected = lab.check_produced_dense(produced)
+
+        def all_read():
+            return sum(len(m.state()[1]) for m in members) >= len(records)
+        try:
+            wait_until("the two members to read %d records" % len(records), all_read)
+        except Failure as e:
+            raise Failure("%s; read %s" % (e, [len(m.state()[1]) for m in members]))
+        assignments = [m.state()[0] for m in members]
+        expect(assignments == [a, b], "assignment changed while reading: %s then %s",
+               [sorted(a), sorted(b)], [sorted(x) for x in assignments])
+        seen: Dict[int, List[Placed]] = {}
+        for m, mine in zip(members, (a, b)):
+            _, recs = m.state()
+            others = sorted({r.partition for r in recs} - mine)
+            expect(not others, "member %s read partitions %s it was not assigned (%s)",
+                   m.tag, others, sorted(mine))
+            for p, v in lab.by_partition(recs).items():
+                seen[p] = v
+        lab.compare(expected, seen)
+    finally:
+        for m in members:
+            m.stop.set()
+        for m in members:
+            m.join(timeout=30)
+    return "member a got %s, b got %s; %d records read once each" % (
+        sorted(a), sorted(b), len(records))
+
+
+def admin_topics(ctx: Context) -> str:
+    admin = admin_client(ctx)
+    topic = ctx.name()
+    create_topic(ctx, admin, topic, partitions=2, config={"retention.ms": "4321000"})
+
+    fs = admin.create_topics([NewTopic(topic, num_partitions=2, replication_factor=1)],
+                             request_timeout=lab.STEP_TIMEOUT)
+    try:
+        fs[topic].result(timeout=lab.STEP_TIMEOUT)
+        raise Failure("creating %s a second time succeeded, want TOPIC_ALREADY_EXISTS" % topic)
+    except KafkaException as e:
+        code = e.args[0].code()
+        expect(code == KafkaError.TOPIC_ALREADY_EXISTS,
+               "creating an existing topic: %s, want TOPIC_ALREADY_EXISTS", e.args[0])
+
+    listed = admin.list_topics(timeout=30).topics
+    expect(topic in listed, "list_topics: %s not among %d topics", topic, len(listed))
+
+    def describe():
+        return future_result(admin.describe_topics(TopicCollection([topic]),
+                                                   request_timeout=lab.STEP_TIMEOUT)[topic],
+                             "describe_topics %s" % topic)
+    desc = describe()
+    expect(desc.name == topic, "describe_topics: name %s, want %s", desc.name, topic)
+    expect(sorted(p.id for p in desc.partitions) == [0, 1],
+           "describe_topics: partitions %s, want [0, 1]", [p.id for p in desc.partitions])
+    for p in desc.partitions:
+        expect(p.leader is not None and len(p.replicas) == 1 and len(p.isr) == 1,
+               "describe_topics partition %d: leader %s, replicas %s, isr %s; want a leader, 1 replica in sync",
+               p.id, p.leader, p.replicas, p.isr)
+
+    res = ConfigResource(ResourceType.TOPIC, topic)
+    configs = future_result(admin.describe_configs([res], request_timeout=lab.STEP_TIMEOUT)[res],
+                            "describe_configs %s" % topic)
+    retention = configs.get("retention.ms")
+    expect(retention is not None and retention.value == "4321000",
+           "retention.ms after create with 4321000: %s", retention and retention.value)
+
+    fs = admin.create_partitions([NewPartitions(topic, 4)], request_timeout=lab.STEP_TIMEOUT)
+    future_result(fs[topic], "create_partitions %s to 4" % topic)
+    wait_until("describe_topics to show 4 partitions", lambda: len(describe().partitions) == 4)
+    # A new partition takes records.
+    placed = produce(ctx, topic, lab.make_records(1, seed=19), partitions=[3])
+    expect(placed[0].partition == 3 and placed[0].offset == 0,
+           "produce to new partition 3: landed at %d/%d, want 3/0", placed[0].partition, placed[0].offset)
+
+    fs = admin.delete_topics([topic], operation_timeout=30, request_timeout=lab.STEP_TIMEOUT)
+    future_result(fs[topic], "delete_topics %s" % topic)
+    wait_until("%s to leave list_topics" % topic,
+               lambda: topic not in admin.list_topics(timeout=10).topics)
+    return "created with retention.ms, duplicate refused, listed, described, 2->4 partitions, deleted"
+
+
+def admin_configs(ctx: Context) -> str:
+    admin = admin_client(ctx)
+    topic = ctx.name()
+    create_topic(ctx, admin, topic)
+    res = ConfigResource(ResourceType.TOPIC, topic)
+
+    def describe() -> dict:
+        return future_result(admin.describe_configs([res], request_timeout=lab.STEP_TIMEOUT)[res],
+                             "describe_configs %s" % topic)
+
+    before = describe()
+    wanted = ["cleanup.policy", "retention.ms", "segment.bytes", "max.message.bytes",
+              "min.insync.replicas", "compression.type"]
+    missing = [k for k in wanted if k not in before]
+    expect(not missing, "describe_configs lacks %s (has %d entries)", missing, len(before))
+    original = before["retention.ms"]
+    expect(not _is_topic_override(original),
+           "retention.ms of a new topic: source %s, want a default", _source(original))
+    expect(before["cleanup.policy"].value == "delete",
+           "cleanup.policy of a new topic: %s, want delete", before["cleanup.policy"].value)
+
+    def alter(op, value):
+        entry = ConfigEntry("retention.ms", value, incremental_operation=op)
+        fs = admin.incremental_alter_configs([ConfigResource(ResourceType.TOPIC, topic,
+                                                             incremental_configs=[entry])],
+                                             request_timeout=lab.STEP_TIMEOUT)
+        for f in fs.values():
+            future_result(f, "incremental_alter_configs %s retention.ms" % op.name)
+
+    alter(AlterConfigOpType.SET, "7200000")
+    # The change may take a moment to reach the broker that answers describes.
+    after = wait_until("retention.ms to read back 7200000",
+                       lambda: (lambda e: e.value == "7200000" and e)(describe()["retention.ms"]))
+    expect(_is_topic_override(after), "retention.ms after SET: source %s, want DYNAMIC_TOPIC_CONFIG",
+           _source(after))
+    alter(AlterConfigOpType.DELETE, None)
+    reset = wait_until("retention.ms to read back its default %s" % original.value,
+                       lambda: (lambda e: e.value == original.value and e)(describe()["retention.ms"]))
+    expect(not _is_topic_override(reset), "retention.ms after DELETE: source %s, want a default",
+           _source(reset))
+    return "retention.ms %s (%s) -> SET 7200000 (topic override) -> DELETE -> %s (%s)" % (
+        original.value, _source(original), reset.value, _source(reset))
+
+
+def _is_topic_override(entry) -> bool:
+    return entry.source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value
+
+
+def _source(entry) -> str:
+    try:
+        return ConfigSource(entry.source).name
+    except ValueError:
+        return str(entry.source)
+
+
+def admin_groups(ctx: Context) -> str:
+    admin = admin_client(ctx)
+    topic, group = ctx.name(), ctx.name("group")
+    create_topic(ctx, admin, topic)
+    per = 10
+    records = lab.make_records(3 * per, seed=23)
+    produce(ctx, topic, records, partitions=[i % 3 for i in range(len(records))])
+    commits = {0: 3, 1: 5, 2: 7}
+
+    member = consumer(ctx, group, **{"client.id": "compat-python-admin-groups"})
+    closed = False
+    try:
+        member.subscribe([topic])
+        poll_until_ends(member, {p: per for p in range(3)})
+        done = member.commit(offsets=[TopicPartition(topic, p, o) for p, o in commits.items()],
+                             asynchronous=False)
+        bad = [tp for tp in done if tp.error is not None]
+        expect(not bad, "commit: %s", [(tp.partition, str(tp.error)) for tp in bad])
+
+        def listed():
+            r = future_result(admin.list_consumer_groups(request_timeout=lab.STEP_TIMEOUT),
+                              "list_consumer_groups")
+            return next((g for g in r.valid if g.group_id == group), None)
+        g = wait_until("list_consumer_groups to show %s" % group, listed)
+        expect(g.state == ConsumerGroupState.STABLE and not g.is_simple_consumer_group,
+               "list_consumer_groups: %s state %s simple %s, want STABLE, not simple",
+               group, g.state, g.is_simple_consumer_group)
+
+        def describe():
+            return future_result(admin.describe_consumer_groups([group], request_timeout=lab.STEP_TIMEOUT)[group],
+                                 "describe_consumer_groups %s" % group)
+        d = describe()
+        expect(d.state == ConsumerGroupState.STABLE, "describe: state %s, want STABLE", d.state)
+        expect(len(d.members) == 1, "describe: %d members, want 1", len(d.members))
+        m = d.members[0]
+        parts = sorted((tp.topic, tp.partition) for tp in m.assignment.topic_partitions)
+        expect(parts == [(topic, p) for p in range(3)], "describe: member assignment %s, want %s 0-2",
+               parts, topic)
+        expect(m.client_id == "compat-python-admin-groups", "describe: member client id %r", m.client_id)
+        expect(bool(d.partition_assignor), "describe: no partition assignor")
+        expect(d.coordinator is not None and d.coordinator.id >= 0, "describe: coordinator %s", d.coordinator)
+
+        offs = future_result(admin.list_consumer_group_offsets(
+            [ConsumerGroupTopicPartitions(group)], request_timeout=lab.STEP_TIMEOUT)[group],
+            "list_consumer_group_offsets %s" % group)
+        have = {tp.partition: tp.offset for tp in offs.topic_partitions if tp.topic == topic}
+        expect(have == commits, "list_consumer_group_offsets: %s, want %s", have, commits)
+
+        # A group with a member cannot be deleted.
+        fs = admin.delete_consumer_groups([group], request_timeout=lab.STEP_TIMEOUT)
+        try:
+            fs[group].result(timeout=lab.STEP_TIMEOUT)
+            raise Failure("delete_consumer_groups of a group with a member succeeded, want NON_EMPTY_GROUP")
+        except KafkaException as e:
+            expect(e.args[0].code() == KafkaError.NON_EMPTY_GROUP,
+                   "delete_consumer_groups with a member: %s, want NON_EMPTY_GROUP", e.args[0])
+
+        member.close()
+        closed = True
+        empty = wait_until("the group to be EMPTY after its member left",
+                           lambda: (lambda d: d.state == ConsumerGroupState.EMPTY and d)(describe()))
+        expect(not empty.members, "describe after leave: %d members", len(empty.members))
+    finally:
+        if not closed:
+            member.close()
+
+    fs = admin.delete_consumer_groups([group], request_timeout=lab.STEP_TIMEOUT)
+    future_result(fs[group], "delete_consumer_groups %s" % group)
+    wait_until("%s to leave list_consumer_groups" % group, lambda: listed() is None)
+    return "listed STABLE, described (1 member, 3 partitions), offsets %s, delete refused while active, deleted when EMPTY" % (
+        "/".join(str(commits[p]) for p in range(3)))
+
+
+SCENARIOS = [("produce-consume-" + c, produce_consume(c)) for c in lab.CODECS] + [
+    ("idempotent-producer", idempotent_producer),
+    ("list-offsets", list_offsets),
+    ("consume-from-offset", consume_from_offset),
+    ("group-commit-resume", group_commit_resume),
+    ("group-rebalance", group_rebalance),
+    ("admin-topics", admin_topics),
+    ("admin-configs", admin_configs),
+    ("admin-groups", admin_groups),
+]
+
+if __name__ == "__main__":
+    raise SystemExit(lab.main(CLIENT, "ck", version, SCENARIOS))

@@ -1,0 +1,397 @@
+"""The harness shared by the python suite's two programs.
+
+Each program (confluent_suite.py, kafka_python_suite.py) calls main() with its
+client's name, its version string and its scenarios. main() runs in one of two
+roles:
+
+  suite.py BOOTSTRAP                  the driver: runs every scenario, each in
+                                      a child process of its own, and appends
+                                      one result line per scenario to
+                                      $COMPAT_RESULTS;
+  suite.py --one SCENARIO BOOTSTRAP OUT
+                                      the child: runs one scenario and writes
+                                      its outcome as JSON to the file OUT.
+
+A child process per scenario is what makes every scenario bounded in time: a
+client stuck inside a C library or a blocking call cannot be interrupted from
+a thread, but a process can be killed. It also keeps the scenarios apart: a
+crash, a leaked consumer or a wedged background thread of one cannot touch the
+next. Each child's output (the client libraries' own logs included) goes to
+$COMPAT_WORK/<client>-<scenario>.log.
+
+The rest is what the scenarios of both clients need: deterministic records
+with every shape worth sending (binary and empty values, a null value, binary,
+empty, null and repeated headers), a polling helper, and exact comparison of
+what was read against what was written.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import random
+import socket
+import subprocess
+import sys
+import time
+import traceback
+from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
+
+# Bounds from the suite's brief: a step of a scenario (a produce, a read, an
+# admin call) gets STEP_TIMEOUT seconds, a whole scenario SCENARIO_TIMEOUT.
+STEP_TIMEOUT = 60.0
+SCENARIO_TIMEOUT = 120.0
+
+# The names all suites of the lab share (compat-tests/README.md), in the
+# order they run.
+CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
+
+Header = Tuple[str, Optional[bytes]]
+
+
+class Failure(Exception):
+    """A scenario's check did not hold; the message is the one-line reason."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Record:
+    """One record as the scenarios produce it and expect it back.
+
+    headers is a tuple, in order: Kafka keeps a record's headers as a list,
+    so order and repeated keys must survive the round trip.
+    """
+
+    key: Optional[bytes]
+    value: Optional[bytes]
+    headers: Tuple[Header, ...]
+    timestamp: int
+
+
+@dataclasses.dataclass(frozen=True)
+class Placed:
+    """A record with where the broker put it, as produced or as read."""
+
+    partition: int
+    offset: int
+    record: Record
+
+
+class Context:
+    """What a scenario gets: the broker's address and its own names."""
+
+    def __init__(self, bootstrap: str, client_tag: str, scenario: str):
+        self.bootstrap = bootstrap
+        self.scenario = scenario
+        prefix = os.environ.get("COMPAT_PREFIX") or "py%d" % int(time.time())
+        # Every topic and group starts with COMPAT_PREFIX, then says which
+        # client and scenario made it, so that a leftover is easy to trace.
+        self._base = "%s-%s-%s" % (prefix, client_tag, scenario)
+
+    def name(self, suffix: str = "") -> str:
+        """A topic or group name for this scenario; suffix tells several apart."""
+        return self._base + ("-" + suffix if suffix else "")
+
+    def log(self, fmt: str, *args) -> None:
+        """A line in the scenario's log (not in the results)."""
+        msg = fmt % args if args else fmt
+        print("%s %s" % (time.strftime("%H:%M:%S"), msg), file=sys.stderr, flush=True)
+
+
+# ---------------------------------------------------------------------------
+# Records
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def make_records(count: int, seed: int, base_ts: Optional[int] = None,
+                 null_header: bool = True) -> List[Record]:
+    """count records, the same for the same seed, with every shape we check.
+
+    Record 0 has a null value (a tombstone), record 1 an empty value, record 2
+    a binary key; the rest have values mixing repeated text (so that codecs
+    have something to compress) with random bytes (so that a codec bug cannot
+    hide behind an all-ASCII payload). Most records carry headers with a
+    binary value, an empty value, a null value and a repeated key; every
+    seventh has none at all. Timestamps are explicit, distinct and in the
+    recent past (brokers reject CreateTime too far in the future).
+
+    null_header=False leaves out the null-valued header, for a client whose
+    API cannot send one (kafka-python's send() accepts bytes values only).
+    """
+    rng = random.Random(seed)
+    if base_ts is None:
+        base_ts = now_ms() - 600_000
+    records = []
+    for i in range(count):
+        key = bytes(range(256)) if i == 2 else b"key-%05d" % i
+        if i == 0:
+            value = None
+        elif i == 1:
+            value = b""
+        else:
+            text = (b"gregor compat record %d " % i) * rng.randint(0, 40)
+            value = text + rng.randbytes(rng.randint(0, 400))
+        headers: List[Header] = []
+        if i % 7 != 0:
+            headers = [("seq", b"%d" % i),
+                       ("bin", rng.randbytes(rng.randint(1, 32)) + b"\x00\xff"),
+                       ("empty", b"")]
+            if null_header:
+                headers.append(("null", None))
+            headers += [("dup", b"first"), ("dup", b"second"),
+                        ("cl\u00e9-\u043a\u043b\u044e\u0447", "\u00fcnicode".encode())]
+        records.append(Record(key, value, tuple(headers), base_ts + i))
+    return records
+
+
+def by_partition(placed: Iterable[Placed]) -> Dict[int, List[Placed]]:
+    out: Dict[int, List[Placed]] = {}
+    for p in placed:
+        out.setdefault(p.partition, []).append(p)
+    return out
+
+
+def check_produced_dense(produced: Sequence[Placed], start: int = 0) -> Dict[int, List[Placed]]:
+    """Checks the producer's acknowledgements and groups them by partition.
+
+    Within a partition, the records must have been given the offsets start,
+    start+1, ... in the order they were produced: that is what "in order,
+    once" means on the producing side.
+    """
+    parts = by_partition(produced)
+    for p, placed in sorted(parts.items()):
+        offsets = [x.offset for x in placed]
+        want = list(range(start, start + len(placed)))
+        if offsets != want:
+            raise Failure("produce acks on partition %d: offsets %s, want %s in produce order"
+                          % (p, _span(offsets), _span(want)))
+    return parts
+
+
+def compare(expected: Dict[int, List[Placed]], got: Dict[int, List[Placed]], what: str = "read") -> None:
+    """Fails with the first difference between two partition-to-records maps.
+
+    Both are compared record by record: partition, offset, key, value,
+    headers (order included) and timestamp. A missing, extra or reordered
+    record shows as the first offset where they part.
+    """
+    for p in sorted(set(expected) | set(got)):
+        want = expected.get(p, [])
+        have = got.get(p, [])
+        for i, (w, h) in enumerate(zip(want, have)):
+            if w.offset != h.offset:
+                raise Failure("%s partition %d, record #%d: offset %d, want %d (%s)"
+                              % (what, p, i, h.offset, w.offset, _describe_gap(want, have)))
+            diff = _record_diff(w.record, h.record)
+            if diff:
+                raise Failure("%s partition %d offset %d: %s" % (what, p, w.offset, diff))
+        if len(have) != len(want):
+            if len(have) < len(want):
+                raise Failure("%s partition %d: %d records, want %d (missing from offset %d)"
+                              % (what, p, len(have), len(want), want[len(have)].offset))
+            raise Failure("%s partition %d: %d records, want %d (extra from offset %d)"
+                          % (what, p, len(have), len(want), have[len(want)].offset))
+
+
+def check_dense(got: Dict[int, List[Placed]], what: str = "read") -> None:
+    """Offsets read from each partition must be consecutive."""
+    for p, placed in got.items():
+        for a, b in zip(placed, placed[1:]):
+            if b.offset != a.offset + 1:
+                raise Failure("%s partition %d: offset %d follows %d (not dense)"
+                              % (what, p, b.offset, a.offset))
+
+
+def counts(parts: Dict[int, List[Placed]]) -> str:
+    return "/".join(str(len(parts.get(p, []))) for p in range(max(parts, default=-1) + 1))
+
+
+def _record_diff(want: Record, have: Record) -> str:
+    if want.key != have.key:
+        return "key %s, want %s" % (_show(have.key), _show(want.key))
+    if want.value != have.value:
+        return "value %s, want %s" % (_show(have.value), _show(want.value))
+    if want.headers != have.headers:
+        return "headers %s, want %s" % (_show_headers(have.headers), _show_headers(want.headers))
+    if want.timestamp != have.timestamp:
+        return "timestamp %d, want %d" % (have.timestamp, want.timestamp)
+    return ""
+
+
+def _describe_gap(want: List[Placed], have: List[Placed]) -> str:
+    return "read offsets %s, want %s" % (_span([x.offset for x in have]), _span([x.offset for x in want]))
+
+
+def _span(offsets: Sequence[int]) -> str:
+    """A short rendering of an offset list: [0..99] when dense, else the start."""
+    if not offsets:
+        return "[]"
+    if list(offsets) == list(range(offsets[0], offsets[0] + len(offsets))):
+        return "[%d..%d]" % (offsets[0], offsets[-1])
+    head = ",".join(str(o) for o in offsets[:8])
+    return "[%s%s] (%d)" % (head, ",..." if len(offsets) > 8 else "", len(offsets))
+
+
+def _show(b: Optional[bytes]) -> str:
+    if b is None:
+        return "null"
+    if len(b) <= 24:
+        return repr(b)
+    return "%d bytes %r..." % (len(b), b[:16])
+
+
+def _show_headers(headers: Tuple[Header, ...]) -> str:
+    return "[" + ", ".join("%s=%s" % (k, _show(v)) for k, v in headers) + "]"
+
+
+# ---------------------------------------------------------------------------
+# Waiting
+
+def wait_until(what: str, fn: Callable[[], object], timeout: float = STEP_TIMEOUT,
+               interval: float = 0.2):
+    """Calls fn until it returns something truthy, and returns that.
+
+    Fails after timeout seconds with what was awaited and the last answer (or
+    exception) fn gave, so that a stuck step says where it stuck.
+    """
+    deadline = time.monotonic() + timeout
+    last: object = None
+    while True:
+        try:
+            result = fn()
+            if result:
+                return result
+            last = result
+        except Failure:
+            raise
+        except Exception as e:  # the last error is the reason if time runs out
+            last = "%s: %s" % (type(e).__name__, e)
+        if time.monotonic() >= deadline:
+            raise Failure("timed out after %.0fs waiting for %s (last: %s)" % (timeout, what, last))
+        time.sleep(interval)
+
+
+def expect(cond: bool, fmt: str, *args) -> None:
+    """Fails the scenario with the formatted reason unless cond holds."""
+    if not cond:
+        raise Failure(fmt % args if args else fmt)
+
+
+# ---------------------------------------------------------------------------
+# Running
+
+Scenario = Callable[[Context], str]
+
+
+def main(client: str, client_tag: str, version: Callable[[], str],
+         scenarios: Sequence[Tuple[str, Scenario]]) -> int:
+    """The entry point of both programs; see the module comment for the roles."""
+    args = sys.argv[1:]
+    if len(args) == 4 and args[0] == "--one":
+        return _run_child(client_tag, dict(scenarios), args[1], args[2], args[3])
+    if len(args) != 1:
+        print("usage: %s BOOTSTRAP  (or --one SCENARIO BOOTSTRAP OUT)" % sys.argv[0], file=sys.stderr)
+        return 2
+    return _run_driver(client, version(), [name for name, _ in scenarios], args[0])
+
+
+def _run_child(client_tag: str, scenarios: Dict[str, Scenario], name: str,
+               bootstrap: str, out: str) -> int:
+    ctx = Context(bootstrap, client_tag, name)
+    ctx.log("scenario %s against %s, names %s*", name, bootstrap, ctx.name())
+    try:
+        detail = scenarios[name](ctx)
+        outcome = {"status": "pass", "detail": detail}
+    except Failure as e:
+        outcome = {"status": "fail", "detail": str(e)}
+        ctx.log("FAIL: %s", e)
+    except Exception as e:  # any error of the client is a failed scenario
+        outcome = {"status": "fail", "detail": "%s: %s" % (type(e).__name__, e)}
+        traceback.print_exc()
+    ctx.log("%s: %s", outcome["status"], outcome["detail"])
+    with open(out, "w") as f:
+        json.dump(outcome, f)
+    sys.stderr.flush()
+    # A client may leave threads behind that would hold the process open
+    # (a consumer that failed to close, a producer with undelivered records);
+    # the outcome is written, so leave without waiting for them.
+    os._exit(0)
+
+
+def _run_driver(client: str, version: str, names: List[str], bootstrap: str) -> int:
+    results_path = os.environ.get("COMPAT_RESULTS")
+    work = os.environ.get("COMPAT_WORK") or "."
+    os.makedirs(work, exist_ok=True)
+    me = os.path.abspath(sys.argv[0])
+    passed = 0
+    for name in names:
+        log_path = os.path.join(work, "%s-%s.log" % (client, name))
+        out_path = os.path.join(work, "%s-%s.json" % (client, name))
+        if os.path.exists(out_path):
+            os.remove(out_path)
+        started = time.monotonic()
+        unreachable = _unreachable(bootstrap)
+        if unreachable:
+            # Every client step would wait out its full bound against a broker
+            # that is gone; say so at once instead.
+            _report(results_path, [client, version, name, "fail", "0.0",
+                                   "broker at %s not reachable: %s" % (bootstrap, unreachable)])
+            continue
+        with open(log_path, "w") as log:
+            try:
+                proc = subprocess.run([sys.executable, me, "--one", name, bootstrap, out_path],
+                                      stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                      timeout=SCENARIO_TIMEOUT)
+                rc: Optional[int] = proc.returncode
+            except subprocess.TimeoutExpired:
+                rc = None  # subprocess.run has killed it
+        seconds = time.monotonic() - started
+        if rc is None:
+            status, detail = "fail", "timed out after %.0fs (scenario bound); see %s" % (
+                SCENARIO_TIMEOUT, os.path.basename(log_path))
+        else:
+            try:
+                with open(out_path) as f:
+                    outcome = json.load(f)
+                status, detail = outcome["status"], outcome["detail"]
+            except (OSError, ValueError, KeyError):
+                status, detail = "fail", "scenario process exited %d without an outcome: %s" % (
+                    rc, _tail(log_path))
+        passed += status == "pass"
+        _report(results_path, [client, version, name, status, "%.1f" % seconds, detail])
+    print("%s: %d passed, %d failed" % (client, passed, len(names) - passed), flush=True)
+    return 0
+
+
+def _report(results_path: Optional[str], fields: List[str]) -> None:
+    """Prints a result line and appends it to the results file."""
+    line = "\t".join(_one_line(f) for f in fields)
+    print(line, flush=True)
+    if results_path:
+        with open(results_path, "a") as f:
+            f.write(line + "\n")
+
+
+def _unreachable(bootstrap: str) -> str:
+    """Why a TCP connection to bootstrap fails, or "" when it succeeds."""
+    host, _, port = bootstrap.rpartition(":")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=10).close()
+        return ""
+    except (OSError, ValueError) as e:
+        return "%s: %s" % (type(e).__name__, e)
+
+
+def _one_line(s: str, limit: int = 600) -> str:
+    s = " ".join(str(s).split())
+    return s if len(s) <= limit else s[:limit - 3] + "..."
+
+
+def _tail(path: str, lines: int = 3) -> str:
+    try:
+        with open(path, errors="replace") as f:
+            return " | ".join(f.read().splitlines()[-lines:])
+    except OSError:
+        return "(no log)"
