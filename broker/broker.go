@@ -141,6 +141,7 @@ func (b *Broker) Start(ctx context.Context) (err error) {
 	}()
 	mcfg := storage.DefaultManagerConfig(b.cfg.LogDirs...)
 	mcfg.Logger = b.logger
+	mcfg.RetentionCheckInterval = b.cfg.LogRetentionCheckInterval
 	logs, err := storage.OpenManager(mcfg)
 	if err != nil {
 		return fmt.Errorf("open logs: %w", err)

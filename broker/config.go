@@ -79,6 +79,10 @@ type Config struct {
 	// group.max.size, offsets.retention.minutes, ...).
 	Groups group.Config
 
+	// LogRetentionCheckInterval is how often every log's retention runs
+	// (log.retention.check.interval.ms).
+	LogRetentionCheckInterval time.Duration
+
 	// StaticTopicDefaults are broker-level settings of topic-config
 	// synonyms given at start-up (log.segment.bytes, log.retention.hours,
 	// log.flush.interval.messages, ...), by their broker config names.
@@ -110,6 +114,8 @@ func DefaultConfig() Config {
 		AutoCreateTopicsEnable:   true,
 		MessageMaxBytes:          1048588,
 		SocketRequestMaxBytes:    100 << 20,
+
+		LogRetentionCheckInterval: 5 * time.Minute,
 
 		OffsetsTopicNumPartitions:     50,
 		OffsetsTopicReplicationFactor: 3,
@@ -173,6 +179,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: socket.request.max.bytes %d below 1", ErrInvalidConfig, c.SocketRequestMaxBytes)
 	case c.SessionTimeout < time.Second || c.SessionTimeout > math.MaxInt32*time.Millisecond:
 		return fmt.Errorf("%w: broker.session.timeout.ms out of range", ErrInvalidConfig)
+	case c.LogRetentionCheckInterval < time.Millisecond:
+		return fmt.Errorf("%w: log.retention.check.interval.ms below 1", ErrInvalidConfig)
 	case c.OffsetsTopicNumPartitions < 1:
 		return fmt.Errorf("%w: offsets.topic.num.partitions %d below 1", ErrInvalidConfig, c.OffsetsTopicNumPartitions)
 	case c.OffsetsTopicReplicationFactor < 1:

@@ -103,6 +103,16 @@ func (b *Broker) resolveSettings(t *cluster.Topic, md *cluster.Metadata) (*topic
 		IndexIntervalBytes: get64("index.interval.bytes"),
 		FlushMessages:      get64("flush.messages"),
 		FlushMs:            get64("flush.ms"),
+		CleanupDelete:      s.deletable,
+		RetentionMs:        get64("retention.ms"),
+		RetentionBytes:     get64("retention.bytes"),
+		FileDeleteDelayMs:  get64("file.delete.delay.ms"),
+	}
+	if s.log.RetentionMs < 0 {
+		// A negative log.retention.hours or .minutes converts to a
+		// negative count of milliseconds; Kafka's broker takes any
+		// negative retention time as -1, no limit.
+		s.log.RetentionMs = -1
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("topic %s configs: %w", t.Name, err)
@@ -125,6 +135,8 @@ func (b *Broker) staticConfigs() map[string]string {
 		"default.replication.factor": fmt.Sprint(b.cfg.DefaultReplicationFactor),
 		"auto.create.topics.enable":  fmt.Sprint(b.cfg.AutoCreateTopicsEnable),
 		"socket.request.max.bytes":   fmt.Sprint(b.cfg.SocketRequestMaxBytes),
+
+		"log.retention.check.interval.ms": fmt.Sprint(b.cfg.LogRetentionCheckInterval.Milliseconds()),
 	}
 	if len(b.cfg.AdvertisedListeners) > 0 {
 		out["advertised.listeners"] = strings.Join(b.cfg.AdvertisedListeners, ",")

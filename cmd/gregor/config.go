@@ -248,6 +248,8 @@ var keys = []key{
 			return err
 		},
 	},
+	msField("log.retention.check.interval.ms", "how often each log's retention (retention.ms, retention.bytes) runs",
+		func(c *serveConfig) *time.Duration { return &c.broker.LogRetentionCheckInterval }),
 	msField("group.min.session.timeout.ms", "shortest session timeout a group member may ask for",
 		func(c *serveConfig) *time.Duration { return &c.broker.Groups.MinSessionTimeout }),
 	msField("group.max.session.timeout.ms", "longest session timeout a group member may ask for",
