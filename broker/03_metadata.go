@@ -87,12 +87,15 @@ func (b *Broker) handleMetadata(ctx context.Context, c *conn, hdr protocol.Reque
 		return resp, nil
 	}
 	for _, rt := range req.Topics {
+		// A topic asked for by id is looked up by the id alone: the Java
+		// client sends an empty name (not null) with it.
+		byID := rt.TopicID != [16]byte{}
 		var t *cluster.Topic
 		switch {
+		case byID:
+			t = md.TopicsByID[cluster.TopicID(rt.TopicID)]
 		case rt.Topic != nil:
 			t = md.Topics[*rt.Topic]
-		case rt.TopicID != [16]byte{}:
-			t = md.TopicsByID[cluster.TopicID(rt.TopicID)]
 		}
 		if t != nil {
 			resp.Topics = append(resp.Topics, b.describeTopic(md, t, req))
@@ -102,7 +105,8 @@ func (b *Broker) handleMetadata(ctx context.Context, c *conn, hdr protocol.Reque
 		mt.Topic, mt.TopicID = rt.Topic, rt.TopicID
 		mt.AuthorizedOperations = operationsOmitted
 		switch {
-		case rt.Topic == nil:
+		case byID || rt.Topic == nil:
+			mt.Topic = nil
 			mt.ErrorCode = int16(protocol.UnknownTopicID)
 		case validTopicName(*rt.Topic) != nil:
 			mt.ErrorCode = int16(protocol.InvalidTopicException)

@@ -595,6 +595,15 @@ func TestErrorUnknownTopicID(t *testing.T) {
 
 	mt := w.metadataTopic(nil, unknown, false)
 	checkCode(t, "metadata v12 of an unknown topic id", mt.ErrorCode, protocol.UnknownTopicID)
+	// The Java client asks by id with an empty name, not a null one.
+	empty := ""
+	mt = w.metadataTopic(&empty, unknown, false)
+	checkCode(t, "metadata v12 of an unknown topic id, empty name", mt.ErrorCode, protocol.UnknownTopicID)
+	mt = w.metadataTopic(&empty, id, false)
+	checkCode(t, "metadata v12 of the topic's id, empty name", mt.ErrorCode, protocol.None)
+	if mt.Topic == nil || *mt.Topic != "byid" || len(mt.Partitions) != 1 {
+		t.Errorf("metadata v12 by id with an empty name: topic %v, %d partitions; want byid, 1", mt.Topic, len(mt.Partitions))
+	}
 
 	req := produceReq(13, -1, "", 0, buildBatch(t, plainHeader(), "v", 1))
 	req.Topics[0].TopicID = unknown
