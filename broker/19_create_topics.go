@@ -102,7 +102,7 @@ func (b *Broker) describeNewTopicConfigs(md *cluster.Metadata, overrides map[str
 	defs := configs.Topics()
 	out := make([]kmsg.CreateTopicsResponseTopicConfig, 0, len(defs))
 	for _, d := range defs {
-		v, src, _ := configs.Resolve(d.Name, overrides, md.BrokerConfigs[b.cfg.NodeID], md.BrokerConfigs[-1], b.staticConfigs())
+		v, src, _ := configs.Resolve(d.Name, overrides, md.BrokerConfigs[b.cfg.NodeID], md.BrokerConfigs[-1], b.reportedStaticConfigs())
 		c := kmsg.NewCreateTopicsResponseTopicConfig()
 		c.Name, c.Source, c.IsSensitive = d.Name, int8(src), d.Sensitive
 		if src != configs.SourceDefault || !d.NullDefault {

@@ -34,8 +34,10 @@ package broker
 
 import (
 	"context"
+	"fmt"
 	"sort"
 	"strconv"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -104,7 +106,7 @@ func (b *Broker) describeTopicConfigs(md *cluster.Metadata, rr kmsg.DescribeConf
 		return nil, &topicError{code: protocol.UnknownTopicOrPartition}
 	}
 	wanted := configNameFilter(rr.ConfigNames)
-	dynamic, clusterDefault, static := md.BrokerConfigs[b.cfg.NodeID], md.BrokerConfigs[-1], b.staticConfigs()
+	dynamic, clusterDefault, static := md.BrokerConfigs[b.cfg.NodeID], md.BrokerConfigs[-1], b.reportedStaticConfigs()
 	var out []kmsg.DescribeConfigsResponseResourceConfig
 	for _, d := range configs.Topics() {
 		if !wanted(d.Name) {
@@ -147,7 +149,7 @@ func (b *Broker) describeBrokerConfigs(md *cluster.Metadata, rr kmsg.DescribeCon
 				"Unexpected broker id, expected %d or empty string, but received %s", b.cfg.NodeID, rr.ResourceName)
 		}
 	}
-	dynamic, clusterDefault, static := md.BrokerConfigs[b.cfg.NodeID], md.BrokerConfigs[-1], b.staticConfigs()
+	dynamic, clusterDefault, static := md.BrokerConfigs[b.cfg.NodeID], md.BrokerConfigs[-1], b.reportedStaticConfigs()
 	names := map[string]bool{}
 	levels := []map[string]string{clusterDefault}
 	if perBroker {
@@ -199,6 +201,40 @@ func (b *Broker) describeBrokerConfigs(md *cluster.Metadata, rr kmsg.DescribeCon
 		out = append(out, c)
 	}
 	return out, nil
+}
+
+// reportedStaticConfigs are the static broker configs as DescribeConfigs
+// reports them: staticConfigs, which topic configs resolve over, plus the
+// settings the broker runs with that only DescribeConfigs shows (broker.id,
+// the group coordinator's), less every value equal to Kafka's default
+// (configs.ReportedStatic). So a setting is STATIC_BROKER_CONFIG when the
+// operator set it to something else than Kafka's default, or when Gregor
+// runs with a default of its own (log.flush.interval.messages=1, the
+// classic group protocol only); effective values are the same either way.
+func (b *Broker) reportedStaticConfigs() map[string]string {
+	s := b.staticConfigs()
+	g := b.cfg.Groups
+	more := map[string]string{
+		"broker.id":                             fmt.Sprint(b.cfg.NodeID),
+		"broker.session.timeout.ms":             fmt.Sprint(b.cfg.SessionTimeout.Milliseconds()),
+		"offsets.topic.num.partitions":          fmt.Sprint(b.cfg.OffsetsTopicNumPartitions),
+		"offsets.topic.replication.factor":      fmt.Sprint(b.cfg.OffsetsTopicReplicationFactor),
+		"offsets.topic.segment.bytes":           fmt.Sprint(b.cfg.OffsetsTopicSegmentBytes),
+		"group.min.session.timeout.ms":          fmt.Sprint(g.MinSessionTimeout.Milliseconds()),
+		"group.max.session.timeout.ms":          fmt.Sprint(g.MaxSessionTimeout.Milliseconds()),
+		"group.initial.rebalance.delay.ms":      fmt.Sprint(g.InitialRebalanceDelay.Milliseconds()),
+		"group.max.size":                        fmt.Sprint(g.MaxSize),
+		"offsets.retention.minutes":             fmt.Sprint(int64(g.OffsetsRetention / time.Minute)),
+		"offsets.retention.check.interval.ms":   fmt.Sprint(g.OffsetsRetentionCheckInterval.Milliseconds()),
+		"offset.metadata.max.bytes":             fmt.Sprint(g.OffsetMetadataMaxBytes),
+		"group.coordinator.rebalance.protocols": "classic",
+	}
+	for k, v := range more {
+		if _, set := s[k]; !set {
+			s[k] = v
+		}
+	}
+	return configs.ReportedStatic(s)
 }
 
 // checkBrokerLoggerName applies Kafka's checks of a BROKER_LOGGER name:

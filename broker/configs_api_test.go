@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"reflect"
 	"testing"
@@ -155,9 +156,14 @@ func TestDescribeTopicConfigs(t *testing.T) {
 	if c.ConfigType != kmsg.ConfigTypeList {
 		t.Errorf("cleanup.policy type %v, want LIST", c.ConfigType)
 	}
-	cfgCheckEntry(t, cfgEntry(t, plain, "max.message.bytes"), "1048588", kmsg.ConfigSourceStaticBrokerConfig,
-		cfgSyn{"message.max.bytes", "1048588", kmsg.ConfigSourceStaticBrokerConfig},
+	// message.max.bytes is in the static config at Kafka's default, which
+	// Kafka reports as DEFAULT_CONFIG; flush.messages comes from Gregor's
+	// own default, log.flush.interval.messages=1.
+	cfgCheckEntry(t, cfgEntry(t, plain, "max.message.bytes"), "1048588", kmsg.ConfigSourceDefaultConfig,
 		cfgSyn{"message.max.bytes", "1048588", kmsg.ConfigSourceDefaultConfig})
+	cfgCheckEntry(t, cfgEntry(t, plain, "flush.messages"), "1", kmsg.ConfigSourceStaticBrokerConfig,
+		cfgSyn{"log.flush.interval.messages", "1", kmsg.ConfigSourceStaticBrokerConfig},
+		cfgSyn{"log.flush.interval.messages", "9223372036854775807", kmsg.ConfigSourceDefaultConfig})
 
 	tuned := cfgDescribe(ctx, t, b, cl, kmsg.ConfigResourceTypeTopic, "tuned", nil, true, false)
 	cfgCheckEntry(t, cfgEntry(t, tuned, "retention.ms"), "7200000", kmsg.ConfigSourceDynamicTopicConfig,
@@ -251,7 +257,7 @@ func TestAlterTopicConfigsIncremental(t *testing.T) {
 	for _, c := range rcs[0].Configs {
 		switch c.Key {
 		case "max.message.bytes":
-			if c.MaybeValue() != "1048588" || c.Source != kmsg.ConfigSourceStaticBrokerConfig {
+			if c.MaybeValue() != "1048588" || c.Source != kmsg.ConfigSourceDefaultConfig {
 				t.Errorf("max.message.bytes after DELETE = %s from %v, want the broker's", c.MaybeValue(), c.Source)
 			}
 		case "cleanup.policy":
@@ -308,7 +314,7 @@ func TestAlterTopicConfigErrors(t *testing.T) {
 		t.Errorf("validate-only changed max.message.bytes to %d", got)
 	}
 	res := cfgDescribe(ctx, t, b, cl, kmsg.ConfigResourceTypeTopic, "t", []string{"max.message.bytes"}, false, false)
-	cfgCheckEntry(t, cfgEntry(t, res, "max.message.bytes"), "1048588", kmsg.ConfigSourceStaticBrokerConfig)
+	cfgCheckEntry(t, cfgEntry(t, res, "max.message.bytes"), "1048588", kmsg.ConfigSourceDefaultConfig)
 
 	// Malformed requests, sent as they are.
 	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
@@ -380,8 +386,7 @@ func TestBrokerConfigs(t *testing.T) {
 		t.Errorf("broker 1 lists %d configs, want at least the catalogue's %d", len(node.Configs), len(configs.Brokers()))
 	}
 	c := cfgEntry(t, node, "message.max.bytes")
-	cfgCheckEntry(t, c, "1048588", kmsg.ConfigSourceStaticBrokerConfig,
-		cfgSyn{"message.max.bytes", "1048588", kmsg.ConfigSourceStaticBrokerConfig},
+	cfgCheckEntry(t, c, "1048588", kmsg.ConfigSourceDefaultConfig,
 		cfgSyn{"message.max.bytes", "1048588", kmsg.ConfigSourceDefaultConfig})
 	if c.ReadOnly || c.ConfigType != kmsg.ConfigTypeInt || c.Documentation == nil {
 		t.Errorf("message.max.bytes: read-only %v type %v doc %v; want false INT a doc", c.ReadOnly, c.ConfigType, c.Documentation)
@@ -437,10 +442,10 @@ func TestBrokerConfigs(t *testing.T) {
 
 	// Failures.
 	rs, err = adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "node.id", Value: kadm.StringPtr("5")}}, 1)
-	cfgCheckAlter(t, "read-only config", rs, err, kerr.InvalidRequest, "Cannot update these configs dynamically: Set(node.id)")
+	cfgCheckAlter(t, "read-only config", rs, err, kerr.InvalidRequest, "Cannot update these configs dynamically: [node.id]")
 	rs, err = adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "listeners", Value: kadm.StringPtr("PLAINTEXT://:9093")}})
 	cfgCheckAlter(t, "per-broker config at the default", rs, err, kerr.InvalidRequest,
-		"Cannot update these configs at default cluster level, broker id must be specified: Set(listeners)")
+		"Cannot update these configs at default cluster level, broker id must be specified: [listeners]")
 	rs, err = adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "message.max.bytes", Value: kadm.StringPtr("abc")}}, 1)
 	cfgCheckAlter(t, "invalid broker value", rs, err, kerr.InvalidRequest, "Invalid value abc for configuration message.max.bytes: Not a number of type INT")
 	rs, err = adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Op: kadm.AppendConfig, Name: "message.max.bytes", Value: kadm.StringPtr("1")}}, 1)
@@ -502,7 +507,7 @@ func TestAlterConfigsReplacesWholeSet(t *testing.T) {
 		[]string{"retention.ms", "cleanup.policy", "max.message.bytes"}, false, false)
 	cfgCheckEntry(t, cfgEntry(t, res, "retention.ms"), "604800000", kmsg.ConfigSourceDefaultConfig)
 	cfgCheckEntry(t, cfgEntry(t, res, "cleanup.policy"), "compact", kmsg.ConfigSourceDynamicTopicConfig)
-	cfgCheckEntry(t, cfgEntry(t, res, "max.message.bytes"), "1048588", kmsg.ConfigSourceStaticBrokerConfig)
+	cfgCheckEntry(t, cfgEntry(t, res, "max.message.bytes"), "1048588", kmsg.ConfigSourceDefaultConfig)
 
 	rs, err = adm.ValidateAlterTopicConfigsState(ctx, nil, "t")
 	cfgCheckAlter(t, "validate-only replace", rs, err, nil, "")
@@ -540,7 +545,7 @@ func TestAlterConfigsReplacesWholeSet(t *testing.T) {
 		t.Errorf("topic max.message.bytes = %d after message.max.bytes was dropped", got)
 	}
 	rs, err = adm.AlterBrokerConfigsState(ctx, []kadm.AlterConfig{{Name: "node.id", Value: kadm.StringPtr("3")}}, 1)
-	cfgCheckAlter(t, "read-only broker config", rs, err, kerr.InvalidRequest, "Cannot update these configs dynamically: Set(node.id)")
+	cfgCheckAlter(t, "read-only broker config", rs, err, kerr.InvalidRequest, "Cannot update these configs dynamically: [node.id]")
 
 	req := kmsg.NewPtrAlterConfigsRequest()
 	rr := kmsg.NewAlterConfigsRequestResource()
@@ -549,4 +554,51 @@ func TestAlterConfigsReplacesWholeSet(t *testing.T) {
 	resp := cfgNodeRequest[*kmsg.AlterConfigsResponse](ctx, t, b, cl, req)
 	cfgCheckErr(t, "broker logger", resp.Resources[0].ErrorCode, resp.Resources[0].ErrorMessage, kerr.InvalidRequest,
 		"Unknown resource type 8")
+}
+
+// TestStaticConfigSources checks the rule for STATIC_BROKER_CONFIG: a
+// setting the broker runs with is reported from there only when it differs
+// from Kafka's default, as a Kafka broker reports only what its
+// server.properties sets.
+func TestStaticConfigSources(t *testing.T) {
+	t.Parallel()
+	b := startBroker(t, func(c *Config) {
+		c.MessageMaxBytes = 2000000
+		c.Groups.InitialRebalanceDelay = 0
+		c.OffsetsTopicReplicationFactor = 1
+	})
+	ctx := configsTestCtx(t)
+	cl := newClient(t, b)
+	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 1, 1, nil, "t"); err != nil {
+		t.Fatal(err)
+	}
+	node := cfgDescribe(ctx, t, b, cl, kmsg.ConfigResourceTypeBroker, "1", nil, true, false)
+	id := fmt.Sprint(b.cfg.NodeID)
+	static, dflt := kmsg.ConfigSourceStaticBrokerConfig, kmsg.ConfigSourceDefaultConfig
+	for _, tt := range []struct {
+		name, value string
+		src         kmsg.ConfigSource
+	}{
+		{"message.max.bytes", "2000000", static},
+		{"group.initial.rebalance.delay.ms", "0", static},
+		{"offsets.topic.replication.factor", "1", static},
+		{"log.flush.interval.messages", "1", static},
+		{"node.id", id, static},
+		{"broker.id", id, static},
+		{"group.coordinator.rebalance.protocols", "classic", static},
+		{"auto.create.topics.enable", "true", dflt},
+		{"socket.request.max.bytes", "104857600", dflt},
+		{"default.replication.factor", "1", dflt},
+		{"group.max.session.timeout.ms", "1800000", dflt},
+		{"num.io.threads", "8", dflt},
+		{"advertised.listeners", "<null>", dflt},
+	} {
+		cfgCheckEntry(t, cfgEntry(t, node, tt.name), tt.value, tt.src)
+	}
+	topic := cfgDescribe(ctx, t, b, cl, kmsg.ConfigResourceTypeTopic, "t", nil, false, false)
+	cfgCheckEntry(t, cfgEntry(t, topic, "max.message.bytes"), "2000000", static)
+	cfgCheckEntry(t, cfgEntry(t, topic, "segment.bytes"), "1073741824", dflt)
+	if got := cfgSettings(t, b, "t").maxMessageBytes; got != 2000000 {
+		t.Errorf("partition max.message.bytes = %d, want the static 2000000", got)
+	}
 }

@@ -177,12 +177,12 @@ func TestIncrementalAlterBroker(t *testing.T) {
 		{
 			name: "read-only", scope: ScopePerBroker,
 			ops: []Op{{"log.retention.hours", OpSet, str("1")}},
-			err: "Cannot update these configs dynamically: Set(log.retention.hours)", is: ErrReadOnly,
+			err: "Cannot update these configs dynamically: [log.retention.hours]", is: ErrReadOnly,
 		},
 		{
 			name: "per-broker config as cluster default", scope: ScopeClusterDefault,
-			ops: []Op{{"advertised.listeners", OpSet, str("PLAINTEXT://h:9092")}},
-			err: "Cannot update these configs at default cluster level, broker id must be specified: Set(advertised.listeners)", is: ErrReadOnly,
+			ops: []Op{{"listeners", OpSet, str("PLAINTEXT://h:9092")}},
+			err: "Cannot update these configs at default cluster level, broker id must be specified: [listeners]", is: ErrReadOnly,
 		},
 		{
 			name: "bad value", scope: ScopePerBroker,

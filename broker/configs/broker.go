@@ -1,11 +1,41 @@
 package configs
 
-// The broker configs of Kafka 4.1 that Gregor describes: every broker
-// synonym of a topic config, plus the core settings a broker reports.
-// Update modes are Kafka's: the primary broker synonym of each topic config
-// is cluster-wide dynamic, its secondary synonyms in other units
-// (log.retention.hours, log.roll.hours, ...) are read-only, and listener
-// settings can only be changed per broker.
+// The broker configs of Kafka 4.4 that Gregor describes: every broker
+// synonym of a topic config, plus the settings a broker reports that mean
+// something in Gregor. Update modes are Kafka's: the primary broker synonym
+// of each topic config is cluster-wide dynamic, its secondary synonyms in
+// other units (log.retention.hours, log.roll.hours, ...) are read-only, and
+// listener settings can only be changed per broker.
+//
+// Kafka 4.4 reports about 350 broker configs; these are the ones a client or
+// an operator tool (kafka-configs --describe --all) reads that have a meaning
+// here, some reported with Kafka's default although Gregor has no such knob
+// (num.io.threads, num.network.threads, background.threads: Gregor runs a
+// goroutine per connection and request, so the values are accepted and
+// unused). Left out, because Gregor has nothing they could describe:
+//
+//   - KRaft and the controller quorum (process.roles, controller.*,
+//     metadata.*, broker.heartbeat.interval.ms, initial.broker.registration.*):
+//     Gregor keeps cluster metadata in etcd;
+//   - replication between brokers and its quotas (replica.fetch.*,
+//     num.replica.fetchers, inter.broker.listener.name,
+//     security.inter.broker.protocol, *.quota.window.*, leader.imbalance.*,
+//     auto.leader.rebalance.enable): every partition has one replica;
+//   - TLS, SASL, delegation tokens and principal builders (ssl.*, sasl.*,
+//     delegation.token.*, connections.max.reauth.ms): listeners are
+//     PLAINTEXT only;
+//   - transactions beyond the two settings above, share groups, the
+//     consumer and streams group protocols (transaction.*, share.*,
+//     group.share.*, group.consumer.*, group.streams.*,
+//     errors.deadletterqueue.*): not served;
+//   - tiered storage's managers and pools (remote.log.*, remote.fetch.*):
+//     remote.log.storage.system.enable says it is off;
+//   - the log cleaner's threads and buffers (log.cleaner.threads, ...):
+//     Gregor does not compact yet;
+//   - socket tuning, purgatories, metrics reporters, config providers,
+//     policies and plugins (socket.send.buffer.bytes, *.purgatory.*,
+//     metric.reporters, *.policy.class.name, ...): Go's defaults or no
+//     equivalent.
 //
 // Names Kafka knows that are missing here are treated as unknown: accepted
 // and stored as they are in broker configs, as Kafka does with custom
@@ -31,19 +61,27 @@ const defaultSecurityProtocolMap = "SASL_SSL:SASL_SSL,PLAINTEXT:PLAINTEXT,SSL:SS
 var brokerDefs = []*Def{
 	// Identity and listeners.
 	{
-		Name: "node.id", Type: TypeInt, Default: "-1",
-		Doc: "Id of this node in the cluster. Required; -1 means unset.",
+		Name: "node.id", Type: TypeInt, NullDefault: true,
+		Doc: "Id of this node in the cluster. Required: it has no default.",
 	},
 	{
 		Name: "broker.id", Type: TypeInt, Default: "-1",
-		Doc: "Older name of the broker's id; when set it must equal node.id.",
+		Doc: "Older name of the broker's id; when set it must equal node.id. It is reported equal to node.id.",
 	},
 	{
-		Name: "listeners", Type: TypeString, Default: "PLAINTEXT://:9092", Update: UpdatePerBroker,
+		Name: "broker.rack", Type: TypeString, NullDefault: true,
+		Doc: "Rack (or availability zone) of the broker, given to clients in metadata. Unset means no rack.",
+	},
+	{
+		Name: "broker.session.timeout.ms", Type: TypeInt, Default: "9000",
+		Doc: "How long a broker that stops heartbeating stays registered in the cluster before it is fenced.",
+	},
+	{
+		Name: "listeners", Type: TypeList, Default: "PLAINTEXT://:9092", Update: UpdatePerBroker,
 		Doc: "Comma-separated listener URIs the broker binds to, as NAME://host:port. An empty host binds the default interface, 0.0.0.0 all of them.",
 	},
 	{
-		Name: "advertised.listeners", Type: TypeString, NullDefault: true, Update: UpdatePerBroker,
+		Name: "advertised.listeners", Type: TypeList, NullDefault: true,
 		Doc: "Listener URIs given to clients in metadata when they differ from listeners, for example behind NAT or a load balancer. Unset means listeners is advertised.",
 	},
 	{
@@ -51,11 +89,11 @@ var brokerDefs = []*Def{
 		Doc: "Security protocol of each listener name, as NAME:PROTOCOL pairs separated by commas.",
 	},
 	{
-		Name: "log.dirs", Type: TypeString, NullDefault: true,
+		Name: "log.dirs", Type: TypeList, NullDefault: true,
 		Doc: "Comma-separated directories holding partition data. Unset means log.dir is used.",
 	},
 	{
-		Name: "log.dir", Type: TypeString, Default: "/tmp/kafka-logs",
+		Name: "log.dir", Type: TypeList, Default: "/tmp/kafka-logs",
 		Doc: "Directory holding partition data when log.dirs is not set.",
 	},
 
@@ -72,11 +110,23 @@ var brokerDefs = []*Def{
 		Name: "auto.create.topics.enable", Type: TypeBoolean, Default: "true",
 		Doc: "Whether a Metadata request for a topic that does not exist creates it with the default settings.",
 	},
+	{
+		Name: "delete.topic.enable", Type: TypeBoolean, Default: "true",
+		Doc: "Whether DeleteTopics deletes topics. Gregor always does.",
+	},
+	{
+		Name: "authorizer.class.name", Type: TypeString, Default: "",
+		Doc: "Authorizer that checks ACLs. Empty: none, every request is allowed, as in Gregor.",
+	},
 
 	// Requests and connections.
 	{
 		Name: "message.max.bytes", Type: TypeInt, Default: "1048588", check: atLeast(0), Update: UpdateClusterWide,
 		Doc: "Largest record batch the broker accepts, after compression; topics override it with max.message.bytes.",
+	},
+	{
+		Name: "max.decompressed.message.bytes", Type: TypeInt, Default: "2147483639", check: between(1, 2147483639), Update: UpdateClusterWide,
+		Doc: "Default for max.decompressed.message.bytes: largest size one record may have once decompressed.",
 	},
 	{
 		Name: "socket.request.max.bytes", Type: TypeInt, Default: "104857600", check: atLeast(1),
@@ -97,6 +147,22 @@ var brokerDefs = []*Def{
 	{
 		Name: "max.connections.per.ip", Type: TypeInt, Default: maxInt32, check: atLeast(0), Update: UpdateClusterWide,
 		Doc: "Most connections the broker accepts from one IP address; new connections beyond it are closed.",
+	},
+	{
+		Name: "num.network.threads", Type: TypeInt, Default: "3", check: atLeast(1), Update: UpdateClusterWide,
+		Doc: "Threads a Kafka broker uses to read requests and write responses. Gregor serves each connection on its own goroutine: the value is accepted and not used.",
+	},
+	{
+		Name: "num.io.threads", Type: TypeInt, Default: "8", check: atLeast(1), Update: UpdateClusterWide,
+		Doc: "Threads a Kafka broker uses to handle requests. Gregor handles each request on a goroutine: the value is accepted and not used.",
+	},
+	{
+		Name: "background.threads", Type: TypeInt, Default: "10", check: atLeast(1), Update: UpdateClusterWide,
+		Doc: "Threads a Kafka broker uses for background work. Gregor runs such work on goroutines: the value is accepted and not used.",
+	},
+	{
+		Name: "max.incremental.fetch.session.cache.slots", Type: TypeInt, Default: "1000", check: atLeast(0),
+		Doc: "Most incremental fetch sessions the broker keeps; when full, an idle session may be evicted for a new one.",
 	},
 
 	// Replication.
@@ -191,16 +257,24 @@ var brokerDefs = []*Def{
 		Doc: "Default for message.timestamp.after.max.ms: how far in the future a record's timestamp may be.",
 	},
 	{
-		Name: "log.message.downconversion.enable", Type: TypeBoolean, Default: "true", Update: UpdateClusterWide, Deprecated: true,
-		Doc: "Deprecated and ignored since Kafka 4.0, which never converts records to older formats.",
-	},
-	{
 		Name: "log.local.retention.ms", Type: TypeLong, Default: "-2", check: atLeast(-2), Update: UpdateClusterWide,
 		Doc: "Default for local.retention.ms: with tiered storage, how long segments stay on local disk; -2 uses log.retention.ms.",
 	},
 	{
 		Name: "log.local.retention.bytes", Type: TypeLong, Default: "-2", check: atLeast(-2), Update: UpdateClusterWide,
 		Doc: "Default for local.retention.bytes: with tiered storage, how many bytes of a partition stay on local disk; -2 uses log.retention.bytes.",
+	},
+	{
+		Name: "log.remote.copy.lag.ms", Type: TypeLong, Default: "0", check: atLeast(-1), Update: UpdateClusterWide,
+		Doc: "Default for remote.copy.lag.ms: with tiered storage, how old a closed segment must be before it is copied to remote storage.",
+	},
+	{
+		Name: "log.remote.copy.lag.bytes", Type: TypeLong, Default: "-1", check: atLeast(-1), Update: UpdateClusterWide,
+		Doc: "Default for remote.copy.lag.bytes: with tiered storage, how much newer data must follow a closed segment before it is copied to remote storage.",
+	},
+	{
+		Name: "remote.log.storage.system.enable", Type: TypeBoolean, Default: "false",
+		Doc: "Whether the broker has tiered storage. Gregor has none, so topics cannot turn on remote.storage.enable.",
 	},
 
 	// Flushing and recovery.
@@ -273,6 +347,22 @@ var brokerDefs = []*Def{
 	{
 		Name: "offsets.topic.replication.factor", Type: TypeShort, Default: "3", check: atLeast(1),
 		Doc: "Replication factor of __consumer_offsets. The topic is not created until that many brokers are up.",
+	},
+	{
+		Name: "offsets.topic.segment.bytes", Type: TypeInt, Default: "104857600", check: atLeast(1),
+		Doc: "Segment size of __consumer_offsets, kept small so that it compacts and loads quickly.",
+	},
+	{
+		Name: "offsets.retention.check.interval.ms", Type: TypeLong, Default: "600000", check: atLeast(1),
+		Doc: "How often the group coordinator looks for committed offsets that have expired.",
+	},
+	{
+		Name: "offset.metadata.max.bytes", Type: TypeInt, Default: "4096",
+		Doc: "Longest metadata string an offset commit may carry; a longer one fails that partition with OFFSET_METADATA_TOO_LARGE.",
+	},
+	{
+		Name: "group.coordinator.rebalance.protocols", Type: TypeList, Default: "classic,consumer,streams",
+		Doc: "Group protocols the coordinator serves. Gregor serves the classic protocol only and reports \"classic\".",
 	},
 	{
 		Name: "offsets.retention.minutes", Type: TypeInt, Default: "10080", check: atLeast(1),

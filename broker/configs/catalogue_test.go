@@ -8,13 +8,15 @@ import (
 func TestTopicCatalogue(t *testing.T) {
 	want := []string{
 		"cleanup.policy", "compression.gzip.level", "compression.lz4.level", "compression.type",
-		"compression.zstd.level", "delete.retention.ms", "file.delete.delay.ms", "flush.messages",
+		"compression.zstd.level", "delete.retention.ms", "errors.deadletterqueue.group.enable",
+		"file.delete.delay.ms", "flush.messages",
 		"flush.ms", "follower.replication.throttled.replicas", "index.interval.bytes",
 		"leader.replication.throttled.replicas", "local.retention.bytes", "local.retention.ms",
-		"max.compaction.lag.ms", "max.message.bytes", "message.downconversion.enable",
+		"max.compaction.lag.ms", "max.decompressed.message.bytes", "max.message.bytes",
 		"message.timestamp.after.max.ms", "message.timestamp.before.max.ms", "message.timestamp.type",
 		"min.cleanable.dirty.ratio", "min.compaction.lag.ms", "min.insync.replicas", "preallocate",
-		"remote.log.copy.disable", "remote.log.delete.on.disable", "remote.storage.enable",
+		"remote.copy.lag.bytes", "remote.copy.lag.ms", "remote.log.copy.disable",
+		"remote.log.delete.on.disable", "remote.storage.enable",
 		"retention.bytes", "retention.ms", "segment.bytes", "segment.index.bytes", "segment.jitter.ms",
 		"segment.ms", "unclean.leader.election.enable",
 	}
@@ -27,10 +29,13 @@ func TestTopicCatalogue(t *testing.T) {
 			t.Errorf("Topics()[%d] = %s, want %s", i, d.Name, want[i])
 		}
 	}
-	for _, removed := range []string{"message.format.version", "message.timestamp.difference.max.ms"} {
+	for _, removed := range []string{"message.format.version", "message.timestamp.difference.max.ms", "message.downconversion.enable"} {
 		if _, ok := Topic(removed); ok {
-			t.Errorf("Topic(%q) found; Kafka 4.0 removed it", removed)
+			t.Errorf("Topic(%q) found; Kafka 4.x removed it", removed)
 		}
+	}
+	if _, ok := Broker("log.message.downconversion.enable"); ok {
+		t.Error("Broker(log.message.downconversion.enable) found; Kafka 4.x removed it")
 	}
 }
 
@@ -128,6 +133,11 @@ func TestEveryBrokerDef(t *testing.T) {
 		"log.cleaner.max.compaction.lag.ms", "log.cleaner.min.cleanable.ratio", "unclean.leader.election.enable",
 		"min.insync.replicas", "compression.type", "replica.lag.time.max.ms", "connections.max.idle.ms",
 		"queued.max.requests", "max.connections", "max.connections.per.ip",
+		"broker.rack", "broker.session.timeout.ms", "delete.topic.enable", "num.io.threads", "num.network.threads",
+		"background.threads", "max.incremental.fetch.session.cache.slots", "offsets.topic.segment.bytes",
+		"offsets.retention.check.interval.ms", "offset.metadata.max.bytes", "group.coordinator.rebalance.protocols",
+		"remote.log.storage.system.enable", "max.decompressed.message.bytes", "log.remote.copy.lag.ms",
+		"log.remote.copy.lag.bytes",
 	}
 	for _, name := range required {
 		if _, ok := Broker(name); !ok {
@@ -163,11 +173,19 @@ func TestKafkaFacts(t *testing.T) {
 		{Broker, "log.retention.ms", TypeLong, "", true, "", UpdateClusterWide, []string{"log.retention.ms", "log.retention.minutes", "log.retention.hours"}},
 		{Broker, "log.retention.hours", TypeInt, "168", false, "", UpdateReadOnly, []string{"log.retention.ms", "log.retention.minutes", "log.retention.hours"}},
 		{Broker, "log.flush.scheduler.interval.ms", TypeLong, "9223372036854775807", false, "", UpdateReadOnly, nil},
-		{Broker, "listeners", TypeString, "PLAINTEXT://:9092", false, "", UpdatePerBroker, nil},
+		{Broker, "listeners", TypeList, "PLAINTEXT://:9092", false, "", UpdatePerBroker, nil},
+		{Broker, "advertised.listeners", TypeList, "", true, "", UpdateReadOnly, nil},
+		{Broker, "log.dirs", TypeList, "", true, "", UpdateReadOnly, nil},
+		{Topic, "max.decompressed.message.bytes", TypeInt, "2147483639", false, "[1,...,2147483639]", 0, []string{"max.decompressed.message.bytes"}},
+		{Topic, "remote.copy.lag.ms", TypeLong, "0", false, "[-1,...]", 0, []string{"log.remote.copy.lag.ms"}},
+		{Topic, "remote.copy.lag.bytes", TypeLong, "-1", false, "[-1,...]", 0, []string{"log.remote.copy.lag.bytes"}},
+		{Topic, "errors.deadletterqueue.group.enable", TypeBoolean, "false", false, "", 0, nil},
+		{Broker, "num.io.threads", TypeInt, "8", false, "[1,...]", UpdateClusterWide, nil},
 		{Broker, "offsets.topic.replication.factor", TypeShort, "3", false, "[1,...]", UpdateReadOnly, nil},
 		{Broker, "num.recovery.threads.per.data.dir", TypeInt, "2", false, "[1,...]", UpdateClusterWide, nil},
 		{Broker, "max.connections", TypeInt, "2147483647", false, "[0,...]", UpdateClusterWide, nil},
-		{Broker, "node.id", TypeInt, "-1", false, "", UpdateReadOnly, nil},
+		{Broker, "node.id", TypeInt, "", true, "", UpdateReadOnly, nil},
+		{Broker, "broker.id", TypeInt, "-1", false, "", UpdateReadOnly, nil},
 	}
 	for _, tt := range tests {
 		d, ok := tt.def(tt.name)

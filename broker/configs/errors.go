@@ -4,6 +4,7 @@ import (
 	"errors"
 	"sort"
 	"strings"
+	"unicode/utf16"
 )
 
 // Sentinel errors. Every error this package returns is an *Error whose
@@ -67,10 +68,29 @@ func invalidValue(name, value, msg string) *Error {
 	return newError(ErrInvalidConfig, name, "Invalid value "+value+" for configuration "+name+": "+msg)
 }
 
-// scalaSet renders names the way a Scala Set prints in Kafka's messages:
-// Set(a, b). The order is sorted, where Scala's depends on hashing.
-func scalaSet(names []string) string {
+// javaSet renders names the way a java.util.HashSet of them prints in
+// Kafka's messages since 4.2 (earlier, a Scala Set printed "Set(a, b)"):
+// "[a, b]", in the set's iteration order, which follows each name's
+// String.hashCode in a table of 16 buckets, or more for larger sets. Names
+// sharing a bucket are sorted, where Java keeps their insertion order.
+func javaSet(names []string) string {
+	size := 16
+	for float64(len(names)) > 0.75*float64(size) {
+		size *= 2
+	}
+	bucket := func(name string) uint32 {
+		var h uint32
+		for _, u := range utf16.Encode([]rune(name)) {
+			h = 31*h + uint32(u)
+		}
+		return (h ^ h>>16) & uint32(size-1)
+	}
 	s := append([]string(nil), names...)
-	sort.Strings(s)
-	return "Set(" + strings.Join(s, ", ") + ")"
+	sort.Slice(s, func(i, j int) bool {
+		if bi, bj := bucket(s[i]), bucket(s[j]); bi != bj {
+			return bi < bj
+		}
+		return s[i] < s[j]
+	})
+	return "[" + strings.Join(s, ", ") + "]"
 }

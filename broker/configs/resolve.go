@@ -171,3 +171,24 @@ func ResolveBroker(name string, perBroker bool, brokerDynamic, brokerDefault, br
 	}
 	return "", true, src, synonyms
 }
+
+// ReportedStatic returns the static broker configs as DescribeConfigs and
+// CreateTopics report them: static without the entries whose value is
+// Kafka's default for the name. A Kafka broker reports STATIC_BROKER_CONFIG
+// only for what its server.properties sets; a broker whose static config
+// holds every setting it runs with reports, through this, the ones that
+// differ from Kafka's default, and DEFAULT_CONFIG for the rest. The values
+// resolved are the same with either map: an entry is dropped only when the
+// default it falls back to is the same value (for a topic config, its broker
+// synonyms' defaults are its own default). Names the catalogue does not know
+// and names with a null default are kept. static is not modified.
+func ReportedStatic(static map[string]string) map[string]string {
+	out := make(map[string]string, len(static))
+	for name, v := range static {
+		if d, ok := brokerByName[name]; ok && !d.NullDefault && d.normalize(v) == d.Default {
+			continue
+		}
+		out[name] = v
+	}
+	return out
+}

@@ -297,3 +297,49 @@ func TestResolveBroker(t *testing.T) {
 		})
 	}
 }
+
+func TestReportedStatic(t *testing.T) {
+	static := map[string]string{
+		"message.max.bytes":           "1048588",              // Kafka's default: dropped
+		"auto.create.topics.enable":   "TRUE",                 // the default once parsed
+		"log.retention.hours":         "168",                  // a secondary synonym at its default
+		"log.flush.interval.messages": "1",                    // Gregor's own default: kept
+		"num.partitions":              "3",                    // set by the operator: kept
+		"node.id":                     "1",                    // no default: kept
+		"log.retention.ms":            "604800000",            // null default: kept
+		"my.plugin.setting":           "x",                    // unknown: kept
+		"log.dirs":                    "/var/lib/gregor/data", // null default: kept
+	}
+	got := ReportedStatic(static)
+	want := map[string]string{
+		"log.flush.interval.messages": "1", "num.partitions": "3", "node.id": "1",
+		"log.retention.ms": "604800000", "my.plugin.setting": "x", "log.dirs": "/var/lib/gregor/data",
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("ReportedStatic = %v, want %v", got, want)
+	}
+	if len(static) != 9 {
+		t.Error("ReportedStatic modified its argument")
+	}
+	// The rule changes sources, never values.
+	for _, d := range Topics() {
+		v1, _, _ := Resolve(d.Name, nil, nil, nil, static)
+		v2, src, _ := Resolve(d.Name, nil, nil, nil, got)
+		if v1 != v2 {
+			t.Errorf("%s = %s with the full static config, %s with the reported one", d.Name, v1, v2)
+		}
+		if d.Name == "max.message.bytes" && src != SourceDefault {
+			t.Errorf("max.message.bytes at Kafka's default reported from %v, want DEFAULT_CONFIG", src)
+		}
+		if d.Name == "flush.messages" && (v2 != "1" || src != SourceStaticBroker) {
+			t.Errorf("flush.messages = %s from %v, want 1 from STATIC_BROKER_CONFIG", v2, src)
+		}
+	}
+	for _, d := range Brokers() {
+		v1, null1, _, _ := ResolveBroker(d.Name, true, nil, nil, static)
+		v2, null2, _, _ := ResolveBroker(d.Name, true, nil, nil, got)
+		if v1 != v2 || null1 != null2 {
+			t.Errorf("broker %s = %q/%v with the full static config, %q/%v with the reported one", d.Name, v1, null1, v2, null2)
+		}
+	}
+}

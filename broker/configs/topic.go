@@ -1,14 +1,17 @@
 package configs
 
-// The topic configs of Kafka 4.1, in the order Kafka's LogConfig defines
+// The topic configs of Kafka 4.4, in the order Kafka's LogConfig defines
 // them. Validation walks them in this order, so that of several bad values
-// the one Kafka reports first is reported first.
+// the one Kafka reports first is reported first. The four configs added
+// after 4.1 (max.decompressed.message.bytes, remote.copy.lag.ms and .bytes,
+// errors.deadletterqueue.group.enable) sit next to their kin; their place in
+// Kafka's order has not been checked.
 //
 // Each syns list is Kafka's ServerTopicConfigSynonyms entry: the broker
 // configs that give the topic its value when it has no override, first
 // match wins. remote.storage.enable, remote.log.copy.disable,
-// remote.log.delete.on.disable and the two throttled-replica lists have no
-// broker synonym.
+// remote.log.delete.on.disable, errors.deadletterqueue.group.enable and the
+// two throttled-replica lists have no broker synonym.
 
 const (
 	maxInt64 = "9223372036854775807"
@@ -66,6 +69,11 @@ var topicDefs = []*Def{
 		Name: "max.message.bytes", Type: TypeInt, Default: "1048588", check: atLeast(0),
 		Doc:  "Largest record batch the topic accepts, measured after compression.",
 		syns: []synonym{same("message.max.bytes")},
+	},
+	{
+		Name: "max.decompressed.message.bytes", Type: TypeInt, Default: "2147483639", check: between(1, 2147483639),
+		Doc:  "Largest size a single record may have once decompressed, where the broker decompresses records. Unlike max.message.bytes it bounds one record, not the compressed batch; the default sets no limit of its own.",
+		syns: []synonym{same("max.decompressed.message.bytes")},
 	},
 	{
 		Name: "index.interval.bytes", Type: TypeInt, Default: "4096", check: atLeast(0),
@@ -161,11 +169,6 @@ var topicDefs = []*Def{
 		Doc: "Replicas whose replication is throttled on the follower side, as partitionId:brokerId pairs, or * for every replica of the topic.",
 	},
 	{
-		Name: "message.downconversion.enable", Type: TypeBoolean, Default: "true", Deprecated: true,
-		Doc:  "Deprecated and ignored: brokers since Kafka 4.0 never convert records to older formats. Kafka plans to remove it in 5.0.",
-		syns: []synonym{same("log.message.downconversion.enable")},
-	},
-	{
 		Name: "remote.storage.enable", Type: TypeBoolean, Default: "false",
 		Doc: "Whether the topic uses tiered storage. It cannot be turned on unless the broker has tiered storage enabled.",
 	},
@@ -180,11 +183,25 @@ var topicDefs = []*Def{
 		syns: []synonym{same("log.local.retention.bytes")},
 	},
 	{
+		Name: "remote.copy.lag.ms", Type: TypeLong, Default: "0", check: atLeast(-1),
+		Doc:  "With tiered storage, how old a closed segment's newest record must be before the segment may be copied to remote storage. 0 copies at once; -1 takes local.retention.ms.",
+		syns: []synonym{same("log.remote.copy.lag.ms")},
+	},
+	{
+		Name: "remote.copy.lag.bytes", Type: TypeLong, Default: "-1", check: atLeast(-1),
+		Doc:  "With tiered storage, how many bytes of newer data must follow a closed segment before it may be copied to remote storage. 0 copies at once; -1 takes local.retention.bytes.",
+		syns: []synonym{same("log.remote.copy.lag.bytes")},
+	},
+	{
 		Name: "remote.log.copy.disable", Type: TypeBoolean, Default: "false",
 		Doc: "With tiered storage, stops copying segments to remote storage and makes the remote data read-only; retention then follows retention.ms and retention.bytes only.",
 	},
 	{
 		Name: "remote.log.delete.on.disable", Type: TypeBoolean, Default: "false",
 		Doc: "Whether the topic's remote data is deleted when tiered storage is turned off for it; required to turn it off.",
+	},
+	{
+		Name: "errors.deadletterqueue.group.enable", Type: TypeBoolean, Default: "false",
+		Doc: "Whether share groups may use the topic as a dead-letter queue for records they cannot deliver.",
 	},
 }

@@ -102,8 +102,8 @@ func ValidateTopicNullable(configs map[string]*string) (map[string]string, error
 // refused first, then values are checked, then (ScopeClusterDefault)
 // per-broker configs are refused:
 //
-//	Cannot update these configs dynamically: Set(node.id)
-//	Cannot update these configs at default cluster level, broker id must be specified: Set(listeners)
+//	Cannot update these configs dynamically: [node.id]
+//	Cannot update these configs at default cluster level, broker id must be specified: [listeners]
 //
 // Both wrap ErrReadOnly. Kafka answers failed dynamic broker changes with
 // INVALID_REQUEST.
@@ -122,7 +122,7 @@ func ValidateBroker(configs map[string]string, scope Scope) error {
 		}
 		if len(readOnly) > 0 {
 			return newError(ErrReadOnly, strings.Join(readOnly, ","),
-				"Cannot update these configs dynamically: "+scalaSet(readOnly))
+				"Cannot update these configs dynamically: "+javaSet(readOnly))
 		}
 	}
 	for _, name := range names {
@@ -141,7 +141,7 @@ func ValidateBroker(configs map[string]string, scope Scope) error {
 		}
 		if len(perBroker) > 0 {
 			return newError(ErrReadOnly, strings.Join(perBroker, ","),
-				"Cannot update these configs at default cluster level, broker id must be specified: "+scalaSet(perBroker))
+				"Cannot update these configs at default cluster level, broker id must be specified: "+javaSet(perBroker))
 		}
 	}
 	return nil

@@ -57,7 +57,14 @@ func TestValidateTopic(t *testing.T) {
 		{"compaction lag equal", map[string]string{"min.compaction.lag.ms": "10", "max.compaction.lag.ms": "10"}, "", nil},
 		{"tiered storage", map[string]string{"remote.storage.enable": "true"},
 			"Tiered Storage functionality is disabled in the broker. Topic cannot be configured with remote log storage.", nil},
-		{"deprecated no-op accepted", map[string]string{"message.downconversion.enable": "false"}, "", nil},
+		{"removed in 4.2", map[string]string{"message.downconversion.enable": "false"},
+			"Unknown topic config name: message.downconversion.enable", ErrUnknownConfig},
+		{"decompressed size bound", map[string]string{"max.decompressed.message.bytes": "2147483647"},
+			"Invalid value 2147483647 for configuration max.decompressed.message.bytes: Value must be no more than 2147483639", nil},
+		{"copy lag", map[string]string{"remote.copy.lag.ms": "-5"},
+			"Invalid value -5 for configuration remote.copy.lag.ms: Value must be at least -1", nil},
+		{"dead-letter queue flag", map[string]string{"errors.deadletterqueue.group.enable": "x"},
+			"Invalid value x for configuration errors.deadletterqueue.group.enable: Expected value to be either true or false", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -95,11 +102,16 @@ func TestValidateBroker(t *testing.T) {
 		{"dynamic ok", map[string]string{"log.retention.ms": "1000", "message.max.bytes": "2000000"}, ScopeClusterDefault, "", nil},
 		{"dynamic unknown accepted", map[string]string{"custom.thing": "1"}, ScopePerBroker, "", nil},
 		{"dynamic read-only", map[string]string{"node.id": "2", "log.retention.hours": "1", "message.max.bytes": "x"}, ScopePerBroker,
-			"Cannot update these configs dynamically: Set(log.retention.hours, node.id)", ErrReadOnly},
+			"Cannot update these configs dynamically: [log.retention.hours, node.id]", ErrReadOnly},
+		// Kafka's HashSet order, as a 4.4 broker printed it.
+		{"dynamic read-only, three", map[string]string{"node.id": "1", "log.roll.hours": "2", "log.retention.hours": "1"}, ScopePerBroker,
+			"Cannot update these configs dynamically: [log.retention.hours, node.id, log.roll.hours]", ErrReadOnly},
+		{"dynamic advertised.listeners", map[string]string{"advertised.listeners": "PLAINTEXT://h:9093"}, ScopePerBroker,
+			"Cannot update these configs dynamically: [advertised.listeners]", ErrReadOnly},
 		{"dynamic bad value", map[string]string{"min.insync.replicas": "0"}, ScopePerBroker, "Invalid value 0 for configuration min.insync.replicas: Value must be at least 1", nil},
 		{"per-broker config at broker", map[string]string{"listeners": "PLAINTEXT://:9093"}, ScopePerBroker, "", nil},
-		{"per-broker config as default", map[string]string{"listeners": "PLAINTEXT://:9093", "advertised.listeners": "PLAINTEXT://h:9093"}, ScopeClusterDefault,
-			"Cannot update these configs at default cluster level, broker id must be specified: Set(advertised.listeners, listeners)", ErrReadOnly},
+		{"per-broker config as default", map[string]string{"listeners": "PLAINTEXT://:9093", "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT"}, ScopeClusterDefault,
+			"Cannot update these configs at default cluster level, broker id must be specified: [listeners, listener.security.protocol.map]", ErrReadOnly},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
