@@ -680,6 +680,9 @@ func (l *configLoader) ignored() []string {
 	}
 	slices.Sort(env)
 	for _, e := range env {
+		if slices.Contains(cliEnvVars, e) {
+			continue // read by the client commands, not by serve
+		}
 		k, ok := byEnv[e]
 		switch {
 		case !ok:

@@ -1,9 +1,12 @@
-// Command gregor is Gregor's one binary: `gregor serve` runs a broker.
+// Command gregor is Gregor's one binary: `gregor serve` runs a broker; the
+// other commands are an admin and client CLI.
 //
-// The admin and client CLI (topic, group, produce, consume, cluster, bench),
-// built on franz-go's kgo and kadm so that it works against any
-// Kafka-compatible cluster, comes with the operator issue; its commands are
-// added to the root command in newRootCmd.
+// The CLI (topic, group, produce, consume, cluster, bench) is built on
+// franz-go's kgo and kadm, so it works against any Kafka-compatible
+// cluster, Gregor or Apache Kafka. Its commands share --bootstrap-server
+// (-b, or GREGOR_BOOTSTRAP_SERVER) and --json; they print tables for people
+// and JSON for scripts. `gregor completion` writes shell completion
+// scripts.
 package main
 
 import (
@@ -54,9 +57,15 @@ a cluster shares its metadata through etcd.`,
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return fmt.Errorf("%w (see '%s --help')", err, c.CommandPath())
 	})
-	// The admin CLI (topic, group, produce, consume, cluster, bench) is
-	// added here with the operator issue.
-	root.AddCommand(newServeCmd(p), newVersionCmd())
+	root.AddCommand(
+		newServeCmd(p),
+		newTopicCmd(),
+		newProduceCmd(),
+		newConsumeCmd(),
+		newGroupCmd(),
+		newClusterCmd(),
+		newVersionCmd(),
+	)
 	return root
 }
 

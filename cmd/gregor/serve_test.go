@@ -167,10 +167,19 @@ func TestHelpAndVersion(t *testing.T) {
 	if got := run("version"); !strings.Contains(got, "gregor "+version) || !strings.Contains(got, runtime.Version()) {
 		t.Errorf("gregor version = %q, want the version and %s", got, runtime.Version())
 	}
-	if got := run("--help"); !strings.Contains(got, "serve") || !strings.Contains(got, "version") {
-		t.Errorf("gregor --help does not list serve and version:\n%s", got)
+	help := run("--help")
+	for _, cmd := range []string{"serve", "version", "topic", "produce", "consume", "group", "cluster", "completion"} {
+		if !strings.Contains(help, "\n  "+cmd+" ") {
+			t.Errorf("gregor --help does not list %s:\n%s", cmd, help)
+		}
 	}
-	help := run("serve", "--help")
+	if strings.Contains(run("serve", "--help"), "bootstrap-server") {
+		t.Error("gregor serve --help lists the client flag --bootstrap-server")
+	}
+	if got := run("consume", "--help"); !strings.Contains(got, "--bootstrap-server") || !strings.Contains(got, bootstrapEnv) {
+		t.Errorf("gregor consume --help does not show --bootstrap-server and %s:\n%s", bootstrapEnv, got)
+	}
+	help = run("serve", "--help")
 	for _, want := range []string{"log.flush.interval.messages=1", "--node.id", "--log.dirs", "--log.retention.hours", "GREGOR_NODE_ID"} {
 		if !strings.Contains(help, want) {
 			t.Errorf("gregor serve --help does not mention %s", want)

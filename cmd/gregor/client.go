@@ -1,0 +1,237 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// This file holds what the client commands (topic, group, produce,
+// consume, cluster, bench) share: the flags that say which cluster to talk
+// to and how to print, and the construction of franz-go clients. Nothing
+// here is specific to Gregor: the commands work against any
+// Kafka-compatible cluster.
+
+// bootstrapEnv names the environment variable that replaces the default
+// of --bootstrap-server. serve does not read it, and does not warn about it.
+const bootstrapEnv = envPrefix + "_BOOTSTRAP_SERVER"
+
+// cliEnvVars are the GREGOR_ variables the client commands read.
+var cliEnvVars = []string{bootstrapEnv}
+
+const defaultBootstrap = "localhost:9092"
+
+// clientOptions are the flags every client command has. Each top-level
+// client command defines them as persistent flags, so that they are not
+// listed under serve.
+type clientOptions struct {
+	bootstrap string
+	json      bool
+	// timeout bounds admin commands (topic, group, cluster); 0 means none.
+	timeout time.Duration
+}
+
+// addFlags defines --bootstrap-server and --json on cmd and its
+// subcommands.
+func (o *clientOptions) addFlags(cmd *cobra.Command) {
+	def := os.Getenv(bootstrapEnv)
+	if def == "" {
+		def = defaultBootstrap
+	}
+	fs := cmd.PersistentFlags()
+	fs.StringVarP(&o.bootstrap, "bootstrap-server", "b", def,
+		"comma-separated `HOST:PORT` list of brokers to connect to (env "+bootstrapEnv+")")
+	fs.BoolVar(&o.json, "json", false, "print JSON for scripts instead of tables and text")
+}
+
+// addTimeoutFlag defines --timeout, the deadline of an admin command.
+func (o *clientOptions) addTimeoutFlag(cmd *cobra.Command) {
+	cmd.PersistentFlags().DurationVar(&o.timeout, "timeout", 30*time.Second,
+		"give up when the cluster has not answered after this long (0: wait forever)")
+}
+
+// seeds returns the brokers of --bootstrap-server.
+func (o *clientOptions) seeds() ([]string, error) {
+	seeds := parseList(o.bootstrap)
+	if len(seeds) == 0 {
+		return nil, fmt.Errorf("--bootstrap-server is empty")
+	}
+	return seeds, nil
+}
+
+// newClient returns a kgo client for the brokers of --bootstrap-server
+// with the options given.
+func (o *clientOptions) newClient(opts ...kgo.Opt) (*kgo.Client, error) {
+	seeds, err := o.seeds()
+	if err != nil {
+		return nil, err
+	}
+	all := append([]kgo.Opt{kgo.SeedBrokers(seeds...), kgo.ClientID("gregor-cli")}, opts...)
+	cl, err := kgo.NewClient(all...)
+	if err != nil {
+		return nil, fmt.Errorf("client: %w", err)
+	}
+	return cl, nil
+}
+
+// admin is a kadm client, its kgo client and the context of one admin
+// command, bounded by --timeout.
+type admin struct {
+	*kadm.Client
+	kgo *kgo.Client
+	ctx context.Context
+	// close closes the client and ends the context.
+	close func()
+}
+
+// newAdmin connects for an admin command run by cmd.
+func (o *clientOptions) newAdmin(cmd *cobra.Command) (*admin, error) {
+	cl, err := o.newClient()
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := cmd.Context(), context.CancelFunc(func() {})
+	if o.timeout > 0 {
+		ctx, cancel = context.WithTimeout(ctx, o.timeout)
+	}
+	return &admin{
+		Client: kadm.NewClient(cl),
+		kgo:    cl,
+		ctx:    ctx,
+		close:  func() { cancel(); cl.Close() },
+	}, nil
+}
+
+// interruptible returns ctx, ended by the first SIGINT or SIGTERM, for the
+// commands that run until the user stops them (consume, produce, bench).
+// stop restores the default handling, so that a second signal ends the
+// process at once.
+func interruptible(ctx context.Context) (_ context.Context, stop func()) {
+	return signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+}
+
+// parseKeyValues parses key=value pairs, as -c and -H take them.
+func parseKeyValues(flag string, kvs []string) ([][2]string, error) {
+	out := make([][2]string, 0, len(kvs))
+	for _, kv := range kvs {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("%s %q: want key=value", flag, kv)
+		}
+		out = append(out, [2]string{k, v})
+	}
+	return out, nil
+}
+
+// parsePartitions parses a comma-separated list of partition numbers.
+func parsePartitions(s string) ([]int32, error) {
+	var out []int32
+	for _, f := range parseList(s) {
+		p, err := strconv.ParseInt(f, 10, 32)
+		if err != nil || p < 0 {
+			return nil, fmt.Errorf("partition %q: want a number >= 0", f)
+		}
+		out = append(out, int32(p))
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no partitions in %q", s)
+	}
+	return out, nil
+}
+
+// parseAcks parses --acks.
+func parseAcks(s string) (kgo.Acks, error) {
+	switch s {
+	case "all", "-1":
+		return kgo.AllISRAcks(), nil
+	case "1":
+		return kgo.LeaderAck(), nil
+	case "0":
+		return kgo.NoAck(), nil
+	}
+	return kgo.Acks{}, fmt.Errorf("--acks %q: want all, 1 or 0", s)
+}
+
+// parseCompression parses --compression.
+func parseCompression(s string) (kgo.CompressionCodec, error) {
+	switch s {
+	case "none", "":
+		return kgo.NoCompression(), nil
+	case "gzip":
+		return kgo.GzipCompression(), nil
+	case "snappy":
+		return kgo.SnappyCompression(), nil
+	case "lz4":
+		return kgo.Lz4Compression(), nil
+	case "zstd":
+		return kgo.ZstdCompression(), nil
+	}
+	return kgo.CompressionCodec{}, fmt.Errorf("--compression %q: want none, gzip, snappy, lz4 or zstd", s)
+}
+
+// producerOpts are the kgo options of --acks and --compression. Only
+// acks=all can be idempotent.
+func producerOpts(acks, compression string) ([]kgo.Opt, error) {
+	a, err := parseAcks(acks)
+	if err != nil {
+		return nil, err
+	}
+	c, err := parseCompression(compression)
+	if err != nil {
+		return nil, err
+	}
+	opts := []kgo.Opt{kgo.RequiredAcks(a), kgo.ProducerBatchCompression(c)}
+	if a != kgo.AllISRAcks() {
+		opts = append(opts, kgo.DisableIdempotentWrite())
+	}
+	return opts, nil
+}
+
+// completeTopics completes topic names for shell completion.
+func completeTopics(o *clientOptions) cobra.CompletionFunc {
+	return func(cmd *cobra.Command, _ []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		a, err := o.completionAdmin(cmd)
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		defer a.close()
+		ts, err := a.ListTopics(a.ctx)
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		return ts.Names(), cobra.ShellCompDirectiveNoFileComp
+	}
+}
+
+// completeGroups completes group names for shell completion.
+func completeGroups(o *clientOptions) cobra.CompletionFunc {
+	return func(cmd *cobra.Command, _ []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		a, err := o.completionAdmin(cmd)
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		defer a.close()
+		gs, err := a.ListGroups(a.ctx)
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		return gs.Groups(), cobra.ShellCompDirectiveNoFileComp
+	}
+}
+
+// completionAdmin is an admin client with a short deadline: completion
+// must not hang the shell when no cluster is there.
+func (o *clientOptions) completionAdmin(cmd *cobra.Command) (*admin, error) {
+	c := *o
+	c.timeout = 2 * time.Second
+	return c.newAdmin(cmd)
+}
