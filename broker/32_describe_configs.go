@@ -13,6 +13,11 @@ package broker
 // Another broker's id, or a name that is not a number, is INVALID_REQUEST
 // with Kafka's message.
 //
+// The static level is reportedStaticConfigs: a static setting at Kafka's
+// default is reported as DEFAULT_CONFIG, as a Kafka broker reports only what
+// its server.properties sets; one the operator set to Kafka's default value
+// is DEFAULT_CONFIG here and STATIC_BROKER_CONFIG on Kafka.
+//
 // config_names null or empty asks for everything; names that are not there
 // are left out, as Kafka does. Sensitive entries (PASSWORD configs, and broker
 // names the catalogue does not know, whose type Kafka cannot tell either)

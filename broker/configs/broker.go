@@ -32,6 +32,13 @@ package configs
 //     remote.log.storage.system.enable says it is off;
 //   - the log cleaner's threads and buffers (log.cleaner.threads, ...):
 //     Gregor does not compact yet;
+//   - limits Gregor does not enforce (fetch.max.bytes, request.timeout.ms,
+//     queued.max.request.bytes, max.connection.creation.rate,
+//     max.connections.per.ip.overrides, telemetry.max.bytes): Kafka's
+//     default would claim a limit that is not there;
+//   - log directory failure handling and checkpoints Gregor keeps its own
+//     way (log.dir.failure.timeout.ms, cordoned.log.dirs,
+//     log.flush.start.offset.checkpoint.interval.ms, early.start.listeners);
 //   - socket tuning, purgatories, metrics reporters, config providers,
 //     policies and plugins (socket.send.buffer.bytes, *.purgatory.*,
 //     metric.reporters, *.policy.class.name, ...): Go's defaults or no
