@@ -7,6 +7,7 @@ import (
 	"os/signal"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -111,12 +112,32 @@ func (o *clientOptions) newAdmin(cmd *cobra.Command) (*admin, error) {
 	}, nil
 }
 
-// interruptible returns ctx, ended by the first SIGINT or SIGTERM, for the
-// commands that run until the user stops them (consume, produce, bench).
-// stop restores the default handling, so that a second signal ends the
-// process at once.
+// interruptible returns a context that the first SIGINT or SIGTERM ends,
+// for the commands that run until the user stops them (consume, produce,
+// bench): they then finish their work (flush, commit, report). The first
+// signal also restores the default handling, so that a second one ends
+// the process at once. stop ends the context and the signal handling.
 func interruptible(ctx context.Context) (_ context.Context, stop func()) {
-	return signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	ctx, cancel := context.WithCancel(ctx)
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-sigs:
+			signal.Stop(sigs)
+			cancel()
+		case <-done:
+		}
+	}()
+	var once sync.Once
+	return ctx, func() {
+		once.Do(func() {
+			close(done)
+			signal.Stop(sigs)
+			cancel()
+		})
+	}
 }
 
 // parseKeyValues parses key=value pairs, as -c and -H take them.

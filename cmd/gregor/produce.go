@@ -212,7 +212,6 @@ read:
 			})
 		}
 	}
-	// A second Ctrl-C while flushing ends the process.
 	stop()
 	if err := p.cl.Flush(pctx); err != nil {
 		return fmt.Errorf("flush: %w", err)
