@@ -124,6 +124,7 @@ func TestCLI(t *testing.T) {
 		{"completion", testCompletion},
 		{"produce-consume", testProduceConsume},
 		{"groups", testGroups},
+		{"bench", testBench},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
@@ -506,5 +507,60 @@ func testGroups(t *testing.T, c *cli) {
 	}
 	if stderr, _ := c.fail("", "group", "delete", group); !strings.Contains(stderr, "GROUP_ID_NOT_FOUND") {
 		t.Errorf("deleting it again: stderr %q, want GROUP_ID_NOT_FOUND", stderr)
+	}
+}
+
+func testBench(t *testing.T, c *cli) {
+	common := []string{"--topic", "cli-bench", "--partitions", "2", "--record-size", "64", "--progress", "300ms"}
+	bench := func(mode string, args ...string) (benchReport, string) {
+		t.Helper()
+		out, stderr, err := c.exec("", append(append([]string{"bench", mode, "--json"}, common...), args...)...)
+		if err != nil {
+			t.Fatalf("bench %s: %v\n%s", mode, err, stderr)
+		}
+		var r benchReport
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatalf("bench %s --json: %v\n%s", mode, err, out)
+		}
+		if r.Mode != mode || r.Topic != "cli-bench" || r.Partitions != 2 || r.Seconds <= 0 {
+			t.Errorf("bench %s: report %+v", mode, r)
+		}
+		return r, stderr
+	}
+	checkLatency := func(what string, l *latencyReport) {
+		t.Helper()
+		if l == nil || l.P50 <= 0 || l.P50 > l.P99 || l.P99 > l.P999 || l.P999 > l.Max {
+			t.Errorf("%s latency %+v, want 0 < p50 <= p99 <= p99.9 <= max", what, l)
+		}
+	}
+
+	r, stderr := bench("produce", "--duration", "1s", "--rate", "40")
+	p := r.Produce
+	if p == nil || p.Records == 0 || p.Records > 40 || p.Errors != 0 || p.Bytes != 64*p.Records || p.RecordsPerSec <= 0 || r.Consume != nil {
+		t.Fatalf("bench produce: %+v, want up to 40 records of 64 bytes, no errors", p)
+	}
+	checkLatency("produce", p.Latency)
+	if !strings.Contains(stderr, "s] produce: ") {
+		t.Errorf("bench produce printed no progress line:\n%s", stderr)
+	}
+
+	r, _ = bench("consume", "--duration", "30s", "--drain")
+	if cr := r.Consume; cr == nil || cr.Records != p.Records || cr.Bytes != p.Bytes || cr.Latency != nil || r.Produce != nil {
+		t.Errorf("bench consume --drain: %+v, want the %d records produced", cr, p.Records)
+	}
+
+	r, _ = bench("e2e", "--duration", "1s", "--rate", "40", "--producers", "2", "--acks", "1", "--compression", "snappy")
+	if r.Produce == nil || r.Consume == nil || r.Produce.Records == 0 || r.Consume.Records != r.Produce.Records {
+		t.Fatalf("bench e2e: produce %+v, consume %+v, want the same nonzero counts", r.Produce, r.Consume)
+	}
+	checkLatency("produce", r.Produce.Latency)
+	checkLatency("end-to-end", r.Consume.Latency)
+
+	out := c.run(append([]string{"bench", "produce", "--duration", "300ms", "--rate", "20"}, common...)...)
+	if !regexp.MustCompile(`RECORDS +ERRORS +RECORDS/S +MiB/S +MEAN\(ms\) +P50\(ms\) +P99\(ms\) +P99.9\(ms\) +MAX\(ms\)\nproduce +\d+ +0 `).MatchString(out) {
+		t.Errorf("bench produce table:\n%s", out)
+	}
+	if _, err := c.fail("", "bench", "produce", "--record-size", "4"); !strings.Contains(err.Error(), "--record-size") {
+		t.Errorf("bench --record-size 4: %v", err)
 	}
 }

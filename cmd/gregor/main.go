@@ -64,6 +64,7 @@ a cluster shares its metadata through etcd.`,
 		newConsumeCmd(),
 		newGroupCmd(),
 		newClusterCmd(),
+		newBenchCmd(),
 		newVersionCmd(),
 	)
 	return root

@@ -168,7 +168,7 @@ func TestHelpAndVersion(t *testing.T) {
 		t.Errorf("gregor version = %q, want the version and %s", got, runtime.Version())
 	}
 	help := run("--help")
-	for _, cmd := range []string{"serve", "version", "topic", "produce", "consume", "group", "cluster", "completion"} {
+	for _, cmd := range []string{"serve", "version", "topic", "produce", "consume", "group", "cluster", "bench", "completion"} {
 		if !strings.Contains(help, "\n  "+cmd+" ") {
 			t.Errorf("gregor --help does not list %s:\n%s", cmd, help)
 		}
