@@ -284,19 +284,13 @@ func runBench(cmd *cobra.Command, o *clientOptions, b *benchOptions, mode string
 		} else if mode == "consume" && b.offset != "end" {
 			return fmt.Errorf("--offset %q: want start or end", b.offset)
 		}
-		starts, err := list(setupCtx, b.topic)
-		if err == nil {
-			err = starts.Error()
-		}
+		starts, err := listOffsets(setupCtx, list, b.topic)
 		if err != nil {
-			return fmt.Errorf("list offsets of %s: %w", b.topic, err)
+			return err
 		}
 		if b.drain {
-			if drainTo, err = adm.ListEndOffsets(setupCtx, b.topic); err == nil {
-				err = drainTo.Error()
-			}
-			if err != nil {
-				return fmt.Errorf("list end offsets of %s: %w", b.topic, err)
+			if drainTo, err = listOffsets(setupCtx, adm.ListEndOffsets, b.topic); err != nil {
+				return err
 			}
 		}
 		consumer, err = o.newClient(kgo.ConsumePartitions(starts.KOffsets()), kgo.FetchMaxWait(100*time.Millisecond))
@@ -402,6 +396,28 @@ func ensureTopic(ctx context.Context, adm *kadm.Client, b *benchOptions) (int, e
 		return 0, fmt.Errorf("create topic %s: %w", b.topic, err)
 	}
 	return int(b.partitions), nil
+}
+
+// listOffsets lists the offsets of topic, retrying while its partitions
+// have no leader yet, as right after the topic was created.
+func listOffsets(ctx context.Context, list func(context.Context, ...string) (kadm.ListedOffsets, error), topic string) (kadm.ListedOffsets, error) {
+	for {
+		os, err := list(ctx, topic)
+		if err == nil {
+			err = os.Error()
+		}
+		if err == nil {
+			return os, nil
+		}
+		if !errors.Is(err, kerr.UnknownTopicOrPartition) && !kerr.IsRetriable(err) {
+			return nil, fmt.Errorf("list offsets of %s: %w", topic, err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("list offsets of %s: %w", topic, err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // produceBench runs the producers until ctx ends or, with a rate, until
