@@ -235,6 +235,15 @@ def render(_args):
                     details.append(r.detail)
             lines.append(f"| {s} | {cols[0]} | {cols[1]} | {md_escape('; '.join(d for d in details if d))} |")
         lines.append("")
+    lines.append("## Not in the matrix")
+    lines.append("")
+    lines.append("What Gregor does not offer yet, so no suite tests it: transactions "
+                 "(transactional producers, read_committed, Kafka Streams exactly_once_v2), "
+                 "the KIP-848 consumer group protocol (group.protocol=consumer) and the "
+                 "Streams group protocol, share groups, TLS and SASL, ACLs, quotas. "
+                 "A client that tries them gets UNSUPPORTED_VERSION for the API or, for "
+                 "FindCoordinator of a transaction, COORDINATOR_NOT_AVAILABLE.")
+    lines.append("")
     lines.append("## Known gaps")
     lines.append("")
     if gaps:
