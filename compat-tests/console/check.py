@@ -36,6 +36,35 @@ Subcommands (all print to stdout; errors, and only errors, exit non-zero):
       segments of the given partition directories, as "codec count" lines.
       The segment format is Kafka's (RecordBatch v2 back to back): a batch's
       attributes are the int16 at byte 21, whose low 3 bits are the codec.
+
+  lab-records STYLE PREFIX COUNT NPARTS OUT
+      Test records for a produce-consume scenario of the lab (run.sh
+      BOOTSTRAP), as bytes: keyed, with headers (one with an empty value,
+      one null), values with control characters and multi-byte UTF-8 (kcat
+      also gets NUL, tab and bytes that are not UTF-8), every tenth a
+      null value. STYLE says which tool produces and consumes them:
+        console  ConsoleProducer input "h1:v1,h2:v2<TAB>key<TAB>value" with
+                 null.marker <NULL>; per-record headers; one empty value in
+                 ten as well.
+        kcat     kcat -P -K<TAB> -Z input "key<TAB>value" (an empty value is
+                 sent as null); the same headers on every record, as kcat -H
+                 arguments in OUT.hargs (one per line).
+      Writes OUT.in (the producer's input), OUT.want ("p<TAB>record" in
+      produce order, the record as the consumer below prints it) and prints
+      one "p count" line per partition (Kafka's murmur2 partitioner).
+
+  lab-verify STYLE OUT GOT T0 T1
+      Checks what a consumer printed (GOT) against OUT.want. The consumer's
+      format is fixed per STYLE:
+        console  ConsoleConsumer with print.timestamp, print.partition,
+                 print.offset, print.headers, print.key and null.literal
+                 (null): "CreateTime:ts<TAB>Partition:p<TAB>Offset:o<TAB>record"
+        kcat     kcat -f '%p\t%o\t%T\t%h\t%k\t%S\t%s\n'
+      Each partition must hold its records in produce order at offsets 0, 1,
+      2, ... (dense), every timestamp a CreateTime within [T0, T1] (ms, the
+      produce run's wall-clock window), and nothing else may be there.
+      GOT may list the partitions one after another or interleaved.
+      Prints a one-line summary, or the first difference (exit 1).
 """
 
 import collections
@@ -225,6 +254,158 @@ def cmd_codecs(*dirs):
         print(codec, counts[codec])
 
 
+# --- lab records -------------------------------------------------------------
+
+# What the console producer turns into null (reader property null.marker) and
+# how the console consumer prints a null (formatter property null.literal).
+# They differ, so that a null the broker turned into the marker's bytes, or
+# into an empty value, shows up as a difference.
+CONSOLE_NULL_MARKER = b"<NULL>"
+CONSOLE_NULL_LITERAL = b"(null)"
+
+# kcat sets the same headers on every record it produces (-H name=value;
+# -H name alone gives a null value, which kcat's %h prints as NULL).
+KCAT_HEADERS = [(b"lab", "kcat-é".encode()), (b"empty", b""), (b"nul", None)]
+
+
+def lab_record(style, prefix, i):
+    """Record i of a lab data set: (key, value, headers), bytes or None."""
+    key = f"{prefix}-key-{i}".encode()
+    if i % 10 == 3:
+        value = None
+    elif style == "console" and i % 10 == 7:
+        value = b""
+    elif style == "console":
+        # The console producer reads its input as UTF-8 text, and tab and
+        # newline separate fields and records.
+        value = f"v{i}-\x01\x1f\x7f é✓𝄞 ".encode() + b"x" * (i % 50)
+    else:
+        # kcat sends the bytes after the first tab as they are.
+        value = f"v{i}-".encode() + bytes([0, 1, 9, 0x7F, 0x80, 0xFE, 0xFF]) + "é".encode() + b"x" * (i % 50)
+    if style == "kcat":
+        headers = KCAT_HEADERS
+    elif i % 3 == 0:
+        headers = [(b"seq", str(i).encode()), (b"empty", b""), (b"nul", None)]
+    elif i % 3 == 1:
+        headers = [(b"seq", str(i).encode())]
+    else:
+        headers = [(b"seq", str(i).encode()), (b"utf", "é✓".encode())]
+    return key, value, headers
+
+
+def lab_input(style, key, value, headers):
+    """The producer's input line for a record."""
+    if style == "console":
+        hs = b",".join(k + b":" + (CONSOLE_NULL_MARKER if v is None else v) for k, v in headers)
+        return hs + b"\t" + key + b"\t" + (CONSOLE_NULL_MARKER if value is None else value)
+    return key + b"\t" + (value or b"")
+
+
+def lab_printed(style, key, value, headers):
+    """The record as the lab-verify consumer format prints it, after the
+    partition, offset and timestamp fields."""
+    if style == "console":
+        hs = b",".join(k + b":" + (CONSOLE_NULL_LITERAL if v is None else v) for k, v in headers)
+        return hs + b"\t" + key + b"\t" + (CONSOLE_NULL_LITERAL if value is None else value)
+    hs = b",".join(k + b"=" + (b"NULL" if v is None else v) for k, v in headers)
+    size = b"-1" if value is None else str(len(value)).encode()
+    return hs + b"\t" + key + b"\t" + size + b"\t" + (value or b"")
+
+
+def cmd_lab_records(style, prefix, count, nparts, out):
+    if style not in ("console", "kcat"):
+        print(f"unknown style {style!r}", file=sys.stderr)
+        return 2
+    count, nparts = int(count), int(nparts)
+    counts = [0] * nparts
+    with open(out + ".in", "wb") as fin, open(out + ".want", "wb") as fwant:
+        for i in range(count):
+            key, value, headers = lab_record(style, prefix, i)
+            p = partition_for(key, nparts)
+            counts[p] += 1
+            fin.write(lab_input(style, key, value, headers) + b"\n")
+            fwant.write(str(p).encode() + b"\t" + lab_printed(style, key, value, headers) + b"\n")
+    if style == "kcat":
+        with open(out + ".hargs", "wb") as f:
+            for k, v in KCAT_HEADERS:
+                f.write(k + (b"" if v is None else b"=" + v) + b"\n")
+    for p, c in enumerate(counts):
+        print(p, c)
+    return 0
+
+
+def brief(b, limit=100):
+    """A short printable form of a byte string, for one-line reasons."""
+    r = repr(b)
+    return r if len(r) <= limit else r[:limit] + "...'"
+
+
+def parse_lab_line(style, line):
+    """(partition, offset, timestamp, printed record) of a consumer line, or
+    a string saying why it cannot be parsed."""
+    try:
+        if style == "console":
+            ts, part, off, rest = line.split(b"\t", 3)
+            if not ts.startswith(b"CreateTime:"):
+                return f"timestamp field {brief(ts)} is not CreateTime:<ms>"
+            if not part.startswith(b"Partition:") or not off.startswith(b"Offset:"):
+                return "no Partition:/Offset: fields"
+            return int(part[10:]), int(off[7:]), int(ts[11:]), rest
+        part, off, ts, rest = line.split(b"\t", 3)
+        return int(part), int(off), int(ts), rest
+    except ValueError:
+        return "fields missing or not numbers"
+
+
+def cmd_lab_verify(style, out, got_path, t0, t1):
+    t0, t1 = int(t0), int(t1)
+    want = collections.defaultdict(list)
+    with open(out + ".want", "rb") as f:
+        for line in f.read().split(b"\n")[:-1]:
+            p, rest = line.split(b"\t", 1)
+            want[int(p)].append(rest)
+    with open(got_path, "rb") as f:
+        data = f.read()
+    lines = data.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+    got = collections.defaultdict(list)
+    for n, line in enumerate(lines, 1):
+        parsed = parse_lab_line(style, line)
+        if isinstance(parsed, str):
+            print(f"line {n} of {got_path}: {parsed}: {brief(line)}")
+            return 1
+        p, off, ts, rest = parsed
+        if not t0 <= ts <= t1:
+            print(f"partition {p} offset {off}: timestamp {ts} outside the produce run [{t0}, {t1}]")
+            return 1
+        got[p].append((off, rest))
+    total = sum(len(v) for v in want.values())
+    problems = []
+    for p in sorted(set(want) | set(got)):
+        w, g = want.get(p, []), got.get(p, [])
+        for i, (off, _) in enumerate(g):
+            if off != i:
+                problems.append(f"partition {p}: record {i + 1} read at offset {off}, expected offset {i} (offsets dense from 0)")
+                break
+        else:
+            if [r for _, r in g] != w:
+                why = f"partition {p}: expected {len(w)} records, read {len(g)}"
+                for i in range(max(len(w), len(g))):
+                    e = w[i] if i < len(w) else None
+                    a = g[i][1] if i < len(g) else None
+                    if e != a:
+                        why += f"; first difference at offset {i}: expected {brief(e) if e is not None else '(nothing)'}, read {brief(a) if a is not None else '(nothing)'}"
+                        break
+                problems.append(why)
+    if problems:
+        print("; ".join(problems) + f" ({total} records written in all, {len(lines)} read)")
+        return 1
+    per = ", ".join(f"p{p}: {len(want[p])}" for p in sorted(want))
+    print(f"{total} records ({per}) read back at dense offsets, keys, values, headers equal, timestamps within the produce run")
+    return 0
+
+
 def main(argv):
     cmds = {
         "lines": cmd_lines,
@@ -233,6 +414,8 @@ def main(argv):
         "same-set": cmd_same_set,
         "describe-offsets": cmd_describe_offsets,
         "codecs": cmd_codecs,
+        "lab-records": cmd_lab_records,
+        "lab-verify": cmd_lab_verify,
     }
     if len(argv) < 2 or argv[1] not in cmds:
         print(__doc__, file=sys.stderr)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Copies the Apache Kafka console tools pinned in pom.xml (kafka-tools,
 # kafka-clients, their runtime dependencies and an slf4j binding) into
-# compat-tests/.cache/kafka-<version>/libs, and prints that libs directory.
+# $COMPAT_CACHE/console/kafka-<version>/libs (COMPAT_CACHE defaults to
+# compat-tests/.cache), and prints that libs directory.
 #
 # The copy is skipped when the cache already holds a complete copy made from
 # this pom.xml (the .complete stamp records the pom's checksum). A copy is
@@ -16,7 +17,7 @@ pom=$here/pom.xml
 version=$(sed -nE 's|.*<kafka.version>([^<]+)</kafka.version>.*|\1|p' "$pom")
 [[ -n $version ]] || { echo "fetch.sh: no <kafka.version> in $pom" >&2; exit 1; }
 
-cache=$(cd "$here/.." && pwd)/.cache
+cache=${COMPAT_CACHE:-$(cd "$here/.." && pwd)/.cache}/console
 dest=$cache/kafka-$version
 libs=$dest/libs
 sum=$(sha256sum "$pom" | cut -d' ' -f1)

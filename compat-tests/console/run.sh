@@ -54,6 +54,45 @@
 # Needs go (it also builds compat-tests/sarama, a module of its own, into
 # compat-tests/.cache/sarama-group), java 17+, mvn, python3; installs kcat
 # with apt-get when run as root and it is missing.
+#
+# Lab mode: run.sh BOOTSTRAP (host:port) is this suite's entry point in the
+# compatibility lab (compat-tests/README.md; setup.sh installs the tools
+# first). It starts no broker and runs only what any Kafka broker must pass,
+# so nothing that restarts or signals the broker, reads its log dir, or
+# needs Gregor (sarama-group). Every topic and group starts with
+# $COMPAT_PREFIX. One result line per scenario is appended to
+# $COMPAT_RESULTS, for two clients:
+#
+#   console-tools (version: kafka-tools' --version)
+#     admin-topics            kafka-topics --create (with a config), --list,
+#                             --describe, --alter --partitions, --delete
+#     admin-configs           kafka-configs on a topic: --describe,
+#                             --alter --add-config / --delete-config, read
+#                             back, --describe --all; on the broker:
+#                             --describe (--all) --entity-type brokers
+#     produce-consume-<codec> console producer with --compression-codec,
+#                             headers (empty and null values), null and
+#                             empty values; the console consumer per
+#                             partition prints timestamp, partition, offset,
+#                             headers, key and value, compared exactly
+#     list-offsets            kafka-get-offsets --time -2, -1, a time between
+#                             two produce runs, a time after all
+#     consume-from-offset     console consumer --partition P --offset O
+#     group-commit-resume     a group member reads part and commits; a new
+#                             member resumes exactly after it
+#     admin-groups            the group-* scenarios above, in one
+#   kcat (version: kcat -V, with its librdkafka)
+#     produce-consume-<codec> -P -z <codec> -H ... -Z, read back with -C -e
+#                             and a -f format with %h (headers) and %S
+#     metadata                kcat-metadata above
+#     consume-from-offset     -C -p P -o O and -o -3
+#     list-offsets            -Q by timestamp, -2 and -1
+#     group-rebalance         kcat-group above
+#
+# It exits 0 when it ran, whatever the results. Also: CONSOLE_N (default
+# 500 in lab mode) and CONSOLE_ONLY (a bash regex on "client scenario" that
+# picks the scenarios to run, for working on one). Tool output goes to a
+# directory under $COMPAT_WORK.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -72,6 +111,7 @@ TOPICS=org.apache.kafka.tools.TopicCommand
 PRODUCER=org.apache.kafka.tools.ConsoleProducer
 CONSUMER=org.apache.kafka.tools.consumer.ConsoleConsumer
 OFFSETS=org.apache.kafka.tools.GetOffsetShell
+CONFIGS=org.apache.kafka.tools.ConfigCommand # kafka-configs
 CONSUMER_GROUPS=org.apache.kafka.tools.consumer.group.ConsumerGroupCommand # kafka-consumer-groups
 # Quick JVM start-up; slf4j-simple logs warnings and errors to stderr only.
 JAVA_OPTS=(-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xshare:auto
@@ -79,16 +119,56 @@ JAVA_OPTS=(-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xshare:auto
 	-Dorg.slf4j.simpleLogger.logFile=System.err)
 
 t0=$SECONDS
-work=$(mktemp -d "${TMPDIR:-/tmp}/gregor-console.XXXXXX")
-data=$work/data
-mkdir -p "$data"
 libs=""
 bs="" # bootstrap server host:port
 passed=0
 failed=0
 summary=()
 
-say() { printf '%s\n' "$*"; }
+# Lab mode (see the header): run.sh BOOTSTRAP runs the lab scenarios
+# against a broker someone else started and appends result lines to
+# $COMPAT_RESULTS; with no argument, run.sh is make console-test.
+lab=0
+if (($# > 0)); then
+	lab=1
+	bs=$1
+	[[ $bs == *:* ]] || { echo "run.sh: BOOTSTRAP must be host:port, got '$bs'" >&2; exit 2; }
+	[[ -n ${COMPAT_RESULTS:-} ]] || { echo "run.sh: COMPAT_RESULTS is not set (lab mode appends its result lines there)" >&2; exit 2; }
+	[[ ${COMPAT_PREFIX:-} =~ ^[a-z0-9-]+$ ]] || { echo "run.sh: COMPAT_PREFIX must be set, [a-z0-9-]+ (got '${COMPAT_PREFIX:-}')" >&2; exit 2; }
+	N=${CONSOLE_N:-500}
+fi
+
+if ((lab)) && [[ -n ${COMPAT_WORK:-} ]]; then
+	mkdir -p "$COMPAT_WORK"
+	work=$(mktemp -d "$COMPAT_WORK/console.XXXXXX")
+else
+	work=$(mktemp -d "${TMPDIR:-/tmp}/gregor-console.XXXXXX")
+fi
+data=$work/data # the Gregor broker's log dir (console-test only)
+mkdir -p "$data"
+
+# Topics and groups of the scenarios lab mode shares with console-test. In
+# lab mode they start with $COMPAT_PREFIX, as the broker may hold earlier
+# runs' data; the console-test-only scenarios use their names as written.
+P=""
+((lab == 0)) || P=$COMPAT_PREFIX-
+topic_console=${P}console
+topic_groups=${P}groups
+group_g1=${P}g1
+topic_kcatg=${P}kcatg
+group_kcat=${P}kcat-g
+
+# In lab mode say also notes each line in said, whose last line becomes a
+# passing scenario's detail.
+# now_us, now_ms: wall-clock time in microseconds and milliseconds since the
+# epoch (EPOCHREALTIME's radix is the locale's, hence both . and ,).
+now_us() { echo "${EPOCHREALTIME//[.,]/}"; }
+now_ms() { echo $(($(now_us) / 1000)); }
+
+say() {
+	printf '%s\n' "$*"
+	((lab == 0)) || printf '%s\n' "$*" >>"$work/said"
+}
 
 # --- broker -----------------------------------------------------------------
 
@@ -162,8 +242,9 @@ cleanup() {
 		stop_broker TERM || { kill -KILL "$(broker_pid)" 2>/dev/null || true; }
 	fi
 	wait 2>/dev/null || true
-	# Kept when something failed (main says so before its last line).
-	if ((rc == 0)) && [[ ${KEEP_WORK:-0} != 1 ]]; then
+	# Kept when something failed (main says so before its last line), and
+	# always in lab mode, whose work dir is the lab's log.
+	if ((rc == 0 && lab == 0)) && [[ ${KEEP_WORK:-0} != 1 ]]; then
 		rm -rf "$work"
 	fi
 	exit "$rc"
@@ -216,22 +297,36 @@ fail() {
 # scenario NAME FUNC [inline]: runs FUNC (in a subshell with errexit, unless
 # inline) and records PASS or FAIL.
 scenario() {
-	local name=$1 fn=$2 start=$SECONDS rc=0 reason
+	local name=$1 fn=$2 mode=${3:-}
+	run_scenario "$name" "$mode" "$fn"
+}
+
+# run_scenario NAME MODE FUNC ARGS...: runs FUNC ARGS (inline when MODE is
+# inline, else in a subshell with errexit), records PASS or FAIL, and leaves
+# the outcome in scenario_rc, scenario_reason (the whole of it) and
+# scenario_secs (wall clock, to a tenth of a second).
+run_scenario() {
+	local name=$1 mode=$2 start=$SECONDS start_us rc=0 reason
+	start_us=$(now_us)
+	shift 2
 	say "--- $name"
 	rm -f "$work/reason"
-	if [[ ${3:-} == inline ]]; then
-		"$fn" || rc=$?
+	if [[ $mode == inline ]]; then
+		"$@" || rc=$?
 	else
 		set +e
 		(
 			set -eE
 			trap 'echo "command failed (status $?): $BASH_COMMAND" >"$work/reason"' ERR
-			"$fn"
+			"$@"
 		)
 		rc=$?
 		set -e
 	fi
 	stop_bg
+	scenario_rc=$rc
+	scenario_reason=""
+	scenario_secs=$(awk -v us=$(($(now_us) - start_us)) 'BEGIN { printf "%.1f", us / 1e6 }')
 	if ((rc == 0)); then
 		passed=$((passed + 1))
 		summary+=("PASS $name ($((SECONDS - start))s)")
@@ -239,14 +334,20 @@ scenario() {
 	else
 		failed=$((failed + 1))
 		reason=$(cat "$work/reason" 2>/dev/null || echo "exit status $rc")
+		scenario_reason=$reason
 		summary+=("FAIL $name: ${reason%%$'\n'*}")
 		say "FAIL $name ($((SECONDS - start))s): $reason"
 	fi
 }
 
-need_broker() { broker_alive || fail "broker is not running (log: $work/gregor.log)"; }
+# In lab mode the broker is someone else's: a scenario finds out whether it
+# answers from the tools themselves.
+need_broker() {
+	((lab == 0)) || return 0
+	broker_alive || fail "broker is not running (log: $work/gregor.log)"
+}
 need_java() {
-	[[ -n $libs ]] || fail "the Kafka console tools are not available (see fetch-tools)"
+	[[ -n $libs ]] || fail "the Kafka console tools are not available (${libs_why:-see fetch-tools})"
 	command -v java >/dev/null || fail "java not found (install Java 17+)"
 }
 need_kcat() { command -v kcat >/dev/null || fail "kcat is not installed and could not be installed (run as root, or: apt-get install -y kcat)"; }
@@ -317,8 +418,8 @@ do_fetch() {
 # instead of calling fail; start_broker leaves the reason.
 do_start() { start_broker; }
 
-create_topic() { # NAME PARTITIONS
-	kafka_java "$TOPICS" --bootstrap-server "$bs" --create --topic "$1" --partitions "$2" --replication-factor 1 \
+create_topic() { # NAME PARTITIONS [MORE kafka-topics ARGS...]
+	kafka_java "$TOPICS" --bootstrap-server "$bs" --create --topic "$1" --partitions "$2" --replication-factor 1 "${@:3}" \
 		</dev/null >"$work/create-$1.out" 2>"$work/create-$1.err" ||
 		fail "kafka-topics --create --topic $1 --partitions $2 exited with status $?" "$work/create-$1.err"
 	grep -q "Created topic $1" "$work/create-$1.out" ||
@@ -328,16 +429,24 @@ create_topic() { # NAME PARTITIONS
 java_topics() {
 	need_broker
 	need_java
-	create_topic console 3
-	kafka_java "$TOPICS" --bootstrap-server "$bs" --describe --topic console \
-		</dev/null >"$work/describe.out" 2>"$work/describe.err" ||
-		fail "kafka-topics --describe --topic console exited with status $?" "$work/describe.err"
-	sed 's/^/    /' "$work/describe.out"
-	grep -Eq 'Topic: console[[:space:]].*PartitionCount: 3[[:space:]].*ReplicationFactor: 1' "$work/describe.out" ||
-		fail "kafka-topics --describe did not show 'PartitionCount: 3 ... ReplicationFactor: 1' for console" "$work/describe.out"
-	for p in 0 1 2; do
-		grep -Eq "Topic: console[[:space:]]+Partition: ${p}[[:space:]]+Leader: [0-9]+[[:space:]]+Replicas: [0-9]+[[:space:]]+Isr: [0-9]+" "$work/describe.out" ||
-			fail "kafka-topics --describe shows no leader, replicas and ISR for partition $p" "$work/describe.out"
+	create_topic "$topic_console" 3
+	describe_topic "$topic_console" 3 "$work/describe.out"
+}
+
+# describe_topic TOPIC PARTITIONS OUT: kafka-topics --describe shows TOPIC
+# with PARTITIONS partitions, replication factor 1, and a leader, replicas
+# and ISR for each partition; its output goes to OUT.
+describe_topic() {
+	local topic=$1 n=$2 out=$3 p
+	kafka_java "$TOPICS" --bootstrap-server "$bs" --describe --topic "$topic" \
+		</dev/null >"$out" 2>"$out.err" ||
+		fail "kafka-topics --describe --topic $topic exited with status $?" "$out.err"
+	sed 's/^/    /' "$out"
+	grep -Eq "Topic: ${topic}[[:space:]].*PartitionCount: ${n}[[:space:]].*ReplicationFactor: 1" "$out" ||
+		fail "kafka-topics --describe did not show 'PartitionCount: $n ... ReplicationFactor: 1' for $topic; it printed: $(head -n 1 "$out" | tr '\t' ' ')" "$out.err"
+	for ((p = 0; p < n; p++)); do
+		grep -Eq "Topic: ${topic}[[:space:]]+Partition: ${p}[[:space:]]+Leader: [0-9]+[[:space:]]+Replicas: [0-9]+[[:space:]]+Isr: [0-9]+" "$out" ||
+			fail "kafka-topics --describe --topic $topic shows no leader, replicas and ISR for partition $p" "$out"
 	done
 }
 
@@ -439,17 +548,18 @@ java_consume() {
 kcat_metadata() {
 	need_broker
 	need_kcat
-	kcat_b -L -t console -m 30 </dev/null >"$work/kcat-L.out" 2>"$work/kcat-L.err" ||
+	kcat_b -L -t "$topic_console" -m 30 </dev/null >"$work/kcat-L.out" 2>"$work/kcat-L.err" ||
 		fail "kcat -L exited with status $?" "$work/kcat-L.err"
 	sed 's/^/    /' "$work/kcat-L.out"
-	grep -Eq "broker -?[0-9]+ at 127\.0\.0\.1:$kafka_port" "$work/kcat-L.out" ||
-		fail "kcat -L lists no broker at 127.0.0.1:$kafka_port" "$work/kcat-L.out"
-	grep -q 'topic "console" with 3 partitions' "$work/kcat-L.out" ||
-		fail "kcat -L does not list topic console with 3 partitions" "$work/kcat-L.out"
+	grep -Eq "broker -?[0-9]+ at ${bs//./\\.}( |$)" "$work/kcat-L.out" ||
+		fail "kcat -L lists no broker at $bs: $(grep -E '^ +broker ' "$work/kcat-L.out" | paste -sd ';' -)" "$work/kcat-L.out"
+	grep -q "topic \"$topic_console\" with 3 partitions" "$work/kcat-L.out" ||
+		fail "kcat -L does not list topic $topic_console with 3 partitions" "$work/kcat-L.out"
 	for p in 0 1 2; do
 		grep -Eq "partition $p, leader [0-9]+, replicas: [0-9]+, isrs: [0-9]+" "$work/kcat-L.out" ||
 			fail "kcat -L shows no leader, replicas and ISR for partition $p" "$work/kcat-L.out"
 	done
+	say "  kcat -L lists the broker at $bs and $topic_console with 3 partitions, each with a leader, replicas and ISR"
 }
 
 # kcat writes N lines "kcat-key-i<TAB>kcat-value-i" to topic kcat, one share
@@ -679,8 +789,11 @@ describe_offsets() {
 }
 
 # new_offsets FILE: the NEW-OFFSET table --reset-offsets printed for g1 and
-# topic groups, as "p:offset" words.
-new_offsets() { awk '$1 == "g1" && $2 == "groups" { printf "%s%s:%s", sep, $3, $4; sep = " " }' "$1"; }
+# topic groups, as "p:offset" words in partition order (Kafka's tool prints
+# the partitions in no particular order).
+new_offsets() {
+	awk -v g="$group_g1" -v t="$topic_groups" '$1 == g && $2 == t { print $3 ":" $4 }' "$1" | sort -n | paste -sd ' ' -
+}
 
 # consume_g1 OUT COUNT ARGS...: the console consumer in group g1 on topic
 # groups, stopping after COUNT records; sets consume_rc.
@@ -688,7 +801,7 @@ consume_g1() {
 	local out=$1 count=$2
 	shift 2
 	consume_rc=0
-	kafka_java "$CONSUMER" --bootstrap-server "$bs" --topic groups --group g1 --max-messages "$count" \
+	kafka_java "$CONSUMER" --bootstrap-server "$bs" --topic "$topic_groups" --group "$group_g1" --max-messages "$count" \
 		--timeout-ms 30000 --formatter-property print.key=true "$@" \
 		</dev/null >"$out" 2>"$out.err" || consume_rc=$?
 }
@@ -721,10 +834,10 @@ wait_group_state() {
 group_produce() {
 	need_broker
 	need_java
-	create_topic groups 3
+	create_topic "$topic_groups" 3
 	check lines grp 0 "$N" >"$work/grp.in"
 	check partition 3 "$work/grp.p" <"$work/grp.in" >"$work/grp.counts"
-	produce_java groups "$work/grp.in"
+	produce_java "$topic_groups" "$work/grp.in"
 	say "  produced $N lines to groups (per partition: $(awk '{ printf "%s:%s ", $1, $2 }' "$work/grp.counts"))"
 }
 
@@ -737,7 +850,7 @@ group_console_consume() {
 	[[ -s $work/grp.in ]] || fail "nothing was produced to groups (group-produce did not run)"
 	consume_g1 "$work/g1.got" "$N" --from-beginning
 	check same-set "$work/grp.in" "$work/g1.got" >"$work/cmp" ||
-		fail "console consumer --group g1 --from-beginning --max-messages $N (exit status $consume_rc): $(cat "$work/cmp")" "$work/g1.got.err"
+		fail "console consumer --group $group_g1 --from-beginning --max-messages $N (exit status $consume_rc): $(cat "$work/cmp")" "$work/g1.got.err"
 	say "  read all $N lines"
 }
 
@@ -747,18 +860,18 @@ group_list() {
 	need_broker
 	need_java
 	groups_cmd "$work/list.out" --list
-	awk '$1 == "g1" { found = 1 } END { exit !found }' "$work/list.out" ||
-		fail "kafka-consumer-groups --list does not show g1; it printed: $(tr '\n' ' ' <"$work/list.out")" "$work/list.out.err"
+	awk -v g="$group_g1" '$1 == g { found = 1 } END { exit !found }' "$work/list.out" ||
+		fail "kafka-consumer-groups --list does not show $group_g1; it printed: $(tr '\n' ' ' <"$work/list.out")" "$work/list.out.err"
 	groups_cmd "$work/list-empty.out" --list --state Empty
-	awk '$1 == "g1" && $2 == "Empty" { found = 1 } END { exit !found }' "$work/list-empty.out" ||
-		fail "kafka-consumer-groups --list --state Empty does not show 'g1 Empty'; it printed: $(tr '\n' ' ' <"$work/list-empty.out")" "$work/list-empty.out.err"
+	awk -v g="$group_g1" '$1 == g && $2 == "Empty" { found = 1 } END { exit !found }' "$work/list-empty.out" ||
+		fail "kafka-consumer-groups --list --state Empty does not show '$group_g1 Empty'; it printed: $(tr '\n' ' ' <"$work/list-empty.out")" "$work/list-empty.out.err"
 	groups_cmd "$work/list-stable.out" --list --state Stable
-	! awk '$1 == "g1" { found = 1 } END { exit !found }' "$work/list-stable.out" ||
-		fail "kafka-consumer-groups --list --state Stable shows g1, which has no members; it printed: $(tr '\n' ' ' <"$work/list-stable.out")"
+	! awk -v g="$group_g1" '$1 == g { found = 1 } END { exit !found }' "$work/list-stable.out" ||
+		fail "kafka-consumer-groups --list --state Stable shows $group_g1, which has no members; it printed: $(tr '\n' ' ' <"$work/list-stable.out")"
 	groups_cmd "$work/list-classic.out" --list --type classic
-	awk '$1 == "g1" && $2 == "Classic" { found = 1 } END { exit !found }' "$work/list-classic.out" ||
-		fail "kafka-consumer-groups --list --type classic does not show 'g1 Classic'; it printed: $(tr '\n' ' ' <"$work/list-classic.out")" "$work/list-classic.out.err"
-	say "  --list, --list --state Empty and --list --type classic show g1; --list --state Stable does not"
+	awk -v g="$group_g1" '$1 == g && $2 == "Classic" { found = 1 } END { exit !found }' "$work/list-classic.out" ||
+		fail "kafka-consumer-groups --list --type classic does not show '$group_g1 Classic'; it printed: $(tr '\n' ' ' <"$work/list-classic.out")" "$work/list-classic.out.err"
+	say "  --list, --list --state Empty and --list --type classic show $group_g1; --list --state Stable does not"
 }
 
 # --describe --group g1 shows each partition's CURRENT-OFFSET at its
@@ -768,7 +881,7 @@ group_describe() {
 	need_java
 	[[ -s $work/grp.counts ]] || fail "nothing was produced to groups (group-produce did not run)"
 	# shellcheck disable=SC2046 # one spec per partition
-	describe_offsets "after reading everything" g1 groups $(at_end grp)
+	describe_offsets "after reading everything" "$group_g1" "$topic_groups" $(at_end grp)
 }
 
 # --reset-offsets --to-earliest --execute puts every partition back at 0,
@@ -778,17 +891,17 @@ group_reset_earliest() {
 	need_broker
 	need_java
 	[[ -s $work/grp.counts ]] || fail "nothing was produced to groups (group-produce did not run)"
-	groups_cmd "$work/reset-earliest.out" --reset-offsets --group g1 --topic groups --to-earliest --execute
+	groups_cmd "$work/reset-earliest.out" --reset-offsets --group "$group_g1" --topic "$topic_groups" --to-earliest --execute
 	[[ $(new_offsets "$work/reset-earliest.out") == "0:0 1:0 2:0" ]] ||
 		fail "--reset-offsets --to-earliest --execute printed new offsets '$(new_offsets "$work/reset-earliest.out")', expected '0:0 1:0 2:0'" "$work/reset-earliest.out"
 	# shellcheck disable=SC2046
-	describe_offsets "after --reset-offsets --to-earliest" g1 groups $(awk '{ printf "0/%d ", $2 }' "$work/grp.counts")
+	describe_offsets "after --reset-offsets --to-earliest" "$group_g1" "$topic_groups" $(awk '{ printf "0/%d ", $2 }' "$work/grp.counts")
 	consume_g1 "$work/g1-again.got" "$N"
 	check same-set "$work/grp.in" "$work/g1-again.got" >"$work/cmp" ||
-		fail "after --reset-offsets --to-earliest, console consumer --group g1 --max-messages $N (exit status $consume_rc): $(cat "$work/cmp")" "$work/g1-again.got.err"
-	say "  a second consumer in g1 read all $N lines again"
+		fail "after --reset-offsets --to-earliest, console consumer --group $group_g1 --max-messages $N (exit status $consume_rc): $(cat "$work/cmp")" "$work/g1-again.got.err"
+	say "  a second consumer in $group_g1 read all $N lines again"
 	# shellcheck disable=SC2046
-	describe_offsets "after reading everything again" g1 groups $(at_end grp)
+	describe_offsets "after reading everything again" "$group_g1" "$topic_groups" $(at_end grp)
 }
 
 # --reset-offsets on one partition each: --to-offset 5 on groups:0 and
@@ -804,13 +917,13 @@ group_reset_partitions() {
 	c1=$(count grp 1)
 	c2=$(count grp 2)
 	((c0 >= 5 && c1 >= 3)) || fail "partition 0 holds $c0 lines and partition 1 $c1; this needs at least 5 and 3 (raise CONSOLE_N)"
-	groups_cmd "$work/reset-to.out" --reset-offsets --group g1 --topic groups:0 --to-offset 5 --execute
+	groups_cmd "$work/reset-to.out" --reset-offsets --group "$group_g1" --topic "$topic_groups":0 --to-offset 5 --execute
 	got=$(new_offsets "$work/reset-to.out")
-	[[ $got == "0:5" ]] || fail "--reset-offsets --topic groups:0 --to-offset 5 --execute printed new offsets '$got', expected '0:5'" "$work/reset-to.out"
-	groups_cmd "$work/reset-shift.out" --reset-offsets --group g1 --topic groups:1 --shift-by -3 --execute
+	[[ $got == "0:5" ]] || fail "--reset-offsets --topic $topic_groups:0 --to-offset 5 --execute printed new offsets '$got', expected '0:5'" "$work/reset-to.out"
+	groups_cmd "$work/reset-shift.out" --reset-offsets --group "$group_g1" --topic "$topic_groups":1 --shift-by -3 --execute
 	got=$(new_offsets "$work/reset-shift.out")
-	[[ $got == "1:$((c1 - 3))" ]] || fail "--reset-offsets --topic groups:1 --shift-by -3 --execute printed new offsets '$got', expected '1:$((c1 - 3))'" "$work/reset-shift.out"
-	describe_offsets "after --to-offset 5 on partition 0 and --shift-by -3 on partition 1" g1 groups \
+	[[ $got == "1:$((c1 - 3))" ]] || fail "--reset-offsets --topic $topic_groups:1 --shift-by -3 --execute printed new offsets '$got', expected '1:$((c1 - 3))'" "$work/reset-shift.out"
+	describe_offsets "after --to-offset 5 on partition 0 and --shift-by -3 on partition 1" "$group_g1" "$topic_groups" \
 		"5/$c0" "$((c1 - 3))/$c1" "$c2/$c2"
 	{
 		tail -n +6 "$work/grp.p0"
@@ -818,10 +931,10 @@ group_reset_partitions() {
 	} >"$work/g1-rest.want"
 	consume_g1 "$work/g1-rest.got" "$((c0 - 5 + 3))"
 	check same-set "$work/g1-rest.want" "$work/g1-rest.got" >"$work/cmp" ||
-		fail "console consumer --group g1 --max-messages $((c0 - 5 + 3)) after the resets (exit status $consume_rc): $(cat "$work/cmp")" "$work/g1-rest.got.err"
-	say "  a consumer in g1 then read partition 0 from offset 5 and partition 1's last 3 lines ($((c0 - 5 + 3)) lines)"
+		fail "console consumer --group $group_g1 --max-messages $((c0 - 5 + 3)) after the resets (exit status $consume_rc): $(cat "$work/cmp")" "$work/g1-rest.got.err"
+	say "  a consumer in $group_g1 then read partition 0 from offset 5 and partition 1's last 3 lines ($((c0 - 5 + 3)) lines)"
 	# shellcheck disable=SC2046
-	describe_offsets "after reading the rest" g1 groups $(at_end grp)
+	describe_offsets "after reading the rest" "$group_g1" "$topic_groups" $(at_end grp)
 }
 
 # --delete-offsets --group g1 --topic groups:1 (OffsetDelete) removes
@@ -830,10 +943,10 @@ group_delete_offsets() {
 	need_broker
 	need_java
 	[[ -s $work/grp.counts ]] || fail "nothing was produced to groups (group-produce did not run)"
-	groups_cmd "$work/delete-offsets.out" --delete-offsets --group g1 --topic groups:1
-	awk '$1 == "groups" && $2 == 1 && $3 == "Successful" { found = 1 } END { exit !found }' "$work/delete-offsets.out" ||
-		fail "--delete-offsets --group g1 --topic groups:1 did not report partition 1 Successful; it printed: $(tr '\n' ' ' <"$work/delete-offsets.out")" "$work/delete-offsets.out.err"
-	describe_offsets "after --delete-offsets --topic groups:1" g1 groups \
+	groups_cmd "$work/delete-offsets.out" --delete-offsets --group "$group_g1" --topic "$topic_groups":1
+	awk -v t="$topic_groups" '$1 == t && $2 == 1 && $3 == "Successful" { found = 1 } END { exit !found }' "$work/delete-offsets.out" ||
+		fail "--delete-offsets --group $group_g1 --topic $topic_groups:1 did not report partition 1 Successful; it printed: $(tr '\n' ' ' <"$work/delete-offsets.out")" "$work/delete-offsets.out.err"
+	describe_offsets "after --delete-offsets --topic $topic_groups:1" "$group_g1" "$topic_groups" \
 		"$(count grp 0)/$(count grp 0)" none "$(count grp 2)/$(count grp 2)"
 }
 
@@ -849,39 +962,39 @@ group_delete_active() {
 	[[ -s $work/grp.in ]] || fail "nothing was produced to groups (group-produce did not run)"
 	local member want start p
 	start_bg "$work/g1-member.got" timeout -k 5 "$TOOL_TIMEOUT" java "${JAVA_OPTS[@]}" -cp "$libs/*" "$CONSUMER" \
-		--bootstrap-server "$bs" --topic groups --group g1 --timeout-ms 100000
+		--bootstrap-server "$bs" --topic "$topic_groups" --group "$group_g1" --timeout-ms 100000
 	member=$bg_pid
-	wait_group_state g1 Stable 1
-	groups_cmd "$work/members.out" --describe --group g1 --members
+	wait_group_state "$group_g1" Stable 1
+	groups_cmd "$work/members.out" --describe --group "$group_g1" --members
 	sed 's/^/    /' "$work/members.out"
 	# GROUP CONSUMER-ID HOST CLIENT-ID #PARTITIONS
-	awk '$1 == "g1" && $4 == "console-consumer" && $5 == 3 { found = 1 } END { exit !found }' "$work/members.out" ||
-		fail "--describe --group g1 --members does not show one console-consumer member with 3 partitions" "$work/members.out"
-	groups_cmd "$work/delete-active.out" --delete --group g1
-	want="* Group 'g1' could not be deleted due to: org.apache.kafka.common.errors.GroupNotEmptyException: The group is not empty."
+	awk -v g="$group_g1" '$1 == g && $4 == "console-consumer" && $5 == 3 { found = 1 } END { exit !found }' "$work/members.out" ||
+		fail "--describe --group $group_g1 --members does not show one console-consumer member with 3 partitions" "$work/members.out"
+	groups_cmd "$work/delete-active.out" --delete --group "$group_g1"
+	want="* Group '$group_g1' could not be deleted due to: org.apache.kafka.common.errors.GroupNotEmptyException: The group is not empty."
 	grep -qF -- "$want" "$work/delete-active.out" ||
-		fail "--delete --group g1 with an active member: expected Kafka's '$want'; it printed: $(tr '\n' ' ' <"$work/delete-active.out")" "$work/delete-active.out.err"
+		fail "--delete --group $group_g1 with an active member: expected Kafka's '$want'; it printed: $(tr '\n' ' ' <"$work/delete-active.out")" "$work/delete-active.out.err"
 	say "  --delete with a member: $(grep -F 'could not be deleted' "$work/delete-active.out")"
-	groups_cmd "$work/delete-offsets-active.out" --delete-offsets --group g1 --topic groups
+	groups_cmd "$work/delete-offsets-active.out" --delete-offsets --group "$group_g1" --topic "$topic_groups"
 	want="Error: org.apache.kafka.common.errors.GroupSubscribedToTopicException: Deleting offsets of a topic is forbidden while the consumer group is actively subscribed to it."
 	for p in 0 1 2; do
-		awk -v p="$p" -v want="$want" '$1 == "groups" && $2 == p && index($0, want) { found = 1 } END { exit !found }' "$work/delete-offsets-active.out" ||
-			fail "--delete-offsets --group g1 --topic groups with a subscribed member: expected '$want' for partition $p; it printed: $(tr '\n' ' ' <"$work/delete-offsets-active.out")" "$work/delete-offsets-active.out.err"
+		awk -v t="$topic_groups" -v p="$p" -v want="$want" '$1 == t && $2 == p && index($0, want) { found = 1 } END { exit !found }' "$work/delete-offsets-active.out" ||
+			fail "--delete-offsets --group $group_g1 --topic $topic_groups with a subscribed member: expected '$want' for partition $p; it printed: $(tr '\n' ' ' <"$work/delete-offsets-active.out")" "$work/delete-offsets-active.out.err"
 	done
 	say "  --delete-offsets with a member: GroupSubscribedToTopicException for partitions 0-2"
-	groups_cmd "$work/reset-active.out" --reset-offsets --group g1 --topic groups --to-earliest --execute
-	want="Error: Assignments can only be reset if the group 'g1' is inactive, but the current state is Stable."
+	groups_cmd "$work/reset-active.out" --reset-offsets --group "$group_g1" --topic "$topic_groups" --to-earliest --execute
+	want="Error: Assignments can only be reset if the group '$group_g1' is inactive, but the current state is Stable."
 	grep -qF -- "$want" "$work/reset-active.out" ||
-		fail "--reset-offsets --group g1 with an active member: expected Kafka's '$want'; it printed: $(tr '\n' ' ' <"$work/reset-active.out")" "$work/reset-active.out.err"
+		fail "--reset-offsets --group $group_g1 with an active member: expected Kafka's '$want'; it printed: $(tr '\n' ' ' <"$work/reset-active.out")" "$work/reset-active.out.err"
 	say "  --reset-offsets with a member: $want"
 	start=$SECONDS
 	kill -TERM "$member"
 	while kill -0 "$member" 2>/dev/null && ((SECONDS < start + 20)); do sleep 0.1; done
-	! kill -0 "$member" 2>/dev/null || fail "the console consumer in g1 did not exit within 20s of SIGTERM" "$work/g1-member.got.err"
+	! kill -0 "$member" 2>/dev/null || fail "the console consumer in $group_g1 did not exit within 20s of SIGTERM" "$work/g1-member.got.err"
 	say "  the member exited $((SECONDS - start))s after SIGTERM"
-	wait_group_state g1 Empty 0
+	wait_group_state "$group_g1" Empty 0
 	((waited <= 15)) ||
-		fail "g1 became Empty only ${waited}s after its member exited; the console consumer sends LeaveGroup as it closes, which empties the group at once in Kafka (this looks like the 45s session timeout instead)" "$work/gregor.log"
+		fail "$group_g1 became Empty only ${waited}s after its member exited; the console consumer sends LeaveGroup as it closes, which empties the group at once in Kafka (this looks like the 45s session timeout instead)" "$work/gregor.log"
 }
 
 # With no member left, --delete --group g1 succeeds, --list no longer shows
@@ -889,18 +1002,18 @@ group_delete_active() {
 group_delete() {
 	need_broker
 	need_java
-	local want="Deletion of requested consumer groups ('g1') was successful."
-	groups_cmd "$work/delete.out" --delete --group g1
+	local want="Deletion of requested consumer groups ('$group_g1') was successful."
+	groups_cmd "$work/delete.out" --delete --group "$group_g1"
 	grep -qF -- "$want" "$work/delete.out" ||
-		fail "--delete --group g1: expected '$want'; it printed: $(tr '\n' ' ' <"$work/delete.out")" "$work/delete.out.err"
+		fail "--delete --group $group_g1: expected '$want'; it printed: $(tr '\n' ' ' <"$work/delete.out")" "$work/delete.out.err"
 	groups_cmd "$work/list-after-delete.out" --list
-	! awk '$1 == "g1" { found = 1 } END { exit !found }' "$work/list-after-delete.out" ||
-		fail "--list still shows g1 after --delete: $(tr '\n' ' ' <"$work/list-after-delete.out")"
-	groups_cmd "$work/describe-deleted.out" --describe --group g1
+	! awk -v g="$group_g1" '$1 == g { found = 1 } END { exit !found }' "$work/list-after-delete.out" ||
+		fail "--list still shows $group_g1 after --delete: $(tr '\n' ' ' <"$work/list-after-delete.out")"
+	groups_cmd "$work/describe-deleted.out" --describe --group "$group_g1"
 	grep -qE "GroupIdNotFoundException|does not exist" "$work/describe-deleted.out" ||
-		fail "--describe --group g1 after --delete does not say the group is not found; it printed: $(tr '\n' ' ' <"$work/describe-deleted.out")" "$work/describe-deleted.out.err"
+		fail "--describe --group $group_g1 after --delete does not say the group is not found; it printed: $(tr '\n' ' ' <"$work/describe-deleted.out")" "$work/describe-deleted.out.err"
 	touch "$work/g1.deleted"
-	say "  $want; --list no longer shows g1; --describe: $(grep -oE 'GroupIdNotFoundException: .*|Consumer group .* does not exist.*' "$work/describe-deleted.out" | head -n 1)"
+	say "  $want; --list no longer shows $group_g1; --describe: $(grep -oE 'GroupIdNotFoundException: .*|Consumer group .* does not exist.*' "$work/describe-deleted.out" | head -n 1)"
 }
 
 # Two kcat -G members (librdkafka's group consumer) read the 4-partition
@@ -914,17 +1027,17 @@ kcat_group() {
 	need_broker
 	need_kcat
 	need_java
-	create_topic kcatg 4
+	create_topic "$topic_kcatg" 4
 	check lines kg 0 "$N" >"$work/kg.in"
 	check partition 4 "$work/kg.p" <"$work/kg.in" >"$work/kg.counts"
-	kcat_b -P -t kcatg -K "$tab" -X partitioner=murmur2_random -X acks=all \
+	kcat_b -P -t "$topic_kcatg" -K "$tab" -X partitioner=murmur2_random -X acks=all \
 		<"$work/kg.in" >"$work/kg-produce.out" 2>"$work/kg-produce.err" ||
-		fail "kcat -P -t kcatg exited with status $?" "$work/kg-produce.err"
-	no_errors "kcat -P -t kcatg" "$work/kg-produce.err"
+		fail "kcat -P -t $topic_kcatg exited with status $?" "$work/kg-produce.err"
+	no_errors "kcat -P -t $topic_kcatg" "$work/kg-produce.err"
 	local i p pids=() start seen=0 rc
 	for i in 1 2; do
-		start_bg "$work/kg-$i.got" timeout -k 5 "$TOOL_TIMEOUT" kcat -b "$bs" -G kcat-g -u \
-			-X auto.offset.reset=earliest -f '%p\t%o\t%k\t%s\n' kcatg
+		start_bg "$work/kg-$i.got" timeout -k 5 "$TOOL_TIMEOUT" kcat -b "$bs" -G "$group_kcat" -u \
+			-X auto.offset.reset=earliest -f '%p\t%o\t%k\t%s\n' "$topic_kcatg"
 		pids+=("$bg_pid")
 	done
 	start=$SECONDS
@@ -964,7 +1077,7 @@ kcat_group() {
 		say "  member $i: $(wc -l <"$work/kg-$i.got") records; $(grep -oE 'assigned: .*' "$work/kg-$i.got.err" | paste -sd ';' -)"
 	done
 	# shellcheck disable=SC2046
-	describe_offsets "after both kcat -G members stopped" kcat-g kcatg $(at_end kg)
+	describe_offsets "after both kcat -G members stopped" "$group_kcat" "$topic_kcatg" $(at_end kg)
 	touch "$work/kcat-g.ok"
 }
 
@@ -1004,8 +1117,8 @@ restart_groups() {
 	groups_cmd "$work/restart-list.out" --list
 	say "  --list: $(tr '\n' ' ' <"$work/restart-list.out")"
 	if [[ -e $work/g1.deleted ]]; then
-		! awk '$1 == "g1" { found = 1 } END { exit !found }' "$work/restart-list.out" ||
-			fail "after the restart --list shows g1 again, which was deleted before it"
+		! awk -v g="$group_g1" '$1 == g { found = 1 } END { exit !found }' "$work/restart-list.out" ||
+			fail "after the restart --list shows $group_g1 again, which was deleted before it"
 	fi
 	for g in kcat-g sarama-g; do
 		[[ -e $work/$g.ok ]] || continue
@@ -1020,7 +1133,531 @@ restart_groups() {
 	((checked > 0)) || [[ -e $work/g1.deleted ]] || fail "no group scenario passed before the restart, so there is nothing to check"
 }
 
+# --- lab scenarios ------------------------------------------------------------
+
+# The scenarios of run.sh BOOTSTRAP that console-test does not run, named
+# after the lab's shared scenarios. Each has topics (and groups) of its own,
+# $COMPAT_PREFIX-<name>, so that one failing leaves the others alone, and
+# each checks what it read against what it wrote.
+
+# topics_cmd, configs_cmd, offsets_cmd OUT ARGS...: kafka-topics,
+# kafka-configs and kafka-get-offsets with stdout to OUT and stderr to
+# OUT.err; a non-zero exit fails the scenario.
+topics_cmd() { tool_cmd "$TOPICS" kafka-topics "$@"; }
+configs_cmd() { tool_cmd "$CONFIGS" kafka-configs "$@"; }
+offsets_cmd() { tool_cmd "$OFFSETS" kafka-get-offsets "$@"; }
+tool_cmd() {
+	local class=$1 name=$2 out=$3
+	shift 3
+	kafka_java "$class" --bootstrap-server "$bs" "$@" </dev/null >"$out" 2>"$out.err" ||
+		fail "$name $* exited with status $?" "$out.err"
+}
+
+# lines_of FILE: FILE's lines joined with spaces, for a reason.
+lines_of() { tr '\n\t' '  ' <"$1" | head -c 400; }
+
+# offsets_summary FILE: "p0=o0 p1=o1 ..." from kafka-get-offsets'
+# "topic:p:offset" or kcat -Q's "topic [p] offset o" lines.
+offsets_summary() {
+	sed -nE 's/.*:([0-9]+):(-?[0-9]+)$/p\1=\2/p; s/.* \[([0-9]+)\] offset (-?[0-9]+)$/p\1=\2/p' "$1" | sort | paste -sd ' ' -
+}
+
+# pcount PREFIX P: the line count check.py partition gave partition P.
+pcount() { awk -v p="$2" '$1 == p { print $2 }' "$work/$1.counts"; }
+
+# kafka-topics, in the order a person uses it: --create with 3 partitions
+# and a config; --list shows the topic; --describe shows the partitions,
+# replication factor, leaders and the config; --alter --partitions 5 adds
+# two partitions; --delete removes it: --list stops showing it (deletion
+# may complete after the call returns, so that is polled) and --describe
+# says it does not exist.
+lab_admin_topics() {
+	need_java
+	local topic=${P}admin-topics out=$work/admin-topics start
+	create_topic "$topic" 3 --config retention.ms=3600000
+	topics_cmd "$out.list" --list
+	grep -Fxq -- "$topic" "$out.list" || fail "kafka-topics --list does not show $topic after --create; it printed: $(lines_of "$out.list")" "$out.list.err"
+	describe_topic "$topic" 3 "$out.describe"
+	grep -Eq "Configs:.*(^|[[:space:],])retention\.ms=3600000([,[:space:]]|$)" "$out.describe" ||
+		fail "kafka-topics --describe does not show the config given at --create (retention.ms=3600000); it printed: $(head -n 1 "$out.describe" | tr '\t' ' ')"
+	topics_cmd "$out.alter" --alter --topic "$topic" --partitions 5
+	# The new partitions may reach the metadata a moment after the call.
+	start=$SECONDS
+	until topics_cmd "$out.describe5" --describe --topic "$topic" && grep -q 'PartitionCount: 5' "$out.describe5"; do
+		((SECONDS < start + 30)) || break
+		sleep 0.5
+	done
+	describe_topic "$topic" 5 "$out.describe5"
+	topics_cmd "$out.delete" --delete --topic "$topic"
+	start=$SECONDS
+	while topics_cmd "$out.list2" --list && grep -Fxq -- "$topic" "$out.list2"; do
+		((SECONDS < start + 30)) || fail "kafka-topics --list still shows $topic 30s after --delete"
+		sleep 0.5
+	done
+	if kafka_java "$TOPICS" --bootstrap-server "$bs" --describe --topic "$topic" </dev/null >"$out.describe-deleted" 2>&1; then
+		fail "kafka-topics --describe --topic $topic after --delete exited with status 0; it printed: $(lines_of "$out.describe-deleted")"
+	fi
+	grep -q "Topic '$topic' does not exist" "$out.describe-deleted" ||
+		fail "kafka-topics --describe --topic $topic after --delete does not say the topic does not exist; it printed: $(lines_of "$out.describe-deleted")"
+	say "  --create (3 partitions, retention.ms=3600000), --list, --describe, --alter --partitions 5, --delete: all as expected"
+}
+
+# config_keys FILE: the config names kafka-configs --describe listed, sorted.
+config_keys() { sed -nE 's/^  ([^= ]+)=.*/\1/p' "$1" | sort | paste -sd ' ' -; }
+
+# config_value FILE NAME: the value kafka-configs --describe shows for NAME
+# ("  name=value sensitive=... synonyms={...}").
+config_value() {
+	awk -v k="$2" 'index($0, "  " k "=") == 1 { v = substr($0, length(k) + 4); sub(/ sensitive=(true|false) synonyms=\{.*\}$/, "", v); print v; exit }' "$1"
+}
+
+# malformed_configs FILE: the first line of a kafka-configs --describe
+# listing, after its header, that is not "  name=value sensitive=... synonyms={...}".
+malformed_configs() { tail -n +2 "$1" | grep -vEm1 '^  [a-z0-9._-]+=.* sensitive=(true|false) synonyms=\{.*\}$' || true; }
+
+# kafka-configs (ConfigCommand) on a topic created with
+# max.message.bytes=200000: --describe shows exactly that dynamic config;
+# --alter --add-config retention.ms and cleanup.policy (a list value, in
+# brackets) adds both and keeps the first; --alter --delete-config
+# retention.ms removes it again, and --describe --all then shows
+# retention.ms back at a default. On the broker that leads partition 0,
+# --describe --entity-type brokers --entity-name <id> answers with its
+# (possibly empty) dynamic configs, and with --all a well-formed listing
+# in which node.id and broker.id are that id.
+lab_admin_configs() {
+	need_java
+	local topic=${P}admin-configs out=$work/admin-configs got id
+	create_topic "$topic" 3 --config max.message.bytes=200000
+	configs_cmd "$out.1" --describe --entity-type topics --entity-name "$topic"
+	[[ $(head -n 1 "$out.1") == "Dynamic configs for topic $topic are:" ]] ||
+		fail "kafka-configs --describe --entity-type topics --entity-name $topic: expected the header 'Dynamic configs for topic $topic are:'; it printed: $(lines_of "$out.1")" "$out.1.err"
+	got=$(config_keys "$out.1")
+	[[ $got == max.message.bytes && $(config_value "$out.1" max.message.bytes) == 200000 ]] ||
+		fail "kafka-configs --describe after --create --config max.message.bytes=200000: expected just max.message.bytes=200000; it printed: $(lines_of "$out.1")"
+
+	configs_cmd "$out.add" --alter --entity-type topics --entity-name "$topic" --add-config 'retention.ms=123456789,cleanup.policy=[compact,delete]'
+	grep -Fxq "Completed updating config for topic $topic." "$out.add" ||
+		fail "kafka-configs --alter --add-config: expected 'Completed updating config for topic $topic.'; it printed: $(lines_of "$out.add")" "$out.add.err"
+	configs_cmd "$out.2" --describe --entity-type topics --entity-name "$topic"
+	got=$(config_keys "$out.2")
+	[[ $got == "cleanup.policy max.message.bytes retention.ms" ]] ||
+		fail "kafka-configs --describe after --add-config retention.ms,cleanup.policy: expected the dynamic configs cleanup.policy max.message.bytes retention.ms, got '$got': $(lines_of "$out.2")"
+	for got in retention.ms=123456789 cleanup.policy=compact,delete max.message.bytes=200000; do
+		[[ $(config_value "$out.2" "${got%%=*}") == "${got#*=}" ]] ||
+			fail "kafka-configs --describe after --add-config: expected $got, got ${got%%=*}=$(config_value "$out.2" "${got%%=*}")"
+	done
+
+	configs_cmd "$out.del" --alter --entity-type topics --entity-name "$topic" --delete-config retention.ms
+	grep -Fxq "Completed updating config for topic $topic." "$out.del" ||
+		fail "kafka-configs --alter --delete-config retention.ms: expected 'Completed updating config for topic $topic.'; it printed: $(lines_of "$out.del")" "$out.del.err"
+	configs_cmd "$out.3" --describe --entity-type topics --entity-name "$topic"
+	got=$(config_keys "$out.3")
+	[[ $got == "cleanup.policy max.message.bytes" ]] ||
+		fail "kafka-configs --describe after --delete-config retention.ms: expected the dynamic configs cleanup.policy max.message.bytes, got '$got': $(lines_of "$out.3")"
+	configs_cmd "$out.all" --describe --all --entity-type topics --entity-name "$topic"
+	[[ $(head -n 1 "$out.all") == "All configs for topic $topic are:" ]] ||
+		fail "kafka-configs --describe --all: expected the header 'All configs for topic $topic are:'; it printed: $(head -n 3 "$out.all" | tr '\n' ' ')" "$out.all.err"
+	got=$(malformed_configs "$out.all")
+	[[ -z $got ]] || fail "kafka-configs --describe --all --entity-name $topic printed a line that is not 'name=value sensitive=... synonyms={...}': '$got'"
+	got=$(config_value "$out.all" retention.ms)
+	[[ $got =~ ^-?[0-9]+$ && $got != 123456789 ]] ||
+		fail "kafka-configs --describe --all after --delete-config retention.ms: expected retention.ms back at a default, got retention.ms='$got'"
+	[[ $(config_value "$out.all" cleanup.policy) == compact,delete ]] ||
+		fail "kafka-configs --describe --all: expected cleanup.policy=compact,delete, got '$(config_value "$out.all" cleanup.policy)'"
+
+	describe_topic "$topic" 3 "$out.topic"
+	id=$(sed -nE 's/.*Partition: 0[[:space:]]+Leader: ([0-9]+).*/\1/p' "$out.topic")
+	configs_cmd "$out.broker" --describe --entity-type brokers --entity-name "$id"
+	[[ $(head -n 1 "$out.broker") == "Dynamic configs for broker $id are:" ]] ||
+		fail "kafka-configs --describe --entity-type brokers --entity-name $id: expected the header 'Dynamic configs for broker $id are:'; it printed: $(lines_of "$out.broker")" "$out.broker.err"
+	got=$(malformed_configs "$out.broker")
+	[[ -z $got ]] || fail "kafka-configs --describe --entity-type brokers --entity-name $id printed a line that is not 'name=value sensitive=... synonyms={...}': '$got'"
+	configs_cmd "$out.broker-all" --describe --all --entity-type brokers --entity-name "$id"
+	[[ $(head -n 1 "$out.broker-all") == "All configs for broker $id are:" ]] ||
+		fail "kafka-configs --describe --all --entity-type brokers --entity-name $id: expected the header 'All configs for broker $id are:'; it printed: $(head -n 3 "$out.broker-all" | tr '\n' ' ')" "$out.broker-all.err"
+	got=$(malformed_configs "$out.broker-all")
+	[[ -z $got ]] || fail "kafka-configs --describe --all --entity-type brokers --entity-name $id printed a line that is not 'name=value sensitive=... synonyms={...}': '$got'"
+	for got in node.id broker.id; do
+		[[ $(config_value "$out.broker-all" "$got") == "$id" ]] ||
+			fail "kafka-configs --describe --all --entity-type brokers --entity-name $id shows $got=$(config_value "$out.broker-all" "$got"), expected $got=$id (the broker's own id; Kafka sets broker.id from node.id)"
+	done
+	say "  topic: --describe, --add-config retention.ms and cleanup.policy=[compact,delete], --delete-config retention.ms, --describe --all as expected; broker $id: --describe and --describe --all ($(($(wc -l <"$out.broker-all") - 1)) configs) well-formed"
+}
+
+# The console producer writes N keyed records with headers (an empty header
+# value and a null one among them), control characters and multi-byte UTF-8
+# in the values, some null and some empty values, to a 3-partition topic
+# with acks=all and --compression-codec CODEC. kafka-get-offsets shows each
+# partition's end at the count Kafka's partitioner gives it, and the console
+# consumer, one partition at a time from the earliest offset, prints the
+# timestamp, partition, offset, headers, key and value of each record:
+# check.py lab-verify compares them with what was written.
+lab_console_produce_consume() {
+	need_java
+	local codec=$1 topic=${P}console-$1 out=$work/pc-$1 t0 t1 p count got
+	create_topic "$topic" 3
+	check lab-records console "$topic" "$N" 3 "$out" >"$out.counts"
+	t0=$(now_ms)
+	kafka_java "$PRODUCER" --bootstrap-server "$bs" --topic "$topic" \
+		--command-property acks=all --compression-codec "$codec" \
+		--reader-property parse.key=true --reader-property parse.headers=true --reader-property 'null.marker=<NULL>' \
+		<"$out.in" >"$out.produce" 2>"$out.produce.err" ||
+		fail "console producer --compression-codec $codec exited with status $?" "$out.produce.err"
+	t1=$(now_ms)
+	no_errors "console producer --compression-codec $codec" "$out.produce.err"
+	offsets_cmd "$out.end" --topic "$topic" --time -1
+	for p in 0 1 2; do
+		got=$(awk -F: -v t="$topic" -v p="$p" '$1 == t && $2 == p { print $3 }' "$out.end")
+		[[ $got == "$(awk -v p="$p" '$1 == p { print $2 }' "$out.counts")" ]] ||
+			fail "partition $p: kafka-get-offsets --time -1 says end offset '$got', expected $(awk -v p="$p" '$1 == p { print $2 }' "$out.counts") (the records Kafka's partitioner sends there)"
+	done
+	: >"$out.got"
+	for p in 0 1 2; do
+		count=$(awk -v p="$p" '$1 == p { print $2 }' "$out.counts")
+		kafka_java "$CONSUMER" --bootstrap-server "$bs" --topic "$topic" --partition "$p" --offset earliest \
+			--max-messages "$count" --timeout-ms 30000 \
+			--formatter-property print.timestamp=true --formatter-property print.partition=true \
+			--formatter-property print.offset=true --formatter-property print.headers=true \
+			--formatter-property print.key=true --formatter-property 'null.literal=(null)' \
+			</dev/null >"$out.got.p$p" 2>"$out.got.p$p.err" || true
+		cat "$out.got.p$p" >>"$out.got"
+	done
+	if ! check lab-verify console "$out" "$out.got" "$t0" "$t1" >"$work/cmp"; then
+		# Shown with the reason: the first consumer's stderr that has something.
+		for p in 0 1 2; do [[ ! -s $out.got.p$p.err ]] || break; done
+		fail "console consumer --partition P --offset earliest after the console producer with --compression-codec $codec: $(cat "$work/cmp")" "$out.got.p$p.err"
+	fi
+	say "  $(cat "$work/cmp")"
+}
+
+# The same with kcat: -P -K<TAB> -Z (an empty value is sent as null) -z
+# CODEC, headers with -H (one of them empty, one null), values with any
+# byte but newline; kcat -C -e reads every partition back with a format
+# that prints partition, offset, timestamp, headers, key, value size (-1
+# for null) and value.
+lab_kcat_produce_consume() {
+	need_kcat
+	need_java # kafka-topics creates the topic
+	local codec=$1 topic=${P}kcat-$1 out=$work/kpc-$1 t0 t1 h hargs=()
+	create_topic "$topic" 3
+	check lab-records kcat "$topic" "$N" 3 "$out" >"$out.counts"
+	while IFS= read -r h; do hargs+=(-H "$h"); done <"$out.hargs"
+	t0=$(now_ms)
+	kcat_b -P -t "$topic" -K "$tab" -Z -z "$codec" "${hargs[@]}" -X partitioner=murmur2_random -X acks=all \
+		<"$out.in" >"$out.produce" 2>"$out.produce.err" ||
+		fail "kcat -P -z $codec exited with status $?" "$out.produce.err"
+	t1=$(now_ms)
+	no_errors "kcat -P -z $codec" "$out.produce.err"
+	kcat_consume "$out.got" '%p\t%o\t%T\t%h\t%k\t%S\t%s\n' -t "$topic" || true
+	if ! check lab-verify kcat "$out" "$out.got" "$t0" "$t1" >"$work/cmp"; then
+		fail "kcat -C -t $topic after kcat -P -z $codec: $(cat "$work/cmp")${kcat_why:+; $kcat_why}"
+	fi
+	[[ -z $kcat_why ]] || fail "$kcat_why"
+	say "  $(cat "$work/cmp")"
+}
+
+# produce_two_runs TOPIC PREFIX PRODUCER: writes N lines in each of two
+# producer runs (PRODUCER java or kcat) to TOPIC, 3 partitions, and sets
+# t_mid to a wall-clock millisecond after every timestamp of the first run
+# and at or before every one of the second. PREFIX-1 and PREFIX-2 get
+# check.py's per-partition files and counts.
+produce_two_runs() {
+	local topic=$1 prefix=$2 producer=$3 run p
+	for run in 1 2; do
+		check lines "$prefix$run" $(((run - 1) * N)) "$N" >"$work/$prefix-$run.in"
+		check partition 3 "$work/$prefix-$run.p" <"$work/$prefix-$run.in" >"$work/$prefix-$run.counts"
+		if [[ $producer == java ]]; then
+			produce_java "$topic" "$work/$prefix-$run.in"
+		else
+			kcat_b -P -t "$topic" -K "$tab" -X partitioner=murmur2_random -X acks=all \
+				<"$work/$prefix-$run.in" >"$work/$prefix-$run.produce" 2>"$work/$prefix-$run.produce.err" ||
+				fail "kcat -P -t $topic exited with status $?" "$work/$prefix-$run.produce.err"
+			no_errors "kcat -P -t $topic" "$work/$prefix-$run.produce.err"
+		fi
+		if ((run == 1)); then
+			# The first run's producer has exited: its records are stamped
+			# before now. Wait for the clock to pass t_mid, so that the
+			# second run's are stamped at t_mid or later.
+			t_mid=$(($(now_ms) + 1))
+			while (($(now_ms) <= t_mid)); do :; done
+		fi
+	done
+	for p in 0 1 2; do
+		(($(pcount "$prefix-2" "$p") > 0)) || fail "the second run sends nothing to partition $p (raise CONSOLE_N)"
+	done
+}
+
+# kafka-get-offsets (GetOffsetShell) on a topic written in two runs:
+# --time -2 (earliest) is 0, --time -1 (latest) the count of both runs,
+# --time <a millisecond between the runs> the first run's count, and a
+# time after every record returns no offset (Kafka's tool then prints no
+# line for the partition).
+lab_console_list_offsets() {
+	need_java
+	local topic=${P}list-offsets out=$work/list-offsets p want got spec future
+	create_topic "$topic" 3
+	produce_two_runs "$topic" lo java
+	future=$(($(now_ms) + 3600000))
+	for spec in -2 -1 "$t_mid" "$future"; do
+		offsets_cmd "$out.$spec" --topic "$topic" --time "$spec"
+		for p in 0 1 2; do
+			case $spec in
+			-2) want=0 ;;
+			-1) want=$(($(pcount lo-1 "$p") + $(pcount lo-2 "$p"))) ;;
+			"$t_mid") want=$(pcount lo-1 "$p") ;;
+			*) want="" ;;
+			esac
+			got=$(awk -F: -v t="$topic" -v p="$p" '$1 == t && $2 == p { print $3 }' "$out.$spec")
+			[[ $got == "$want" ]] ||
+				fail "partition $p: kafka-get-offsets --time $spec printed offset '${got}', expected '${want}' (-2 earliest, -1 latest, $t_mid between two produce runs of $N records, $future after all); it printed: $(lines_of "$out.$spec")" "$out.$spec.err"
+		done
+	done
+	say "  --time -2, -1, <between the runs>, <after all> as expected; latest $(offsets_summary "$out.-1"), by time $(offsets_summary "$out.$t_mid")"
+}
+
+# kcat -Q (offsetsForTimes) on a topic kcat wrote in two runs: timestamps
+# -2 and -1 give the earliest and latest offsets, a millisecond between the
+# runs the first run's count, and a time after every record -1.
+lab_kcat_list_offsets() {
+	need_kcat
+	need_java
+	local topic=${P}kcat-list-offsets out=$work/kcat-list-offsets p want got spec future args
+	create_topic "$topic" 3
+	produce_two_runs "$topic" klo kcat
+	future=$(($(now_ms) + 3600000))
+	for spec in -2 -1 "$t_mid" "$future"; do
+		args=()
+		for p in 0 1 2; do args+=(-t "$topic:$p:$spec"); done
+		kcat_b -Q "${args[@]}" </dev/null >"$out.$spec" 2>"$out.$spec.err" ||
+			fail "kcat -Q ${args[*]} exited with status $?" "$out.$spec.err"
+		for p in 0 1 2; do
+			case $spec in
+			-2) want=0 ;;
+			-1) want=$(($(pcount klo-1 "$p") + $(pcount klo-2 "$p"))) ;;
+			"$t_mid") want=$(pcount klo-1 "$p") ;;
+			*) want=-1 ;;
+			esac
+			# "topic [p] offset o"
+			got=$(awk -v t="$topic" -v p="[$p]" '$1 == t && $2 == p && $3 == "offset" { print $4 }' "$out.$spec")
+			[[ $got == "$want" ]] ||
+				fail "partition $p: kcat -Q -t $topic:$p:$spec printed offset '${got}', expected '$want' (-2 earliest, -1 latest, $t_mid between two produce runs of $N records, $future after all); it printed: $(lines_of "$out.$spec")" "$out.$spec.err"
+		done
+	done
+	say "  -Q with -2, -1, <between the runs>, <after all> as expected; latest $(offsets_summary "$out.-1"), by time $(offsets_summary "$out.$t_mid")"
+}
+
+# The console consumer assigned to partition 0 at --offset 5 prints offsets
+# 5, 6, ... with exactly the records written there, and the same on
+# partition 2 from its third-last offset.
+lab_console_consume_from_offset() {
+	need_java
+	local topic=${P}from-offset p from count
+	create_topic "$topic" 3
+	check lines cfo 0 "$N" >"$work/cfo.in"
+	check partition 3 "$work/cfo.p" <"$work/cfo.in" >"$work/cfo.counts"
+	produce_java "$topic" "$work/cfo.in"
+	for p in 0 2; do
+		from=5
+		((p == 0)) || from=$(($(pcount cfo "$p") - 3))
+		count=$(($(pcount cfo "$p") - from))
+		((from >= 0 && count > 0)) || fail "partition $p holds $(pcount cfo "$p") records, too few (raise CONSOLE_N)"
+		awk -v from="$from" 'NR > from { print "Offset:" NR - 1 "\t" $0 }' "$work/cfo.p$p" >"$work/cfo.want$p"
+		kafka_java "$CONSUMER" --bootstrap-server "$bs" --topic "$topic" --partition "$p" --offset "$from" \
+			--max-messages "$count" --timeout-ms 30000 --formatter-property print.offset=true --formatter-property print.key=true \
+			</dev/null >"$work/cfo.got$p" 2>"$work/cfo.got$p.err" || true
+		check same-order "$work/cfo.want$p" "$work/cfo.got$p" >"$work/cmp" ||
+			fail "console consumer --partition $p --offset $from --max-messages $count: $(cat "$work/cmp")" "$work/cfo.got$p.err"
+	done
+	say "  --partition 0 --offset 5 and --partition 2 --offset $from read exactly the records from there"
+}
+
+# kcat -C -p 0 -o 5 reads partition 0 from offset 5 to its end, and
+# -p 1 -o -3 (relative to the end) its last three records.
+lab_kcat_consume_from_offset() {
+	need_kcat
+	need_java
+	local topic=${P}kcat-from-offset p from spec
+	create_topic "$topic" 3
+	check lines kfo 0 "$N" >"$work/kfo.in"
+	check partition 3 "$work/kfo.p" <"$work/kfo.in" >"$work/kfo.counts"
+	kcat_b -P -t "$topic" -K "$tab" -X partitioner=murmur2_random -X acks=all \
+		<"$work/kfo.in" >"$work/kfo.produce" 2>"$work/kfo.produce.err" ||
+		fail "kcat -P -t $topic exited with status $?" "$work/kfo.produce.err"
+	no_errors "kcat -P -t $topic" "$work/kfo.produce.err"
+	for p in 0 1; do
+		spec=5 from=5
+		((p == 0)) || { spec=-3 from=$(($(pcount kfo "$p") - 3)); }
+		((from >= 0 && $(pcount kfo "$p") > from)) || fail "partition $p holds $(pcount kfo "$p") records, too few (raise CONSOLE_N)"
+		awk -v from="$from" 'NR > from { print NR - 1 "\t" $0 }' "$work/kfo.p$p" >"$work/kfo.want$p"
+		# kcat_consume starts with -o beginning; the -o given here comes later and wins.
+		kcat_consume "$work/kfo.got$p" '%o\t%k\t%s\n' -t "$topic" -p "$p" -o "$spec" || true
+		check same-order "$work/kfo.want$p" "$work/kfo.got$p" >"$work/cmp" ||
+			fail "kcat -C -t $topic -p $p -o $spec: $(cat "$work/cmp")${kcat_why:+; $kcat_why}"
+		[[ -z $kcat_why ]] || fail "$kcat_why"
+	done
+	say "  -p 0 -o 5 and -p 1 -o -3 read exactly the records from there to the end"
+}
+
+# A console consumer in a fresh group reads a third of a 3-partition topic,
+# one record per poll (max.poll.records=1, so that the position it commits
+# as it closes is just past what it printed), and each partition's share
+# must be that partition's first records. A second console consumer in the
+# same group, without --from-beginning, must then read exactly the rest of
+# every partition, in order: nothing lost, nothing read twice. At the end,
+# --describe shows the group's offsets at the log end.
+lab_console_group_commit_resume() {
+	need_java
+	local topic=${P}commit-resume group=${P}commit-resume k=$((N / 3)) p got count more n1
+	create_topic "$topic" 3
+	check lines gcr 0 "$N" >"$work/gcr.in"
+	check partition 3 "$work/gcr.p" <"$work/gcr.in" >"$work/gcr.counts"
+	produce_java "$topic" "$work/gcr.in"
+	for got in first second; do
+		count=$k more=(--from-beginning)
+		[[ $got == first ]] || { count=$((N - k)) more=(); }
+		kafka_java "$CONSUMER" --bootstrap-server "$bs" --topic "$topic" --group "$group" "${more[@]}" \
+			--max-messages "$count" --timeout-ms 30000 --command-property max.poll.records=1 \
+			--formatter-property print.partition=true --formatter-property print.key=true \
+			</dev/null >"$work/gcr.$got" 2>"$work/gcr.$got.err" || true
+		for p in 0 1 2; do
+			awk -F'\t' -v p="Partition:$p" '$1 == p { print $2 "\t" $3 }' "$work/gcr.$got" >"$work/gcr.$got.p$p"
+		done
+	done
+	for p in 0 1 2; do
+		n1=$(wc -l <"$work/gcr.first.p$p")
+		head -n "$n1" "$work/gcr.p$p" >"$work/gcr.want-first.p$p"
+		check same-order "$work/gcr.want-first.p$p" "$work/gcr.first.p$p" >"$work/cmp" ||
+			fail "the first consumer in $group (--from-beginning --max-messages $k) did not read partition $p's first records: $(cat "$work/cmp")" "$work/gcr.first.err"
+		tail -n +"$((n1 + 1))" "$work/gcr.p$p" >"$work/gcr.want-second.p$p"
+		check same-order "$work/gcr.want-second.p$p" "$work/gcr.second.p$p" >"$work/cmp" ||
+			fail "partition $p: the first consumer in $group read its first $n1 records and committed; the second (--max-messages $((N - k))) should resume at offset $n1 and read the rest: $(cat "$work/cmp")" "$work/gcr.second.err"
+	done
+	# shellcheck disable=SC2046
+	describe_offsets "after the second consumer" "$group" "$topic" $(at_end gcr)
+	say "  the first consumer read $(wc -l <"$work/gcr.first") records ($(for p in 0 1 2; do printf 'p%s:%s ' "$p" "$(wc -l <"$work/gcr.first.p$p")"; done | sed 's/ $//')), the second resumed after its commits and read the other $(wc -l <"$work/gcr.second"); offsets at the log end"
+}
+
+# kafka-consumer-groups, as console-test runs it one scenario at a time:
+# a console consumer in a new group reads a topic; --list (with --state and
+# --type filters) and --describe show it; --reset-offsets (--to-earliest,
+# --to-offset, --shift-by) move its offsets, which a consumer then follows;
+# --delete-offsets drops one partition's; with a member present --delete,
+# --delete-offsets and --reset-offsets are refused with Kafka's messages;
+# once it has left, --delete removes the group.
+lab_console_admin_groups() {
+	need_java
+	group_produce
+	group_console_consume
+	group_list
+	group_describe
+	group_reset_earliest
+	group_reset_partitions
+	group_delete_offsets
+	group_delete_active
+	group_delete
+	say "  $group_g1: --list (--state, --type), --describe, --reset-offsets (--to-earliest, --to-offset, --shift-by), --delete-offsets, refusals while a member is active, --delete: all as expected"
+}
+
+# kcat -L lists the broker and a 3-partition topic made for it.
+lab_kcat_metadata() {
+	need_kcat
+	need_java
+	create_topic "$topic_console" 3
+	kcat_metadata
+}
+
+# lab_scenario CLIENT NAME FUNC ARGS...: runs a lab scenario and appends its
+# result line to $COMPAT_RESULTS: client, version, scenario, pass or fail,
+# seconds, and a one-line detail (the scenario's last summary line, or the
+# reason it failed).
+lab_scenario() {
+	local client=$1 name=$2 version=$console_version status=pass detail
+	shift 2
+	[[ -z ${CONSOLE_ONLY:-} || "$client $name" =~ $CONSOLE_ONLY ]] || return 0
+	[[ $client != kcat ]] || version=$kcat_version
+	run_scenario "$client $name" subshell "$@"
+	if ((scenario_rc == 0)); then
+		# The summary lines scenarios say are indented by two spaces.
+		detail=$(grep '^  ' "$work/said" | tail -n 1)
+	else
+		status=fail
+		detail=$(one_line_reason "$scenario_reason")
+	fi
+	: >"$work/said"
+	detail=$(printf '%s' "$detail" | tr '\t\r\n' '   ' | sed -E 's/ +/ /g; s/^ //; s/ $//' | head -c 1500)
+	printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$client" "$version" "$name" "$status" "$scenario_secs" "${detail:-(none)}" >>"$COMPAT_RESULTS"
+}
+
+# one_line_reason REASON: fail's first line, plus the tool's own complaint
+# (an Error or Exception line from the stderr tail fail appended), if any.
+one_line_reason() {
+	local first=${1%%$'\n'*} rest tool
+	rest=${1#"$first"}
+	tool=$(grep -E 'Error|ERROR|Exception|% ' <<<"$rest" | grep -vE '^\s+at ' | tail -n 1 | sed -E 's/^ +//' || true)
+	if [[ -n $tool && $first != *"$tool"* ]]; then
+		printf '%s [tool said: %s]' "$first" "$tool"
+	else
+		printf '%s' "$first"
+	fi
+}
+
+lab_main() {
+	say "console lab: the Kafka console tools and kcat against $bs; prefix $COMPAT_PREFIX; work dir $work"
+	: >"$work/said"
+	libs_why=""
+	if ! libs=$(bash "$here/fetch.sh" 2>"$work/fetch.err"); then
+		libs=""
+		libs_why="fetch.sh failed, run setup.sh: $(grep -v '^\s*$' "$work/fetch.err" | tail -n 1)"
+	fi
+	# The versions as the tools report them: kafka-tools' --version, and
+	# kcat -V's own version with the librdkafka it runs on.
+	console_version=unknown
+	if [[ -n $libs ]]; then
+		console_version=$(kafka_java "$TOPICS" --version 2>/dev/null </dev/null | tail -n 1 | tr -d '[:space:]') || true
+		if [[ -z $console_version ]]; then
+			local jars=("$libs"/kafka-tools-*.jar)
+			console_version=$(basename "${jars[0]}" .jar)
+			console_version=${console_version#kafka-tools-}
+		fi
+	fi
+	kcat_version=unknown
+	if command -v kcat >/dev/null; then
+		kcat_version=$(kcat -V 2>&1 | sed -nE 's/^Version ([^ ]+) .*librdkafka ([^ )]+).*/\1 (librdkafka \2)/p' | head -n 1)
+		[[ -n $kcat_version ]] || kcat_version=unknown
+	fi
+	say "  console-tools $console_version, kcat $kcat_version"
+	: >"$work/said"
+
+	local codec
+	lab_scenario console-tools admin-topics lab_admin_topics
+	lab_scenario console-tools admin-configs lab_admin_configs
+	for codec in none gzip snappy lz4 zstd; do
+		lab_scenario console-tools "produce-consume-$codec" lab_console_produce_consume "$codec"
+	done
+	lab_scenario console-tools list-offsets lab_console_list_offsets
+	lab_scenario console-tools consume-from-offset lab_console_consume_from_offset
+	lab_scenario console-tools group-commit-resume lab_console_group_commit_resume
+	lab_scenario console-tools admin-groups lab_console_admin_groups
+	for codec in none gzip snappy lz4 zstd; do
+		lab_scenario kcat "produce-consume-$codec" lab_kcat_produce_consume "$codec"
+	done
+	lab_scenario kcat metadata lab_kcat_metadata
+	lab_scenario kcat consume-from-offset lab_kcat_consume_from_offset
+	lab_scenario kcat list-offsets lab_kcat_list_offsets
+	lab_scenario kcat group-rebalance kcat_group
+
+	say ""
+	say "console lab summary ($((SECONDS - t0))s in all), results appended to $COMPAT_RESULTS:"
+	for line in "${summary[@]}"; do say "  $line"; done
+	say "$passed passed, $failed failed; work dir $work"
+}
+
 # --- main -------------------------------------------------------------------
+
+if ((lab)); then
+	lab_main
+	exit 0
+fi
 
 say "console-test: Kafka console tools and kcat against gregor; work dir $work"
 
