@@ -7,7 +7,8 @@ package broker
 // replication factor (-1 for the broker defaults) or an explicit
 // assignment (not both), replicas on registered brokers, and configs known
 // and valid (INVALID_CONFIG with Kafka's message). validate_only stops
-// there. A topic named twice in one request fails with INVALID_REQUEST.
+// there. A request adding more than 10000 partitions in all fails for every
+// topic with POLICY_VIOLATION, as Kafka 4's controller does. A topic named twice in one request fails with INVALID_REQUEST.
 // v5+ responses carry the partition count, replication factor and every
 // topic config's resolved value and source; v7 the new topic id. The
 // response comes after this broker holds the new partitions' logs.
@@ -29,13 +30,27 @@ func (b *Broker) handleCreateTopics(ctx context.Context, _ *conn, hdr protocol.R
 	req := r.(*kmsg.CreateTopicsRequest)
 	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
 	count := map[string]int{}
+	total := int64(0)
 	for _, t := range req.Topics {
 		count[t.Topic]++
+		switch {
+		case len(t.ReplicaAssignment) > 0:
+			total += int64(len(t.ReplicaAssignment))
+		case t.NumPartitions == -1:
+			total += int64(b.cfg.NumPartitions)
+		case t.NumPartitions > 0:
+			total += int64(t.NumPartitions)
+		}
 	}
 	for _, rt := range req.Topics {
 		out := kmsg.NewCreateTopicsResponseTopic()
 		out.Topic = rt.Topic
 		out.NumPartitions, out.ReplicationFactor = -1, -1
+		if total > maxPartitionsPerRequest {
+			setTopicError(&out, errTooManyPartitions())
+			resp.Topics = append(resp.Topics, out)
+			continue
+		}
 		if count[rt.Topic] > 1 {
 			setTopicError(&out, newTopicError(protocol.InvalidRequest,
 				"Create topics request from client contains duplicate topic %s.", rt.Topic))

@@ -7,6 +7,8 @@ package broker
 // the topic's replication factor, on registered brokers). A count at or
 // below the current one is INVALID_PARTITIONS with Kafka's message; a topic
 // named twice is INVALID_REQUEST; validate_only checks without writing.
+// More than 10000 new partitions in one request is POLICY_VIOLATION for
+// every topic, the limit Kafka 4's controller has for CreateTopics.
 // Every requested topic gets a result.
 
 import (
@@ -26,17 +28,25 @@ func (b *Broker) handleCreatePartitions(ctx context.Context, _ *conn, _ protocol
 	req := r.(*kmsg.CreatePartitionsRequest)
 	resp := req.ResponseKind().(*kmsg.CreatePartitionsResponse)
 	count := map[string]int{}
+	total := int64(0)
+	md := b.cluster.Snapshot()
 	for _, t := range req.Topics {
 		count[t.Topic]++
+		if cur := md.Topics[t.Topic]; cur != nil && t.Count > int32(len(cur.Partitions)) {
+			total += int64(t.Count) - int64(len(cur.Partitions))
+		}
 	}
 	changed := false
 	for _, rt := range req.Topics {
 		out := kmsg.NewCreatePartitionsResponseTopic()
 		out.Topic = rt.Topic
 		var err error
-		if count[rt.Topic] > 1 {
+		switch {
+		case total > maxPartitionsPerRequest:
+			err = errTooManyPartitions()
+		case count[rt.Topic] > 1:
 			err = newTopicError(protocol.InvalidRequest, "Duplicate topic in request: %s.", rt.Topic)
-		} else {
+		default:
 			var as [][]int32
 			as, err = b.planPartitions(b.cluster.Snapshot(), rt)
 			if err == nil && !req.ValidateOnly {

@@ -37,6 +37,16 @@ func newTopicError(code protocol.ErrorCode, format string, args ...any) *topicEr
 	return &topicError{code: code, msg: fmt.Sprintf(format, args...)}
 }
 
+// maxPartitionsPerRequest is the most partitions one CreateTopics or
+// CreatePartitions request may add: Kafka's controller refuses more in one
+// request (its batch limit). It also keeps a hostile partition count from
+// sizing an allocation: the assignment is built only below it.
+const maxPartitionsPerRequest = 10000
+
+func errTooManyPartitions() error {
+	return newTopicError(protocol.PolicyViolation, "Excessively large number of partitions per request.")
+}
+
 // planTopic checks a topic request as Kafka does and returns the spec to
 // create; nothing is written.
 func (b *Broker) planTopic(md *cluster.Metadata, req topicRequest) (cluster.TopicSpec, error) {
