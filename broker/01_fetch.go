@@ -118,6 +118,9 @@ func (b *Broker) handleFetch(ctx context.Context, c *conn, hdr protocol.RequestH
 		if timer == nil {
 			timer = time.NewTimer(wait)
 			defer timer.Stop()
+			// A long poll parks: it no longer counts against
+			// queued.max.requests (requestSlots).
+			c.releaseSlot()
 		}
 		select {
 		case <-wake:

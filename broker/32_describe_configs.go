@@ -233,6 +233,10 @@ func (b *Broker) reportedStaticConfigs() map[string]string {
 		"offsets.retention.check.interval.ms":   fmt.Sprint(g.OffsetsRetentionCheckInterval.Milliseconds()),
 		"offset.metadata.max.bytes":             fmt.Sprint(g.OffsetMetadataMaxBytes),
 		"group.coordinator.rebalance.protocols": "classic",
+		"max.connections":                       fmt.Sprint(b.cfg.MaxConnections),
+		"max.connections.per.ip":                fmt.Sprint(b.cfg.MaxConnectionsPerIP),
+		"connections.max.idle.ms":               fmt.Sprint(b.cfg.ConnectionsMaxIdle.Milliseconds()),
+		"queued.max.requests":                   fmt.Sprint(b.cfg.QueuedMaxRequests),
 	}
 	for k, v := range more {
 		if _, set := s[k]; !set {

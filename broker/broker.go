@@ -92,6 +92,10 @@ type Broker struct {
 		next, end int64
 	}
 
+	// quotas and slots are the connection and request limits (limits.go).
+	quotas *connQuotas
+	slots  requestSlots
+
 	listeners []net.Listener
 	admin     *http.Server
 	adminLn   net.Listener
@@ -121,6 +125,11 @@ func New(cfg Config) (*Broker, error) {
 		b.handlers[h.key] = h
 		b.apiMetrics[h.key] = b.metrics.forAPI(h.key, h.min, h.max)
 	}
+	quotas, err := newConnQuotas(cfg)
+	if err != nil {
+		return nil, err
+	}
+	b.quotas, b.slots = quotas, make(requestSlots, cfg.QueuedMaxRequests)
 	b.groups = newGroupDrivers(b)
 	if cfg.Registerer != nil {
 		cfg.Registerer.MustRegister(newGroupLagCollector(b))

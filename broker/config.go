@@ -63,6 +63,26 @@ type Config struct {
 	// SocketRequestMaxBytes is the largest request frame accepted
 	// (socket.request.max.bytes); larger ones close the connection.
 	SocketRequestMaxBytes int32
+	// MaxConnections caps the broker's open client connections
+	// (max.connections). At the cap the listeners stop accepting until a
+	// connection closes, as Kafka's acceptor waits for a free slot: new
+	// connections wait in the kernel's accept backlog.
+	MaxConnections int32
+	// MaxConnectionsPerIP caps the connections from one IP address
+	// (max.connections.per.ip); a connection beyond it is closed at once.
+	MaxConnectionsPerIP int32
+	// MaxConnectionsPerIPOverrides are per-address exceptions to
+	// MaxConnectionsPerIP (max.connections.per.ip.overrides, written
+	// "host:count,ip:count"); host names are resolved when the broker starts.
+	MaxConnectionsPerIPOverrides map[string]int32
+	// ConnectionsMaxIdle closes a connection that has sent nothing for
+	// this long (connections.max.idle.ms).
+	ConnectionsMaxIdle time.Duration
+	// QueuedMaxRequests bounds the requests read from connections but not
+	// yet handled, over the whole broker (queued.max.requests). When it is
+	// reached, connections stop reading until a request completes. See
+	// requestSlots for how this maps onto Kafka's request queue.
+	QueuedMaxRequests int32
 
 	// OffsetsTopicNumPartitions, OffsetsTopicReplicationFactor and
 	// OffsetsTopicSegmentBytes shape __consumer_offsets when it is created
@@ -114,6 +134,10 @@ func DefaultConfig() Config {
 		AutoCreateTopicsEnable:   true,
 		MessageMaxBytes:          1048588,
 		SocketRequestMaxBytes:    100 << 20,
+		MaxConnections:           math.MaxInt32,
+		MaxConnectionsPerIP:      math.MaxInt32,
+		ConnectionsMaxIdle:       10 * time.Minute,
+		QueuedMaxRequests:        500,
 
 		LogRetentionCheckInterval: 5 * time.Minute,
 
@@ -149,6 +173,30 @@ func ParseListener(s string) (Listener, error) {
 	return Listener{Name: strings.ToUpper(name), Host: host, Port: int32(p)}, nil
 }
 
+// ParseConnectionOverrides parses max.connections.per.ip.overrides:
+// comma-separated host:count or ip:count pairs (an IPv6 address in
+// brackets), as Kafka writes them. An empty string gives no overrides.
+func ParseConnectionOverrides(s string) (map[string]int32, error) {
+	out := map[string]int32{}
+	for _, entry := range strings.Split(s, ",") {
+		entry = strings.TrimSpace(entry)
+		if entry == "" {
+			continue
+		}
+		i := strings.LastIndexByte(entry, ':')
+		if i <= 0 {
+			return nil, fmt.Errorf("%w: max.connections.per.ip.overrides entry %q is not host:count", ErrInvalidConfig, entry)
+		}
+		host := strings.TrimSuffix(strings.TrimPrefix(strings.TrimSpace(entry[:i]), "["), "]")
+		n, err := strconv.ParseInt(strings.TrimSpace(entry[i+1:]), 10, 32)
+		if err != nil || n < 0 || host == "" {
+			return nil, fmt.Errorf("%w: max.connections.per.ip.overrides entry %q is not host:count", ErrInvalidConfig, entry)
+		}
+		out[host] = int32(n)
+	}
+	return out, nil
+}
+
 // Validate checks the config.
 func (c *Config) Validate() error {
 	if c.NodeID < 0 {
@@ -177,6 +225,14 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: message.max.bytes %d below 0", ErrInvalidConfig, c.MessageMaxBytes)
 	case c.SocketRequestMaxBytes < 1:
 		return fmt.Errorf("%w: socket.request.max.bytes %d below 1", ErrInvalidConfig, c.SocketRequestMaxBytes)
+	case c.MaxConnections < 0:
+		return fmt.Errorf("%w: max.connections %d below 0", ErrInvalidConfig, c.MaxConnections)
+	case c.MaxConnectionsPerIP < 0:
+		return fmt.Errorf("%w: max.connections.per.ip %d below 0", ErrInvalidConfig, c.MaxConnectionsPerIP)
+	case c.ConnectionsMaxIdle < time.Millisecond:
+		return fmt.Errorf("%w: connections.max.idle.ms below 1", ErrInvalidConfig)
+	case c.QueuedMaxRequests < 1:
+		return fmt.Errorf("%w: queued.max.requests %d below 1", ErrInvalidConfig, c.QueuedMaxRequests)
 	case c.SessionTimeout < time.Second || c.SessionTimeout > math.MaxInt32*time.Millisecond:
 		return fmt.Errorf("%w: broker.session.timeout.ms out of range", ErrInvalidConfig)
 	case c.LogRetentionCheckInterval < time.Millisecond:
@@ -187,6 +243,11 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: offsets.topic.replication.factor %d below 1", ErrInvalidConfig, c.OffsetsTopicReplicationFactor)
 	case c.OffsetsTopicSegmentBytes < 1<<20:
 		return fmt.Errorf("%w: offsets.topic.segment.bytes %d below 1048576", ErrInvalidConfig, c.OffsetsTopicSegmentBytes)
+	}
+	for host, n := range c.MaxConnectionsPerIPOverrides {
+		if host == "" || n < 0 {
+			return fmt.Errorf("%w: max.connections.per.ip.overrides: %q:%d", ErrInvalidConfig, host, n)
+		}
 	}
 	if err := c.Groups.Validate(); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)

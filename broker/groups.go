@@ -336,6 +336,9 @@ func (g *groupDrivers) ask(ctx context.Context, partition int32, c *conn, hdr pr
 	case <-ctx.Done():
 		return group.ErrorResponse(req, int16(protocol.CoordinatorNotAvailable))
 	}
+	// Waiting for the driver may take a whole rebalance: the request parks
+	// and gives back its queued.max.requests slot (requestSlots).
+	c.releaseSlot()
 	// The request now belongs to the driver (Step may change it), so it is
 	// read here again only once the driver has exited. The driver answers
 	// everything it took, also when it stops (Unload, drain), and Close

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -28,27 +29,44 @@ type conn struct {
 	logger   *slog.Logger
 	out      chan []byte // framed responses, in request order
 	clientID string      // of the last request; read and written by the read loop only
+	// slotHeld is whether the current request holds a request slot
+	// (queued.max.requests); see requestSlots.
+	slotHeld atomic.Bool
 
 	closeOnce sync.Once
 }
 
-// serve accepts connections on ln until it is closed.
+// serve accepts connections on ln until it is closed, within the limits
+// limits.go describes.
 func (b *Broker) serve(ln net.Listener, name string) {
 	for {
+		if !b.quotas.reserve(b.ctx) {
+			return
+		}
 		nc, err := ln.Accept()
 		if err != nil {
+			b.quotas.release("", false)
 			if !errors.Is(err, net.ErrClosed) {
 				b.logger.Error("accept failed", "listener", name, "err", err)
 			}
 			return
 		}
-		c := &conn{b: b, nc: nc, listener: name, out: make(chan []byte, 8),
+		ip := remoteIP(nc)
+		if !b.quotas.admit(ip) {
+			b.quotas.release(ip, false)
+			b.logger.Info("closing connection: max.connections.per.ip reached", "listener", name, "ip", ip)
+			nc.Close()
+			continue
+		}
+		c := &conn{b: b, nc: idleConn{Conn: nc, idle: b.cfg.ConnectionsMaxIdle}, listener: name, out: make(chan []byte, 8),
 			logger: b.logger.With("remote", nc.RemoteAddr().String())}
 		if !b.trackConn(c, true) {
+			b.quotas.release(ip, true)
 			nc.Close()
 			return
 		}
 		b.goTracked(func() {
+			defer b.quotas.release(ip, true)
 			defer b.trackConn(c, false)
 			c.run()
 		})
@@ -85,7 +103,11 @@ func (c *conn) readLoop() {
 			}
 			return
 		}
+		if !c.acquireSlot() {
+			return
+		}
 		resp, err := c.handle(frame)
+		c.releaseSlot()
 		if err != nil {
 			c.logger.Debug("closing connection", "err", err)
 			return

@@ -221,6 +221,65 @@ var keys = []key{
 		},
 	},
 	{
+		name: "max.connections", placeholder: "N",
+		usage: "most client connections open at once; at the limit the listeners stop accepting until one closes",
+		get:   func(c *serveConfig) string { return strconv.Itoa(int(c.broker.MaxConnections)) },
+		set: func(c *serveConfig, s string) (err error) {
+			c.broker.MaxConnections, err = parseInt32(s)
+			return err
+		},
+	},
+	{
+		name: "max.connections.per.ip", placeholder: "N",
+		usage: "most connections from one IP address; a connection beyond it is closed at once",
+		get:   func(c *serveConfig) string { return strconv.Itoa(int(c.broker.MaxConnectionsPerIP)) },
+		set: func(c *serveConfig, s string) (err error) {
+			c.broker.MaxConnectionsPerIP, err = parseInt32(s)
+			return err
+		},
+	},
+	{
+		name: "max.connections.per.ip.overrides", placeholder: "HOST:N,...",
+		usage: "comma-separated host:count or ip:count exceptions to max.connections.per.ip",
+		get: func(c *serveConfig) string {
+			var out []string
+			for h, n := range c.broker.MaxConnectionsPerIPOverrides {
+				out = append(out, h+":"+strconv.Itoa(int(n)))
+			}
+			slices.Sort(out)
+			return strings.Join(out, ",")
+		},
+		set: func(c *serveConfig, s string) (err error) {
+			c.broker.MaxConnectionsPerIPOverrides, err = broker.ParseConnectionOverrides(s)
+			return err
+		},
+	},
+	{
+		name: "connections.max.idle.ms", placeholder: "MS",
+		usage: "close a connection that has sent or taken no bytes for this long",
+		get:   func(c *serveConfig) string { return strconv.FormatInt(c.broker.ConnectionsMaxIdle.Milliseconds(), 10) },
+		set: func(c *serveConfig, s string) error {
+			ms, err := parseInt(s, 64)
+			if err != nil {
+				return err
+			}
+			if ms < 0 || ms > math.MaxInt64/int64(time.Millisecond) {
+				return fmt.Errorf("invalid value %q: out of range", s)
+			}
+			c.broker.ConnectionsMaxIdle = time.Duration(ms) * time.Millisecond
+			return nil
+		},
+	},
+	{
+		name: "queued.max.requests", placeholder: "N",
+		usage: "most requests read but not yet handled, broker-wide; at the limit connections stop reading",
+		get:   func(c *serveConfig) string { return strconv.Itoa(int(c.broker.QueuedMaxRequests)) },
+		set: func(c *serveConfig, s string) (err error) {
+			c.broker.QueuedMaxRequests, err = parseInt32(s)
+			return err
+		},
+	},
+	{
 		name: "offsets.topic.num.partitions", placeholder: "N",
 		usage: "partitions of __consumer_offsets, fixed when it is created",
 		get:   func(c *serveConfig) string { return strconv.Itoa(int(c.broker.OffsetsTopicNumPartitions)) },
