@@ -1030,16 +1030,32 @@ kcat_group() {
 	create_topic "$topic_kcatg" 4
 	check lines kg 0 "$N" >"$work/kg.in"
 	check partition 4 "$work/kg.p" <"$work/kg.in" >"$work/kg.counts"
-	kcat_b -P -t "$topic_kcatg" -K "$tab" -X partitioner=murmur2_random -X acks=all \
-		<"$work/kg.in" >"$work/kg-produce.out" 2>"$work/kg-produce.err" ||
-		fail "kcat -P -t $topic_kcatg exited with status $?" "$work/kg-produce.err"
-	no_errors "kcat -P -t $topic_kcatg" "$work/kg-produce.err"
-	local i p pids=() start seen=0 rc
+	local i p pids=() start seen=0 rc assigned
 	for i in 1 2; do
 		start_bg "$work/kg-$i.got" timeout -k 5 "$TOOL_TIMEOUT" kcat -b "$bs" -G "$group_kcat" -u \
 			-X auto.offset.reset=earliest -f '%p\t%o\t%k\t%s\n' "$topic_kcatg"
 		pids+=("$bg_pid")
 	done
+	# The records are produced once both members hold partitions: a member
+	# alone in the group gets all four and could read everything before the
+	# second one joins.
+	start=$SECONDS
+	while ((SECONDS < start + KCAT_GROUP_WAIT)); do
+		assigned=0
+		for i in 1 2; do
+			grep -qE 'assigned: .*\[[0-9]+\]' "$work/kg-$i.got.err" && assigned=$((assigned + 1))
+		done
+		((assigned < 2)) || break
+		for i in 0 1; do
+			kill -0 "${pids[i]}" 2>/dev/null || fail "kcat -G member $((i + 1)) exited before the group formed" "$work/kg-$((i + 1)).got.err"
+		done
+		sleep 0.2
+	done
+	((assigned == 2)) || fail "kcat -G: $assigned of 2 members were assigned partitions within ${KCAT_GROUP_WAIT}s" "$work/kg-2.got.err"
+	kcat_b -P -t "$topic_kcatg" -K "$tab" -X partitioner=murmur2_random -X acks=all \
+		<"$work/kg.in" >"$work/kg-produce.out" 2>"$work/kg-produce.err" ||
+		fail "kcat -P -t $topic_kcatg exited with status $?" "$work/kg-produce.err"
+	no_errors "kcat -P -t $topic_kcatg" "$work/kg-produce.err"
 	start=$SECONDS
 	while ((SECONDS < start + KCAT_GROUP_WAIT)); do
 		seen=$(cat "$work"/kg-{1,2}.got | awk -F'\t' 'NF == 4 { print $1 "\t" $2 }' | sort -u | wc -l)
