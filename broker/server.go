@@ -106,7 +106,7 @@ func (c *conn) readLoop() {
 		if !c.acquireSlot() {
 			return
 		}
-		resp, err := c.handle(frame)
+		resp, err := c.handle(c.b.ctx, frame)
 		c.releaseSlot()
 		if err != nil {
 			c.logger.Debug("closing connection", "err", err)
@@ -139,8 +139,9 @@ var errCloseConn = errors.New("broker: close connection")
 
 // handle decodes one request frame, runs its handler and returns the framed
 // response, or nil when the request gets none (acks=0). An error closes the
-// connection, as Kafka does for requests it cannot serve.
-func (c *conn) handle(frame []byte) ([]byte, error) {
+// connection, as Kafka does for requests it cannot serve. The handler runs
+// under ctx.
+func (c *conn) handle(ctx context.Context, frame []byte) ([]byte, error) {
 	prefix, err := protocol.ParseRequestHeaderPrefix(frame)
 	if err != nil {
 		return nil, err
@@ -181,7 +182,7 @@ func (c *conn) handle(frame []byte) ([]byte, error) {
 	start := time.Now()
 	am := c.b.apiMetrics[hdr.APIKey]
 	am.requests[hdr.APIVersion-am.min].Inc()
-	resp, err := a.handle(c.b, c.b.ctx, c, hdr, req)
+	resp, err := a.handle(c.b, ctx, c, hdr, req)
 	am.latency.Observe(time.Since(start).Seconds())
 	if err != nil {
 		am.errors.Inc()
