@@ -322,7 +322,7 @@ func deliver(r group.Response) {
 func (g *groupDrivers) ask(ctx context.Context, partition int32, c *conn, hdr protocol.RequestHeader, req kmsg.Request) kmsg.Response {
 	d := g.driver(partition)
 	if d == nil {
-		return group.ErrorResponse(req, int16(protocol.NotCoordinator))
+		return group.ErrorResponse(req, int16(g.missingDriverCode(partition)))
 	}
 	reply := make(chan kmsg.Response, 1)
 	in := group.Input{Token: reply, Version: hdr.APIVersion, Request: req, ClientHost: c.clientHost()}
@@ -354,6 +354,20 @@ func (g *groupDrivers) ask(ctx context.Context, partition int32, c *conn, hdr pr
 			return group.ErrorResponse(req, int16(protocol.NotCoordinator))
 		}
 	}
+}
+
+// missingDriverCode is the answer for a group whose coordinator partition
+// has no driver here: COORDINATOR_LOAD_IN_PROGRESS when the metadata makes
+// this broker its leader (the driver is about to start, e.g. just after
+// FindCoordinator created the offsets topic), so the client retries here
+// as it would against a Kafka coordinator still loading; NOT_COORDINATOR
+// otherwise, which sends the client back to FindCoordinator.
+func (g *groupDrivers) missingDriverCode(partition int32) protocol.ErrorCode {
+	t := g.b.cluster.Snapshot().Topics[offsetsTopic]
+	if t != nil && int(partition) < len(t.Partitions) && t.Partitions[partition].Leader == g.b.cfg.NodeID {
+		return protocol.CoordinatorLoadInProgress
+	}
+	return protocol.NotCoordinator
 }
 
 // clientHost is the client's address as Kafka reports it: "/ip".

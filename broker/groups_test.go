@@ -1181,3 +1181,25 @@ func cmpErr(ok bool, what string) error {
 	}
 	return errors.New(what)
 }
+
+// TestGroupMissingDriverCode checks the answer for a group whose
+// coordinator partition has no driver: COORDINATOR_LOAD_IN_PROGRESS while
+// this broker leads the partition (its driver is starting), NOT_COORDINATOR
+// for a partition it does not lead.
+func TestGroupMissingDriverCode(t *testing.T) {
+	t.Parallel()
+	b := startBroker(t)
+	ctx := testContext(t, time.Minute)
+	if got := b.groups.missingDriverCode(0); got != protocol.NotCoordinator {
+		t.Errorf("before the offsets topic exists: %v, want NOT_COORDINATOR", got)
+	}
+	if err := b.ensureOffsetsTopic(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.groups.missingDriverCode(0); got != protocol.CoordinatorLoadInProgress {
+		t.Errorf("partition 0, led here: %v, want COORDINATOR_LOAD_IN_PROGRESS", got)
+	}
+	if got := b.groups.missingDriverCode(1 << 20); got != protocol.NotCoordinator {
+		t.Errorf("a partition that does not exist: %v, want NOT_COORDINATOR", got)
+	}
+}

@@ -150,10 +150,22 @@ func (s *suite) groupRebalance(ctx context.Context, t *compat.T) (string, error)
 			for {
 				gen, err := cg.Next(runCtx)
 				if err != nil {
-					if runCtx.Err() == nil && !errors.Is(err, kafka.ErrGroupClosed) {
-						report(fmt.Errorf("member %s: next generation: %w", name, err))
+					if runCtx.Err() != nil || errors.Is(err, kafka.ErrGroupClosed) {
+						return
 					}
-					return
+					// kafka-go hands the errors of joining a generation to
+					// Next's caller and tries again on the next call (a
+					// SyncGroup that meets the other member's join gets
+					// REBALANCE_IN_PROGRESS, for one). They are kept for
+					// the failure reason; the scenario's deadline bounds
+					// the retries.
+					report(fmt.Errorf("member %s: next generation: %w", name, err))
+					select {
+					case <-runCtx.Done():
+						return
+					case <-time.After(100 * time.Millisecond):
+					}
+					continue
 				}
 				// A new generation replaces the old assignment whole.
 				m.RevokeAll()
