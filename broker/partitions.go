@@ -107,7 +107,14 @@ func (b *Broker) resolveSettings(t *cluster.Topic, md *cluster.Metadata) (*topic
 		RetentionMs:        get64("retention.ms"),
 		RetentionBytes:     get64("retention.bytes"),
 		FileDeleteDelayMs:  get64("file.delete.delay.ms"),
+
+		Compact:            s.compacted,
+		MinCompactionLagMs: get64("min.compaction.lag.ms"),
+		MaxCompactionLagMs: get64("max.compaction.lag.ms"),
+		DeleteRetentionMs:  get64("delete.retention.ms"),
 	}
+	s.log.MinCleanableDirtyRatio, err = v.Float64("min.cleanable.dirty.ratio")
+	errs = append(errs, err)
 	if s.log.RetentionMs < 0 {
 		// A negative log.retention.hours or .minutes converts to a
 		// negative count of milliseconds; Kafka's broker takes any

@@ -45,6 +45,24 @@ type Config struct {
 	// renamed with the .deleted suffix, before they are removed
 	// (file.delete.delay.ms).
 	FileDeleteDelayMs int64
+	// Compact is set when cleanup.policy contains "compact": the cleaner
+	// then keeps only the latest record of each key (see cleaner.go).
+	Compact bool
+	// MinCleanableDirtyRatio is the share of the cleanable log that must be
+	// dirty (not yet cleaned) before the cleaner cleans it
+	// (min.cleanable.dirty.ratio).
+	MinCleanableDirtyRatio float64
+	// MinCompactionLagMs keeps a segment out of cleaning until its newest
+	// record is this old (min.compaction.lag.ms).
+	MinCompactionLagMs int64
+	// MaxCompactionLagMs makes a log cleanable, whatever its dirty ratio,
+	// once its oldest dirty batch is this old; it also bounds segment.ms
+	// of a compacted log, so the active segment rolls and becomes
+	// cleanable in time (max.compaction.lag.ms).
+	MaxCompactionLagMs int64
+	// DeleteRetentionMs is how long a tombstone stays after the cleaning
+	// that first kept it (delete.retention.ms).
+	DeleteRetentionMs int64
 }
 
 // DefaultConfig returns Kafka's topic defaults (cleanup.policy "delete",
@@ -62,6 +80,11 @@ func DefaultConfig() Config {
 		RetentionMs:        7 * 24 * int64(time.Hour/time.Millisecond),
 		RetentionBytes:     -1,
 		FileDeleteDelayMs:  60_000,
+
+		MinCleanableDirtyRatio: 0.5,
+		MinCompactionLagMs:     0,
+		MaxCompactionLagMs:     math.MaxInt64,
+		DeleteRetentionMs:      24 * int64(time.Hour/time.Millisecond),
 	}
 }
 
@@ -87,8 +110,29 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: retention.ms %d below -1", ErrInvalidConfig, c.RetentionMs)
 	case c.FileDeleteDelayMs < 0:
 		return fmt.Errorf("%w: file.delete.delay.ms %d below 0", ErrInvalidConfig, c.FileDeleteDelayMs)
+	case !(c.MinCleanableDirtyRatio >= 0 && c.MinCleanableDirtyRatio <= 1):
+		return fmt.Errorf("%w: min.cleanable.dirty.ratio %v not in [0, 1]", ErrInvalidConfig, c.MinCleanableDirtyRatio)
+	case c.MinCompactionLagMs < 0:
+		return fmt.Errorf("%w: min.compaction.lag.ms %d below 0", ErrInvalidConfig, c.MinCompactionLagMs)
+	case c.MaxCompactionLagMs < 1:
+		return fmt.Errorf("%w: max.compaction.lag.ms %d below 1", ErrInvalidConfig, c.MaxCompactionLagMs)
+	case c.MinCompactionLagMs > c.MaxCompactionLagMs:
+		return fmt.Errorf("%w: min.compaction.lag.ms %d above max.compaction.lag.ms %d",
+			ErrInvalidConfig, c.MinCompactionLagMs, c.MaxCompactionLagMs)
+	case c.DeleteRetentionMs < 0:
+		return fmt.Errorf("%w: delete.retention.ms %d below 0", ErrInvalidConfig, c.DeleteRetentionMs)
 	}
 	return nil
+}
+
+// rollMs is the segment age that rolls the active segment: segment.ms,
+// or max.compaction.lag.ms when that is lower on a compacted log, as Kafka
+// does, so no record waits in the active segment past its lag.
+func (c *Config) rollMs() int64 {
+	if c.Compact && c.MaxCompactionLagMs < c.SegmentMs {
+		return c.MaxCompactionLagMs
+	}
+	return c.SegmentMs
 }
 
 // syncBeforeAck reports whether every append waits for an fsync.

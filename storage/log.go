@@ -103,6 +103,14 @@ type Log struct {
 		sync.Mutex
 		list []flushWaiter
 	}
+
+	// Cleaner state (compacted logs, see cleaner.go). cleanMu serialises
+	// cleanings of this log; firstDirty is the cleaner's checkpoint (-1:
+	// none); deleteHorizon is the earliest delete horizon of a tombstone
+	// the last cleaning kept (math.MaxInt64: none known).
+	cleanMu       sync.Mutex
+	firstDirty    atomic.Int64
+	deleteHorizon atomic.Int64
 }
 
 // offsetPos is an offset with the position of the batch starting at it.
@@ -146,6 +154,8 @@ func openLog(dir string, tp TopicPartition, cfg Config, st OpenState, logger *sl
 	l := &Log{dir: dir, tp: tp, logger: logger.With("partition", tp.String()),
 		syncer: env.syncer, deleter: env.deleter, now: env.now}
 	l.cfg.Store(&cfg)
+	l.firstDirty.Store(-1)
+	l.deleteHorizon.Store(math.MaxInt64)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create log dir: %w", err)
 	}
@@ -164,6 +174,11 @@ func openLog(dir string, tp TopicPartition, cfg Config, st OpenState, logger *sl
 // load lists the segments, recovers the ones after the recovery point when
 // the shutdown was not clean, and sets the offsets.
 func (l *Log) load(st OpenState) error {
+	// A cleaning the crash interrupted after its .swap files were in
+	// place is completed first.
+	if err := completeSwaps(l.dir); err != nil {
+		return err
+	}
 	ents, err := os.ReadDir(l.dir)
 	if err != nil {
 		return fmt.Errorf("list log dir: %w", err)
@@ -627,9 +642,9 @@ func (l *Log) maybeRollLocked(cfg *Config, size, first, last, maxTS int64) (*seg
 	if !roll {
 		// Kafka measures segment.ms on record timestamps when it has them.
 		if active.ib.firstTS >= 0 && maxTS >= 0 {
-			roll = maxTS-active.ib.firstTS > cfg.SegmentMs
+			roll = maxTS-active.ib.firstTS > cfg.rollMs()
 		} else {
-			roll = time.Since(active.created).Milliseconds() > cfg.SegmentMs
+			roll = time.Since(active.created).Milliseconds() > cfg.rollMs()
 		}
 	}
 	if !roll {
@@ -753,7 +768,7 @@ func (l *Log) sync() error {
 	}
 	var todo []work
 	for _, s := range segs {
-		if n := s.size.Load(); s.synced.Load() < n || (s.sealed && !s.idx.isPersisted()) {
+		if n := s.size.Load(); s.synced.Load() < n || (s.sealed && (!s.idx.isPersisted() || !s.tidx.isPersisted())) {
 			todo = append(todo, work{s, n, s.sealed})
 		}
 	}
@@ -950,23 +965,39 @@ func (l *Log) Read(opts ReadOptions) (ReadResult, error) {
 	if opts.Offset >= maxOffset {
 		return res, nil
 	}
-	segs := *l.segs.Load()
+	for attempt := 0; ; attempt++ {
+		segsNow := l.segs.Load()
+		res, retry, err := l.readFrom(*segsNow, opts, res, hw, maxOffset)
+		// A segment closed under the read was deleted or replaced by a
+		// cleaned one: with a new segment list, read again.
+		if !retry || attempt == 8 || l.segs.Load() == segsNow {
+			if retry {
+				err = fmt.Errorf("%w: %d", ErrOffsetOutOfRange, opts.Offset)
+			}
+			return res, err
+		}
+	}
+}
+
+// readFrom is Read over one segment list; retry is set when a segment was
+// closed under it.
+func (l *Log) readFrom(segs []*segment, opts ReadOptions, res ReadResult, hw *offsetPos, maxOffset int64) (_ ReadResult, retry bool, _ error) {
 	if ls := l.logStart.Load(); opts.Offset < ls {
 		// The log start moved since it was read, and its segments may
 		// be gone from segs (it moves before they go).
 		res.LogStart = ls
-		return res, fmt.Errorf("%w: %d below log start %d", ErrOffsetOutOfRange, opts.Offset, ls)
+		return res, false, fmt.Errorf("%w: %d below log start %d", ErrOffsetOutOfRange, opts.Offset, ls)
 	}
 	for i := segmentFor(segs, opts.Offset); i < len(segs); i++ {
 		s := segs[i]
 		f, err := s.acquire()
 		if err != nil {
 			if errors.Is(err, ErrClosed) {
-				// Deleted under us (retention or truncation): the offset
-				// is no longer there.
-				return res, fmt.Errorf("%w: %d", ErrOffsetOutOfRange, opts.Offset)
+				// Deleted under us (retention or truncation: the offset
+				// is no longer there), or replaced by a cleaned segment.
+				return res, true, nil
 			}
-			return res, err
+			return res, false, err
 		}
 		end := s.size.Load()
 		lastSeg := i == len(segs)-1 || segs[i+1].base > maxOffset
@@ -975,18 +1006,18 @@ func (l *Log) Read(opts ReadOptions) (ReadResult, error) {
 				end = hw.pos
 			} else if end, _, err = s.findPosition(f, maxOffset, end); err != nil {
 				s.release()
-				return res, err
+				return res, false, err
 			}
 		}
 		pos, base, err := s.findPosition(f, opts.Offset, end)
 		if err != nil {
 			s.release()
-			return res, err
+			return res, errors.Is(err, ErrClosed), err
 		}
 		if pos >= end {
 			s.release()
 			if lastSeg {
-				return res, nil
+				return res, false, nil
 			}
 			continue
 		}
@@ -995,18 +1026,18 @@ func (l *Log) Read(opts ReadOptions) (ReadResult, error) {
 			var hdr [record.LogOverhead]byte
 			if _, err := f.ReadAt(hdr[:], pos); err != nil {
 				s.release()
-				return res, fmt.Errorf("read segment: %w", err)
+				return res, false, fmt.Errorf("read segment: %w", err)
 			}
 			n = max(n, min(record.Size(hdr[:]), end-pos))
 		}
 		if n == 0 {
 			s.release()
-			return res, nil
+			return res, false, nil
 		}
 		res.Slice = Slice{seg: s, f: f, Pos: pos, Len: n, BaseOffset: base}
-		return res, nil
+		return res, false, nil
 	}
-	return res, nil
+	return res, false, nil
 }
 
 // TimestampOffset is a record found by timestamp.

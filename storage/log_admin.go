@@ -159,9 +159,16 @@ func (l *Log) dropOldestLocked(n int) error {
 	segs := *l.segs.Load()
 	kept := append([]*segment(nil), segs[n:]...)
 	l.segs.Store(&kept)
+	return l.deleteSegmentsLocked(segs[:n])
+}
+
+// deleteSegmentsLocked deletes segments that already left the list: their
+// files are renamed with the .deleted suffix and removed after
+// file.delete.delay.ms (at once for a log without a Manager).
+func (l *Log) deleteSegmentsLocked(segs []*segment) error {
 	due := l.now().Add(time.Duration(l.cfg.Load().FileDeleteDelayMs) * time.Millisecond)
 	var errs []error
-	for _, s := range segs[:n] {
+	for _, s := range segs {
 		paths, err := s.renameDeleted()
 		errs = append(errs, err)
 		if l.deleter != nil {

@@ -39,6 +39,17 @@ type ManagerConfig struct {
 	RetentionCheckInterval time.Duration
 	// SyncParallelism bounds the fsyncs in flight in one group-commit round.
 	SyncParallelism int
+	// CleanerEnable runs the log cleaner, which compacts logs whose
+	// cleanup.policy has "compact" (log.cleaner.enable).
+	CleanerEnable bool
+	// CleanerBackoff is how long the cleaner sleeps after a pass that found
+	// no log to clean (log.cleaner.backoff.ms).
+	CleanerBackoff time.Duration
+	// CleanerDedupeBufferSize bounds the cleaner's offset map: it holds at
+	// most 90% of this over 24 bytes (a 16-byte key hash and an offset)
+	// entries, as Kafka sizes it (log.cleaner.dedupe.buffer.size). A
+	// cleaning whose dirty range has more keys stops where the map fills.
+	CleanerDedupeBufferSize int64
 	// Now is the clock retention and delayed file deletion go by; nil is
 	// time.Now. Tests set a fake one.
 	Now    func() time.Time
@@ -56,6 +67,9 @@ func DefaultManagerConfig(dirs ...string) ManagerConfig {
 		FlushCheckInterval:              time.Second,
 		RetentionCheckInterval:          5 * time.Minute,
 		SyncParallelism:                 16,
+		CleanerEnable:                   true,
+		CleanerBackoff:                  15 * time.Second,
+		CleanerDedupeBufferSize:         128 << 20,
 	}
 }
 
@@ -79,8 +93,11 @@ func (c ManagerConfig) Validate() error {
 		return fmt.Errorf("%w: parallelism below 1", ErrInvalidConfig)
 	}
 	if c.CheckpointInterval <= 0 || c.HighWatermarkCheckpointInterval <= 0 || c.FlushCheckInterval <= 0 ||
-		c.RetentionCheckInterval <= 0 {
+		c.RetentionCheckInterval <= 0 || c.CleanerBackoff <= 0 {
 		return fmt.Errorf("%w: intervals must be positive", ErrInvalidConfig)
+	}
+	if c.CleanerDedupeBufferSize < offsetMapEntrySize*2 {
+		return fmt.Errorf("%w: log.cleaner.dedupe.buffer.size %d too small", ErrInvalidConfig, c.CleanerDedupeBufferSize)
 	}
 	return c.Log.Validate()
 }
@@ -100,6 +117,7 @@ type Manager struct {
 	now    func() time.Time
 	sy     *syncer
 	del    *deleter
+	cl     *cleaner
 	dirs   []*logDir
 
 	// ckptMu serialises checkpoint writes, which share their .tmp files,
@@ -140,6 +158,7 @@ func OpenManager(cfg ManagerConfig) (*Manager, error) {
 		now = time.Now
 	}
 	m := &Manager{cfg: cfg, logger: logger, now: now, sy: newSyncer(cfg.SyncParallelism), del: newDeleter(now, logger)}
+	m.cl = &cleaner{now: now, maxEntries: max(int(float64(cfg.CleanerDedupeBufferSize)*offsetMapLoadFactor/offsetMapEntrySize), 1)}
 	m.mu.logs = map[TopicPartition]*Log{}
 	m.mu.dirOf = map[TopicPartition]*logDir{}
 	if err := m.openDirs(); err != nil {
@@ -153,6 +172,9 @@ func OpenManager(cfg ManagerConfig) (*Manager, error) {
 	m.goTracked(func() { m.flushLoop(ctx) })
 	m.goTracked(func() { m.del.run(ctx) })
 	m.goTracked(func() { m.retentionLoop(ctx) })
+	if cfg.CleanerEnable {
+		m.goTracked(func() { m.cleanerLoop(ctx) })
+	}
 	return m, nil
 }
 
@@ -169,10 +191,11 @@ func (m *Manager) goTracked(fn func()) {
 }
 
 type openJob struct {
-	dir  *logDir
-	tp   TopicPartition
-	path string
-	st   OpenState
+	dir        *logDir
+	tp         TopicPartition
+	path       string
+	st         OpenState
+	firstDirty int64 // from cleaner-offset-checkpoint; -1 when absent
 }
 
 func (m *Manager) openDirs() error {
@@ -216,6 +239,7 @@ func (m *Manager) openDirs() error {
 			logs[i].closeFiles()
 			continue
 		}
+		logs[i].firstDirty.Store(j.firstDirty)
 		m.mu.logs[j.tp] = logs[i]
 		m.mu.dirOf[j.tp] = j.dir
 	}
@@ -252,6 +276,10 @@ func (m *Manager) scanDir(d *logDir) ([]openJob, error) {
 	if err != nil {
 		return nil, err
 	}
+	dirty, err := readOffsetCheckpoint(filepath.Join(d.path, cleanerCheckpointFile))
+	if err != nil {
+		return nil, err
+	}
 	ents, err := os.ReadDir(d.path)
 	if err != nil {
 		return nil, fmt.Errorf("list log dir: %w", err)
@@ -275,7 +303,11 @@ func (m *Manager) scanDir(d *logDir) ([]openJob, error) {
 		}
 		rp, haveRP := rps[tp]
 		st := OpenState{RecoveryPoint: rp, LogStart: starts[tp], HighWatermark: hws[tp], Clean: clean && haveRP}
-		jobs = append(jobs, openJob{dir: d, tp: tp, path: filepath.Join(d.path, name), st: st})
+		fd, ok := dirty[tp]
+		if !ok {
+			fd = -1
+		}
+		jobs = append(jobs, openJob{dir: d, tp: tp, path: filepath.Join(d.path, name), st: st, firstDirty: fd})
 	}
 	return jobs, nil
 }

@@ -65,6 +65,17 @@ type producerState struct {
 	entries map[int64]*producerEntry
 }
 
+// lastOffsets maps each producer id to the last offset of its last batch.
+func (ps *producerState) lastOffsets() map[int64]int64 {
+	out := make(map[int64]int64, len(ps.entries))
+	for pid, e := range ps.entries {
+		if n := len(e.batches); n > 0 {
+			out[pid] = e.batches[n-1].lastOffset
+		}
+	}
+	return out
+}
+
 func newProducerState() *producerState {
 	return &producerState{entries: map[int64]*producerEntry{}}
 }

@@ -285,3 +285,31 @@ func (it *Iter) Err() error { return it.err }
 
 // Pos is the byte position of the next batch in the record set.
 func (it *Iter) Pos() int { return it.pos }
+
+// SetLastOffsetDelta rewrites the last offset delta and the CRC. Log
+// compaction keeps a rewritten batch's last offset, even when its last
+// record is gone, so the batch's last sequence number survives.
+func (b Batch) SetLastOffsetDelta(d int32) {
+	if b.LastOffsetDelta() == d {
+		return
+	}
+	binary.BigEndian.PutUint32(b[offLastDelta:], uint32(d))
+	b.UpdateCRC()
+}
+
+// AppendEmpty appends to dst a batch with b's header and no records: the
+// same base offset, last offset delta, timestamps, producer id, epoch and
+// base sequence and leader epoch, uncompressed. Log compaction writes one
+// where every record of a batch is gone but the batch must stay, as Kafka
+// keeps an idempotent producer's last batch so its state survives.
+func AppendEmpty(dst []byte, b Batch) []byte {
+	start := len(dst)
+	dst = append(dst, b[:HeaderSize]...)
+	e := Batch(dst[start:])
+	be := binary.BigEndian
+	be.PutUint32(e[offBatchLength:], uint32(HeaderSize-LogOverhead))
+	be.PutUint16(e[offAttributes:], uint16(b.Attributes())&^codecMask)
+	be.PutUint32(e[offRecordCount:], 0)
+	e.UpdateCRC()
+	return dst
+}
