@@ -13,20 +13,47 @@
 //	  recovery-point-offset-checkpoint      per partition: recovery starts at this offset's segment
 //	  log-start-offset-checkpoint           per partition: first offset readers may fetch
 //	  replication-offset-checkpoint         per partition: high watermark
+//	  cleaner-offset-checkpoint             per compacted partition: its first dirty offset
 //	  <topic>-<partition>/                  one directory per partition log
 //	    00000000000000000000.log            segment: batches from offset 0
 //	    00000000000000000000.index          its sparse offset index
 //	    00000000000000000000.timeindex      its sparse time index
 //	    00000000000000004711.log            next segment, base offset 4711 ...
 //	    00000000000000000000.log.deleted    a deleted segment's files, until file.delete.delay.ms passes
+//	    00000000000000000000.log.cleaned    a cleaned segment being written (also .index.cleaned, .timeindex.cleaned)
+//	    00000000000000000000.log.swap       a cleaned segment being swapped in (also .index.swap, .timeindex.swap)
 //	    leader-epoch-checkpoint             leader epoch history
 //	    partition.metadata                  topic id
 //	  <topic>-<partition>.<n>-delete/       a partition being deleted (removed at open)
 //
 // Segment files are named by their base offset, the offset of their first
-// batch or lower, as 20 decimal digits. Files ending .deleted, .cleaned,
-// .swap or .tmp are leftovers of interrupted operations and are removed
-// when the log opens.
+// batch or lower, as 20 decimal digits. Files ending .deleted, .cleaned
+// or .tmp are leftovers of interrupted operations and are removed when the
+// log opens; a <base>.log.swap completes its replacement first (see Log
+// compaction).
+//
+// # Log compaction
+//
+// Logs with cleanup.policy "compact" are cleaned in the background (see
+// cleaner.go for the rules: dirty ratio, compaction lags, the offset map,
+// which records stay, tombstone delete horizons). A cleaning rewrites a
+// group of consecutive segments into one, named by the group's first base
+// offset, keeping every kept record at its offset: offsets in a compacted
+// log are sparse, and a batch keeps its base offset and last offset delta
+// even when records at its ends are gone, so it may hold fewer records
+// than its offset range (none at all for an empty batch). A batch that
+// keeps a tombstone gets a delete horizon: attribute bit 6 set and its
+// base timestamp the time (ms) after which a cleaning drops its
+// tombstones (KIP-534). The cleaned segment is written as .cleaned files
+// and fsynced; under the log's lock they are renamed .swap (the .log
+// last), the directory fsynced, the old segments renamed .deleted, and the
+// .swap files renamed to their final names. At open, a <base>.log.swap
+// deletes every segment whose base lies in [base, the swap's last offset]
+// (a cleaned segment always ends inside the last segment it replaces) and
+// takes its final name with its index .swap files; other .swap files and
+// all .cleaned files are removed. cleaner-offset-checkpoint has the
+// format of the other per-dir checkpoints, with lines
+// "<topic> <partition> <first dirty offset>".
 //
 // # Retention and deleted segments
 //
