@@ -151,6 +151,9 @@ func (b *Broker) Start(ctx context.Context) (err error) {
 	mcfg := storage.DefaultManagerConfig(b.cfg.LogDirs...)
 	mcfg.Logger = b.logger
 	mcfg.RetentionCheckInterval = b.cfg.LogRetentionCheckInterval
+	mcfg.CleanerEnable = b.cfg.LogCleanerEnable
+	mcfg.CleanerBackoff = b.cfg.LogCleanerBackoff
+	mcfg.CleanerDedupeBufferSize = b.cfg.LogCleanerDedupeBufferSize
 	logs, err := storage.OpenManager(mcfg)
 	if err != nil {
 		return fmt.Errorf("open logs: %w", err)

@@ -102,6 +102,16 @@ type Config struct {
 	// LogRetentionCheckInterval is how often every log's retention runs
 	// (log.retention.check.interval.ms).
 	LogRetentionCheckInterval time.Duration
+	// LogCleanerEnable runs the log cleaner, which compacts topics whose
+	// cleanup.policy has "compact", __consumer_offsets among them
+	// (log.cleaner.enable).
+	LogCleanerEnable bool
+	// LogCleanerBackoff is how long the cleaner sleeps when it found no
+	// log to clean (log.cleaner.backoff.ms).
+	LogCleanerBackoff time.Duration
+	// LogCleanerDedupeBufferSize bounds the cleaner's key-to-offset map
+	// (log.cleaner.dedupe.buffer.size).
+	LogCleanerDedupeBufferSize int64
 
 	// StaticTopicDefaults are broker-level settings of topic-config
 	// synonyms given at start-up (log.segment.bytes, log.retention.hours,
@@ -139,7 +149,10 @@ func DefaultConfig() Config {
 		ConnectionsMaxIdle:       10 * time.Minute,
 		QueuedMaxRequests:        500,
 
-		LogRetentionCheckInterval: 5 * time.Minute,
+		LogRetentionCheckInterval:  5 * time.Minute,
+		LogCleanerEnable:           true,
+		LogCleanerBackoff:          15 * time.Second,
+		LogCleanerDedupeBufferSize: 128 << 20,
 
 		OffsetsTopicNumPartitions:     50,
 		OffsetsTopicReplicationFactor: 3,
@@ -237,6 +250,10 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: broker.session.timeout.ms out of range", ErrInvalidConfig)
 	case c.LogRetentionCheckInterval < time.Millisecond:
 		return fmt.Errorf("%w: log.retention.check.interval.ms below 1", ErrInvalidConfig)
+	case c.LogCleanerBackoff < 0:
+		return fmt.Errorf("%w: log.cleaner.backoff.ms below 0", ErrInvalidConfig)
+	case c.LogCleanerDedupeBufferSize < 1<<20:
+		return fmt.Errorf("%w: log.cleaner.dedupe.buffer.size %d below 1048576", ErrInvalidConfig, c.LogCleanerDedupeBufferSize)
 	case c.OffsetsTopicNumPartitions < 1:
 		return fmt.Errorf("%w: offsets.topic.num.partitions %d below 1", ErrInvalidConfig, c.OffsetsTopicNumPartitions)
 	case c.OffsetsTopicReplicationFactor < 1:

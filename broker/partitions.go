@@ -144,6 +144,9 @@ func (b *Broker) staticConfigs() map[string]string {
 		"socket.request.max.bytes":   fmt.Sprint(b.cfg.SocketRequestMaxBytes),
 
 		"log.retention.check.interval.ms": fmt.Sprint(b.cfg.LogRetentionCheckInterval.Milliseconds()),
+		"log.cleaner.enable":              fmt.Sprint(b.cfg.LogCleanerEnable),
+		"log.cleaner.backoff.ms":          fmt.Sprint(b.cfg.LogCleanerBackoff.Milliseconds()),
+		"log.cleaner.dedupe.buffer.size":  fmt.Sprint(b.cfg.LogCleanerDedupeBufferSize),
 	}
 	if len(b.cfg.AdvertisedListeners) > 0 {
 		out["advertised.listeners"] = strings.Join(b.cfg.AdvertisedListeners, ",")

@@ -30,8 +30,8 @@ package configs
 //     errors.deadletterqueue.*): not served;
 //   - tiered storage's managers and pools (remote.log.*, remote.fetch.*):
 //     remote.log.storage.system.enable says it is off;
-//   - the log cleaner's threads and buffers (log.cleaner.threads, ...):
-//     Gregor does not compact yet;
+//   - the log cleaner's threads and I/O tuning (log.cleaner.threads,
+//     log.cleaner.io.*): one cleaner goroutine, no I/O throttle;
 //   - limits Gregor does not enforce (fetch.max.bytes, request.timeout.ms,
 //     queued.max.request.bytes, max.connection.creation.rate,
 //     max.connections.per.ip.overrides, telemetry.max.bytes): Kafka's
@@ -328,6 +328,14 @@ var brokerDefs = []*Def{
 	{
 		Name: "log.cleaner.enable", Type: TypeBoolean, Default: "true",
 		Doc: "Whether the log cleaner runs. Without it compacted topics, __consumer_offsets included, are never compacted and keep growing.",
+	},
+	{
+		Name: "log.cleaner.backoff.ms", Type: TypeLong, Default: "15000", check: atLeast(0),
+		Doc: "How long the log cleaner sleeps when no log needs cleaning.",
+	},
+	{
+		Name: "log.cleaner.dedupe.buffer.size", Type: TypeLong, Default: "134217728",
+		Doc: "Memory bound of the log cleaner's map from keys to their latest offsets; a log with more distinct keys in its dirty part is cleaned in several passes.",
 	},
 	{
 		Name: "log.cleaner.delete.retention.ms", Type: TypeLong, Default: "86400000", check: atLeast(0), Update: UpdateClusterWide,

@@ -309,6 +309,26 @@ var keys = []key{
 	},
 	msField("log.retention.check.interval.ms", "how often each log's retention (retention.ms, retention.bytes) runs",
 		func(c *serveConfig) *time.Duration { return &c.broker.LogRetentionCheckInterval }),
+	{
+		name: "log.cleaner.enable", placeholder: "BOOL",
+		usage: "whether the log cleaner compacts topics with cleanup.policy=compact (__consumer_offsets too)",
+		get:   func(c *serveConfig) string { return strconv.FormatBool(c.broker.LogCleanerEnable) },
+		set: func(c *serveConfig, s string) (err error) {
+			c.broker.LogCleanerEnable, err = parseBool(s)
+			return err
+		},
+	},
+	msField("log.cleaner.backoff.ms", "how long the log cleaner sleeps when no log needs cleaning",
+		func(c *serveConfig) *time.Duration { return &c.broker.LogCleanerBackoff }),
+	{
+		name: "log.cleaner.dedupe.buffer.size", placeholder: "BYTES",
+		usage: "memory bound of the log cleaner's key-to-offset map",
+		get:   func(c *serveConfig) string { return strconv.FormatInt(c.broker.LogCleanerDedupeBufferSize, 10) },
+		set: func(c *serveConfig, s string) (err error) {
+			c.broker.LogCleanerDedupeBufferSize, err = parseInt(s, 64)
+			return err
+		},
+	},
 	msField("group.min.session.timeout.ms", "shortest session timeout a group member may ask for",
 		func(c *serveConfig) *time.Duration { return &c.broker.Groups.MinSessionTimeout }),
 	msField("group.max.session.timeout.ms", "longest session timeout a group member may ask for",

@@ -367,13 +367,13 @@ func TestIgnoredKeysWarn(t *testing.T) {
 	file := writeConfig(t, `
 node.id: 2
 foo.bar: 1
-log.cleaner.enable: false
+num.io.threads: 4
 `)
 	c := mustLoad(t, "--config", file)
 	if c.broker.NodeID != 2 {
 		t.Errorf("node.id = %d, want 2", c.broker.NodeID)
 	}
-	want := []string{"foo.bar", "log.cleaner.enable", "GREGOR_NO_SUCH_THING", "GREGOR_REPLICA_LAG_TIME_MAX_MS"}
+	want := []string{"foo.bar", "num.io.threads", "GREGOR_NO_SUCH_THING", "GREGOR_REPLICA_LAG_TIME_MAX_MS"}
 	all := strings.Join(c.warnings, "\n")
 	for _, w := range want {
 		if !strings.Contains(all, w) {
