@@ -749,6 +749,15 @@ func (l *Log) wakeWaiters(durable int64, err error) {
 // sync fsyncs every segment with unsynced bytes, persists and fsyncs the
 // indexes of sealed segments, then advances the durable offset and the
 // recovery point. Only data fsyncs happen here, outside mu.
+// observer returns the Observer of the log's Manager; a log on its own
+// reports to none.
+func (l *Log) observer() Observer {
+	if l.syncer == nil {
+		return nopObserver{}
+	}
+	return l.syncer.obs
+}
+
 func (l *Log) sync() error {
 	l.syncMu.Lock()
 	defer l.syncMu.Unlock()
@@ -775,6 +784,7 @@ func (l *Log) sync() error {
 	l.firstUnsynced.Store(0)
 	l.mu.Unlock()
 
+	obs := l.observer()
 	for _, w := range todo {
 		if w.s.synced.Load() < w.size {
 			f, err := w.s.acquire()
@@ -784,7 +794,9 @@ func (l *Log) sync() error {
 				}
 				return l.fail(err)
 			}
+			start := time.Now()
 			err = fdatasync(f)
+			obs.Fsynced(time.Since(start))
 			w.s.release()
 			if err != nil {
 				return l.fail(fmt.Errorf("sync %s: %w", w.s.logPath, err))
@@ -800,8 +812,9 @@ func (l *Log) sync() error {
 
 	l.mu.Lock()
 	if l.mu.gen == gen {
-		if target > l.durable.Load() {
+		if prev := l.durable.Load(); target > prev {
 			l.durable.Store(target)
+			obs.Synced(target - prev)
 		}
 		if l.autoHW && l.cfg.Load().syncBeforeAck() && target > l.hw.Load().offset {
 			l.hw.Store(&targetPos)

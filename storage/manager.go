@@ -54,6 +54,9 @@ type ManagerConfig struct {
 	// time.Now. Tests set a fake one.
 	Now    func() time.Time
 	Logger *slog.Logger
+	// Observer receives fsync and group-commit events for metrics; nil
+	// ignores them.
+	Observer Observer
 }
 
 // DefaultManagerConfig returns Kafka's defaults for dirs.
@@ -157,7 +160,11 @@ func OpenManager(cfg ManagerConfig) (*Manager, error) {
 	if now == nil {
 		now = time.Now
 	}
-	m := &Manager{cfg: cfg, logger: logger, now: now, sy: newSyncer(cfg.SyncParallelism), del: newDeleter(now, logger)}
+	obs := cfg.Observer
+	if obs == nil {
+		obs = nopObserver{}
+	}
+	m := &Manager{cfg: cfg, logger: logger, now: now, sy: newSyncer(cfg.SyncParallelism, obs), del: newDeleter(now, logger)}
 	m.cl = &cleaner{now: now, maxEntries: max(int(float64(cfg.CleanerDedupeBufferSize)*offsetMapLoadFactor/offsetMapEntrySize), 1)}
 	m.mu.logs = map[TopicPartition]*Log{}
 	m.mu.dirOf = map[TopicPartition]*logDir{}

@@ -14,6 +14,7 @@ import (
 // hold back the logs queued behind it); a log's own fsyncs run one at a
 // time (Log.syncMu).
 type syncer struct {
+	obs  Observer
 	sem  chan struct{} // one token per fsync in flight
 	kick chan struct{}
 	wg   sync.WaitGroup
@@ -23,8 +24,8 @@ type syncer struct {
 	}
 }
 
-func newSyncer(parallel int) *syncer {
-	return &syncer{sem: make(chan struct{}, max(parallel, 1)), kick: make(chan struct{}, 1)}
+func newSyncer(parallel int, obs Observer) *syncer {
+	return &syncer{obs: obs, sem: make(chan struct{}, max(parallel, 1)), kick: make(chan struct{}, 1)}
 }
 
 // request queues l for an fsync (once, however often it is asked before
@@ -64,6 +65,9 @@ func (s *syncer) start() {
 	batch := s.mu.queue
 	s.mu.queue = nil
 	s.mu.Unlock()
+	if len(batch) > 0 {
+		s.obs.GroupCommit(len(batch))
+	}
 	for _, l := range batch {
 		s.sem <- struct{}{}
 		// Cleared just before the fsync starts: an append after this
