@@ -208,6 +208,9 @@ func (b *Broker) produceTo(rp *kmsg.ProduceResponseTopicPartition, version int16
 	if res.Duplicate {
 		// Kafka answers a retried batch with the original's timestamp.
 		rp.LogAppendTime = res.DuplicateTimestamp
+	} else {
+		p.metrics.bytesIn.Add(float64(len(batch)))
+		p.metrics.recordsIn.Add(float64(batch.RecordCount()))
 	}
 	return p.log, res, protocol.None
 }

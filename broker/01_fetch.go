@@ -40,6 +40,7 @@ type fetchResult struct {
 	divergingEnd          int64
 	hasDiverging          bool
 	leaderID, leaderEpoch int32
+	metrics               *topicMetrics // nil when the partition is not here
 }
 
 func (b *Broker) handleFetch(ctx context.Context, c *conn, hdr protocol.RequestHeader, r kmsg.Request) (kmsg.Response, error) {
@@ -142,6 +143,7 @@ func (b *Broker) handleFetch(ctx context.Context, c *conn, hdr protocol.RequestH
 		it.sentHW, it.sentLSO, it.sentLogStart = res.hw, res.lso, res.logStart
 		if len(res.records) > 0 {
 			served[it.key] = true
+			res.metrics.bytesOut.Add(float64(len(res.records)))
 		}
 		n := len(resp.Topics)
 		if n == 0 || resp.Topics[n-1].Topic != it.key.topic || resp.Topics[n-1].TopicID != it.key.topicID {
@@ -196,6 +198,7 @@ func (b *Broker) fetchRound(items []*sessionPartition, req *kmsg.FetchRequest, b
 			continue
 		}
 		l := p.log
+		res.metrics = p.metrics
 		res.hw = l.HighWatermark()
 		res.lso = res.hw
 		res.logStart = l.LogStartOffset()

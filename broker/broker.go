@@ -59,12 +59,13 @@ var handlers = []handler{
 
 // Broker is one Gregor broker.
 //
-// Start order: storage (recovery), cluster registry (embedded etcd when no
-// endpoints), local partitions from the metadata, Kafka listeners, admin
-// HTTP. Close runs it backwards: listeners and connections first, so no
-// request runs against a closing log; then the admin server, the
-// registration and the registry; the logs last, which writes the
-// clean-shutdown marker.
+// Start order: admin HTTP (so /healthz and /metrics answer during a long
+// recovery, and /readyz says 503), storage (recovery), cluster registry
+// (embedded etcd when no endpoints), local partitions from the metadata,
+// Kafka listeners, registration; then the broker is ready. Close first
+// marks it not ready, then stops listeners and connections, so no request
+// runs against a closing log; then the admin server, the registration and
+// the registry; the logs last, which writes the clean-shutdown marker.
 type Broker struct {
 	cfg    Config
 	logger *slog.Logger
@@ -99,6 +100,9 @@ type Broker struct {
 	listeners []net.Listener
 	admin     *http.Server
 	adminLn   net.Listener
+	// ready is set once Start has completed and cleared when Close begins;
+	// /readyz reports it.
+	ready atomic.Bool
 
 	conns struct {
 		sync.Mutex
@@ -132,7 +136,7 @@ func New(cfg Config) (*Broker, error) {
 	b.quotas, b.slots = quotas, make(requestSlots, cfg.QueuedMaxRequests)
 	b.groups = newGroupDrivers(b)
 	if cfg.Registerer != nil {
-		cfg.Registerer.MustRegister(newGroupLagCollector(b))
+		cfg.Registerer.MustRegister(newGroupLagCollector(b), newLogCollector(b))
 	}
 	b.parts.Store(&partitionTable{byName: map[string][]*partition{}, names: map[cluster.TopicID]string{}})
 	b.conns.m = map[*conn]struct{}{}
@@ -148,12 +152,18 @@ func (b *Broker) Start(ctx context.Context) (err error) {
 			b.Close()
 		}
 	}()
+	if b.cfg.AdminListener != "" {
+		if err := b.startAdmin(); err != nil {
+			return err
+		}
+	}
 	mcfg := storage.DefaultManagerConfig(b.cfg.LogDirs...)
 	mcfg.Logger = b.logger
 	mcfg.RetentionCheckInterval = b.cfg.LogRetentionCheckInterval
 	mcfg.CleanerEnable = b.cfg.LogCleanerEnable
 	mcfg.CleanerBackoff = b.cfg.LogCleanerBackoff
 	mcfg.CleanerDedupeBufferSize = b.cfg.LogCleanerDedupeBufferSize
+	mcfg.Observer = b.metrics
 	logs, err := storage.OpenManager(mcfg)
 	if err != nil {
 		return fmt.Errorf("open logs: %w", err)
@@ -188,11 +198,7 @@ func (b *Broker) Start(ctx context.Context) (err error) {
 		return err
 	}
 	b.goTracked(b.watchMetadata)
-	if b.cfg.AdminListener != "" {
-		if err := b.startAdmin(); err != nil {
-			return err
-		}
-	}
+	b.ready.Store(true)
 	b.logger.Info("broker started", "node_id", b.cfg.NodeID, "listeners", b.Addrs(), "cluster_id", cl.ClusterID(),
 		"log_dirs", b.cfg.LogDirs)
 	return nil
@@ -258,6 +264,11 @@ func (b *Broker) Addrs() []string {
 	return out
 }
 
+// Ready reports whether Start has completed and Close has not begun: the
+// listeners are bound, the metadata is applied and every local log is
+// recovered. The admin server's /readyz answers 200 exactly then.
+func (b *Broker) Ready() bool { return b.ready.Load() }
+
 // AdminAddr returns the bound admin HTTP address, or "".
 func (b *Broker) AdminAddr() string {
 	if b.adminLn == nil {
@@ -292,6 +303,13 @@ func (b *Broker) startAdmin() error {
 	b.adminLn = ln
 	mux := http.NewServeMux()
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Write([]byte("ok\n"))
+	})
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if !b.ready.Load() {
+			http.Error(w, "not ready", http.StatusServiceUnavailable)
+			return
+		}
 		w.Write([]byte("ok\n"))
 	})
 	if b.cfg.Gatherer != nil {
@@ -333,6 +351,7 @@ func (b *Broker) trackConn(c *conn, add bool) bool {
 
 // Close shuts the broker down in the order the type's comment states.
 func (b *Broker) Close() error {
+	b.ready.Store(false)
 	if b.cancel == nil {
 		return nil
 	}

@@ -2,31 +2,56 @@ package broker
 
 import (
 	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// metrics are the broker's request and connection metrics. The full set
-// comes with the operator issue; these show the wiring: registered through
-// the Registerer the broker is given, never globally.
+// metrics are the broker's request, connection, topic and storage metrics,
+// registered through the Registerer the broker is given, never globally.
+// With a nil Registerer they are still counted (the counters exist), just
+// not exported. README.md's "Metrics" section lists them all.
+//
+// Nothing on a request's path formats a label or hashes one: per-API
+// metrics are resolved at New (forAPI), per-topic ones when the broker
+// opens a partition (forTopic), per-listener ones when a listener starts,
+// error-code counters the first time a code is seen.
 type metrics struct {
 	requests    *prometheus.CounterVec
-	errors      *prometheus.CounterVec
+	failures    *prometheus.CounterVec
+	errorCodes  *prometheus.CounterVec
 	latency     *prometheus.HistogramVec
 	connections prometheus.Gauge
+	connCreated *prometheus.CounterVec
+	connClosed  *prometheus.CounterVec
+
+	bytesIn   *prometheus.CounterVec
+	recordsIn *prometheus.CounterVec
+	bytesOut  *prometheus.CounterVec
+
+	fsync       prometheus.Histogram
+	groupCommit prometheus.Histogram
+	syncRecords prometheus.Histogram
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
+	topic := []string{"topic"}
 	m := &metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gregor_requests_total",
 			Help: "Requests handled, by API and version.",
 		}, []string{"api", "version"}),
-		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
+		failures: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gregor_request_failures_total",
 			Help: "Requests that closed their connection instead of getting a response, by API.",
 		}, []string{"api"}),
+		errorCodes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gregor_request_errors_total",
+			Help: "Non-zero Kafka error codes in responses, by API and numeric code: Produce and Fetch per partition, other APIs their top-level code.",
+		}, []string{"api", "code"}),
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "gregor_request_duration_seconds",
 			Help:    "Time from a request's arrival to its response being queued, by API.",
@@ -36,12 +61,84 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "gregor_connections_open",
 			Help: "Client connections open.",
 		}),
+		connCreated: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gregor_connections_created_total",
+			Help: "Client connections accepted and admitted, by listener.",
+		}, []string{"listener"}),
+		connClosed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gregor_connections_closed_total",
+			Help: "Client connections closed, by listener.",
+		}, []string{"listener"}),
+		bytesIn: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gregor_topic_bytes_in_total",
+			Help: "Record batch bytes appended by Produce, after validation, by topic.",
+		}, topic),
+		recordsIn: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gregor_topic_records_in_total",
+			Help: "Records appended by Produce, after validation, by topic.",
+		}, topic),
+		bytesOut: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gregor_topic_bytes_out_total",
+			Help: "Record batch bytes sent in Fetch responses, to consumers and followers, by topic.",
+		}, topic),
+		fsync: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "gregor_storage_fsync_duration_seconds",
+			Help:    "Duration of one fdatasync of a segment file.",
+			Buckets: prometheus.ExponentialBuckets(0.00005, 2, 18),
+		}),
+		groupCommit: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "gregor_storage_group_commit_logs",
+			Help:    "Logs fsynced together in one group-commit round.",
+			Buckets: prometheus.ExponentialBuckets(1, 2, 12),
+		}),
+		syncRecords: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "gregor_storage_sync_records",
+			Help:    "Records one log's sync made durable: the appends one fsync served.",
+			Buckets: prometheus.ExponentialBuckets(1, 2, 16),
+		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.requests, m.errors, m.latency, m.connections)
+		reg.MustRegister(m.requests, m.failures, m.errorCodes, m.latency, m.connections, m.connCreated, m.connClosed,
+			m.bytesIn, m.recordsIn, m.bytesOut, m.fsync, m.groupCommit, m.syncRecords)
 	}
 	return m
 }
+
+// Fsynced, GroupCommit and Synced make metrics the storage.Observer the
+// broker opens its logs with.
+func (m *metrics) Fsynced(d time.Duration) { m.fsync.Observe(d.Seconds()) }
+
+// GroupCommit implements storage.Observer.
+func (m *metrics) GroupCommit(logs int) { m.groupCommit.Observe(float64(logs)) }
+
+// Synced implements storage.Observer.
+func (m *metrics) Synced(records int64) { m.syncRecords.Observe(float64(records)) }
+
+// topicMetrics are one topic's traffic counters, shared by its partitions.
+type topicMetrics struct {
+	bytesIn, recordsIn, bytesOut prometheus.Counter
+}
+
+// forTopic resolves a topic's counters; called when a partition is opened.
+func (m *metrics) forTopic(topic string) *topicMetrics {
+	return &topicMetrics{
+		bytesIn:   m.bytesIn.WithLabelValues(topic),
+		recordsIn: m.recordsIn.WithLabelValues(topic),
+		bytesOut:  m.bytesOut.WithLabelValues(topic),
+	}
+}
+
+// forgetTopic drops a deleted topic's series.
+func (m *metrics) forgetTopic(topic string) {
+	m.bytesIn.DeleteLabelValues(topic)
+	m.recordsIn.DeleteLabelValues(topic)
+	m.bytesOut.DeleteLabelValues(topic)
+}
+
+// maxErrorCode bounds the error codes whose counters are kept resolved;
+// Kafka's are below it. Slot 0 holds -1 (UNKNOWN_SERVER_ERROR), as 0 is no
+// error. A code outside is resolved at each occurrence.
+const maxErrorCode = 256
 
 // apiMetrics are one API's request metrics, resolved from their label
 // values once, so a request costs no label hashing or formatting.
@@ -49,17 +146,104 @@ type apiMetrics struct {
 	requests []prometheus.Counter // by version - min
 	min      int16
 	latency  prometheus.Observer
-	errors   prometheus.Counter
+	failures prometheus.Counter
+
+	name     string
+	errorVec *prometheus.CounterVec
+	codesMu  sync.Mutex // serialises resolving a code's counter
+	codes    [maxErrorCode]atomic.Pointer[prometheus.Counter]
 }
 
 // forAPI resolves the metrics of an API's served versions.
 func (m *metrics) forAPI(key, minVersion, maxVersion int16) *apiMetrics {
 	name := apiName(key)
-	am := &apiMetrics{min: minVersion, latency: m.latency.WithLabelValues(name), errors: m.errors.WithLabelValues(name)}
+	am := &apiMetrics{min: minVersion, latency: m.latency.WithLabelValues(name), failures: m.failures.WithLabelValues(name),
+		name: name, errorVec: m.errorCodes}
 	for v := minVersion; v <= maxVersion; v++ {
 		am.requests = append(am.requests, m.requests.WithLabelValues(name, strconv.Itoa(int(v))))
 	}
 	return am
+}
+
+// countError counts one non-zero error code in a response. The counter is
+// resolved the first time the API answers with the code.
+func (am *apiMetrics) countError(code int16) {
+	var slot *atomic.Pointer[prometheus.Counter]
+	switch {
+	case code == -1:
+		slot = &am.codes[0]
+	case code > 0 && code < maxErrorCode:
+		slot = &am.codes[code]
+	default:
+		am.errorVec.WithLabelValues(am.name, strconv.Itoa(int(code))).Inc()
+		return
+	}
+	if c := slot.Load(); c != nil {
+		(*c).Inc()
+		return
+	}
+	am.codesMu.Lock()
+	c := slot.Load()
+	if c == nil {
+		counter := am.errorVec.WithLabelValues(am.name, strconv.Itoa(int(code)))
+		c = &counter
+		slot.Store(c)
+	}
+	am.codesMu.Unlock()
+	(*c).Inc()
+}
+
+// countResponseErrors counts the error codes of a response: every
+// partition's for Produce and Fetch, the top-level code for the APIs that
+// have one. A type switch and a walk over the partitions, nothing more.
+func (am *apiMetrics) countResponseErrors(resp kmsg.Response) {
+	var top int16
+	switch r := resp.(type) {
+	case *kmsg.ProduceResponse:
+		for i := range r.Topics {
+			for j := range r.Topics[i].Partitions {
+				if c := r.Topics[i].Partitions[j].ErrorCode; c != 0 {
+					am.countError(c)
+				}
+			}
+		}
+	case *kmsg.FetchResponse:
+		top = r.ErrorCode
+		for i := range r.Topics {
+			for j := range r.Topics[i].Partitions {
+				if c := r.Topics[i].Partitions[j].ErrorCode; c != 0 {
+					am.countError(c)
+				}
+			}
+		}
+	case *kmsg.ApiVersionsResponse:
+		top = r.ErrorCode
+	case *kmsg.FindCoordinatorResponse:
+		top = r.ErrorCode
+	case *kmsg.JoinGroupResponse:
+		top = r.ErrorCode
+	case *kmsg.SyncGroupResponse:
+		top = r.ErrorCode
+	case *kmsg.HeartbeatResponse:
+		top = r.ErrorCode
+	case *kmsg.LeaveGroupResponse:
+		top = r.ErrorCode
+	case *kmsg.OffsetFetchResponse:
+		top = r.ErrorCode
+	case *kmsg.OffsetDeleteResponse:
+		top = r.ErrorCode
+	case *kmsg.ListGroupsResponse:
+		top = r.ErrorCode
+	case *kmsg.InitProducerIDResponse:
+		top = r.ErrorCode
+	case *kmsg.DescribeClusterResponse:
+		top = r.ErrorCode
+	case *kmsg.DescribeLogDirsResponse:
+		top = r.ErrorCode
+	}
+	if top != 0 {
+		am.countError(top)
+	}
 }
 
 func apiName(key int16) string {

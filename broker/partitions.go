@@ -20,6 +20,9 @@ type partition struct {
 	topicID  cluster.TopicID
 	internal bool
 	log      *storage.Log
+	// metrics are the topic's traffic counters, resolved when the
+	// partition is opened so produce and fetch need no label lookup.
+	metrics *topicMetrics
 
 	leaderEpoch atomic.Int32
 	state       atomic.Pointer[cluster.PartitionState]
@@ -221,6 +224,11 @@ func (b *Broker) syncPartitions(md *cluster.Metadata) error {
 		}
 	}
 	b.parts.Store(next)
+	for name := range old.byName {
+		if _, ok := next.byName[name]; !ok {
+			b.metrics.forgetTopic(name)
+		}
+	}
 	b.groups.sync(next)
 	return errors.Join(errs...)
 }
@@ -238,7 +246,7 @@ func (b *Broker) syncPartition(old *partitionTable, tp storage.TopicPartition, t
 		if err != nil {
 			return nil, err
 		}
-		p = &partition{tp: tp, topicID: t.ID, log: l, internal: internalTopics[tp.Topic]}
+		p = &partition{tp: tp, topicID: t.ID, log: l, internal: internalTopics[tp.Topic], metrics: b.metrics.forTopic(tp.Topic)}
 	}
 	p.settings.Store(set)
 	p.state.Store(st)

@@ -39,6 +39,7 @@ type conn struct {
 // serve accepts connections on ln until it is closed, within the limits
 // limits.go describes.
 func (b *Broker) serve(ln net.Listener, name string) {
+	created, closed := b.metrics.connCreated.WithLabelValues(name), b.metrics.connClosed.WithLabelValues(name)
 	for {
 		if !b.quotas.reserve(b.ctx) {
 			return
@@ -65,7 +66,9 @@ func (b *Broker) serve(ln net.Listener, name string) {
 			nc.Close()
 			return
 		}
+		created.Inc()
 		b.goTracked(func() {
+			defer closed.Inc()
 			defer b.quotas.release(ip, true)
 			defer b.trackConn(c, false)
 			c.run()
@@ -185,12 +188,13 @@ func (c *conn) handle(ctx context.Context, frame []byte) ([]byte, error) {
 	resp, err := a.handle(c.b, ctx, c, hdr, req)
 	am.latency.Observe(time.Since(start).Seconds())
 	if err != nil {
-		am.errors.Inc()
+		am.failures.Inc()
 		return nil, err
 	}
 	if resp == nil {
 		return nil, nil
 	}
+	am.countResponseErrors(resp)
 	resp.SetVersion(hdr.APIVersion)
 	return encodeResponse(hdr, resp), nil
 }
