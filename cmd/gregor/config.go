@@ -124,7 +124,7 @@ var keys = []key{
 	},
 	{
 		name: "admin.listener", placeholder: "HOST:PORT",
-		usage: "address of the HTTP admin server (/metrics, /healthz); empty disables it",
+		usage: "address of the HTTP admin server (/metrics, /healthz, /readyz); empty disables it",
 		get:   func(c *serveConfig) string { return c.broker.AdminListener },
 		set: func(c *serveConfig, s string) error {
 			c.broker.AdminListener = strings.TrimSpace(s)

@@ -54,7 +54,9 @@ log.flush.interval.messages (or a topic's flush.messages) to
 
 With no etcd.endpoints, serve starts an embedded etcd member in the first
 log dir on etcd.client.addr and etcd.peer.addr. The admin HTTP server
-(admin.listener) serves /metrics (Prometheus) and /healthz.
+(admin.listener) serves /metrics (Prometheus), /healthz (the process is up)
+and /readyz (200 once the logs are recovered and the listeners bound, 503
+before that and while shutting down).
 
 SIGINT or SIGTERM shuts the broker down cleanly, so that the next start
 skips log recovery; a second signal exits at once with status 1.`
@@ -115,7 +117,7 @@ func serve(ctx context.Context, c serveConfig, stderr io.Writer, p process) erro
 	defer signal.Stop(sigs)
 	return run(ctx, b, sigs, logger, p.exit, func() {
 		if a := b.AdminAddr(); a != "" {
-			logger.Info("admin HTTP server listening", "addr", a, "paths", "/metrics /healthz")
+			logger.Info("admin HTTP server listening", "addr", a, "paths", "/metrics /healthz /readyz")
 		}
 		if p.started != nil {
 			p.started(b)

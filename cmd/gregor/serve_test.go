@@ -92,6 +92,9 @@ func TestServe(t *testing.T) {
 	if got := get("/healthz"); got != "ok\n" {
 		t.Errorf("/healthz = %q, want %q", got, "ok\n")
 	}
+	if got := get("/readyz"); got != "ok\n" {
+		t.Errorf("/readyz = %q, want %q", got, "ok\n")
+	}
 	metrics := get("/metrics")
 	for _, name := range []string{"go_goroutines", "process_cpu_seconds_total"} {
 		if !strings.Contains(metrics, name) {
