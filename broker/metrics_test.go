@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -249,5 +250,51 @@ func TestReadyz(t *testing.T) {
 	}
 	if b.Ready() {
 		t.Fatal("ready after Close")
+	}
+}
+
+// TestReadyzDuringStart checks that the admin server answers while Start
+// still waits (here on an etcd that is not there): /healthz 200, /readyz
+// 503.
+func TestReadyzDuringStart(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	adminAddr := ln.Addr().String()
+	ln.Close()
+	cfg := DefaultConfig()
+	cfg.Listeners = []string{"PLAINTEXT://127.0.0.1:0"}
+	cfg.LogDirs = []string{t.TempDir()}
+	cfg.AdminListener = adminAddr
+	cfg.EtcdEndpoints = []string{"127.0.0.1:1"} // nothing listens there
+	b, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	started := make(chan error, 1)
+	go func() { started <- b.Start(ctx) }()
+	waitFor(t, 10*time.Second, "/readyz answering 503 while Start waits", func() error {
+		for _, c := range []struct {
+			path string
+			want int
+		}{{"/readyz", http.StatusServiceUnavailable}, {"/healthz", http.StatusOK}} {
+			resp, err := http.Get("http://" + adminAddr + c.path)
+			if err != nil {
+				return err
+			}
+			resp.Body.Close()
+			if resp.StatusCode != c.want {
+				return fmt.Errorf("%s: status %d, want %d", c.path, resp.StatusCode, c.want)
+			}
+		}
+		return nil
+	})
+	cancel()
+	if err := <-started; err == nil {
+		t.Fatal("Start succeeded without etcd")
 	}
 }
