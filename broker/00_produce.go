@@ -100,6 +100,7 @@ func (b *Broker) handleProduce(ctx context.Context, c *conn, hdr protocol.Reques
 		// one group-commit round serves them all.
 		fctx, cancel := context.WithTimeout(ctx, time.Duration(max(req.TimeoutMillis, 0))*time.Millisecond)
 		defer cancel()
+		waitStart := time.Now()
 		errs := make(chan error, len(waits))
 		for _, w := range waits {
 			go func() { errs <- w.log.Flush(fctx, w.upTo) }()
@@ -107,6 +108,9 @@ func (b *Broker) handleProduce(ctx context.Context, c *conn, hdr protocol.Reques
 		for range waits {
 			<-errs
 		}
+		waited := time.Since(waitStart)
+		c.addParked(waited)
+		b.metrics.produceWait.Observe(waited.Seconds())
 		for _, w := range waits {
 			if w.log.DurableOffset() >= w.upTo {
 				continue

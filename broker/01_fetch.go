@@ -108,6 +108,7 @@ func (b *Broker) handleFetch(ctx context.Context, c *conn, hdr protocol.RequestH
 		}
 	}
 	var timer *time.Timer
+	var parkedAt time.Time
 	var results []fetchResult
 	for {
 		var total int64
@@ -119,6 +120,7 @@ func (b *Broker) handleFetch(ctx context.Context, c *conn, hdr protocol.RequestH
 		if timer == nil {
 			timer = time.NewTimer(wait)
 			defer timer.Stop()
+			parkedAt = time.Now()
 			// A long poll parks: it no longer counts against
 			// queued.max.requests (requestSlots).
 			c.releaseSlot()
@@ -132,6 +134,12 @@ func (b *Broker) handleFetch(ctx context.Context, c *conn, hdr protocol.RequestH
 		results, _, _ = b.fetchRound(items, req, byID, replicaID)
 		break
 	}
+	var waited time.Duration
+	if timer != nil {
+		waited = time.Since(parkedAt)
+		c.addParked(waited)
+	}
+	b.metrics.fetchWait.Observe(waited.Seconds())
 
 	served := map[sessionKey]bool{}
 	for i, it := range items {

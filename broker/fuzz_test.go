@@ -48,7 +48,7 @@ func FuzzRequest(f *testing.F) {
 		var err error
 		go func() {
 			defer close(done)
-			resp, err = c.handle(ctx, frame)
+			resp, _, err = c.handle(ctx, frame, time.Now())
 		}()
 		select {
 		case <-done:

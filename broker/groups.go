@@ -339,6 +339,7 @@ func (g *groupDrivers) ask(ctx context.Context, partition int32, c *conn, hdr pr
 	// Waiting for the driver may take a whole rebalance: the request parks
 	// and gives back its queued.max.requests slot (requestSlots).
 	c.releaseSlot()
+	defer func(parkedAt time.Time) { c.addParked(time.Since(parkedAt)) }(time.Now())
 	// The request now belongs to the driver (Step may change it), so it is
 	// read here again only once the driver has exited. The driver answers
 	// everything it took, also when it stops (Unload, drain), and Close

@@ -24,6 +24,10 @@ type metrics struct {
 	failures    *prometheus.CounterVec
 	errorCodes  *prometheus.CounterVec
 	latency     *prometheus.HistogramVec
+	queueTime   *prometheus.HistogramVec
+	localTime   *prometheus.HistogramVec
+	fetchWait   prometheus.Histogram
+	produceWait prometheus.Histogram
 	connections prometheus.Gauge
 	connCreated *prometheus.CounterVec
 	connClosed  *prometheus.CounterVec
@@ -39,6 +43,7 @@ type metrics struct {
 
 func newMetrics(reg prometheus.Registerer) *metrics {
 	topic := []string{"topic"}
+	latencyBuckets := prometheus.ExponentialBuckets(0.0001, 2, 18) // 100µs to about 13s
 	m := &metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gregor_requests_total",
@@ -54,9 +59,29 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"api", "code"}),
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "gregor_request_duration_seconds",
-			Help:    "Time from a request's arrival to its response being queued, by API.",
-			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 18),
+			Help:    "Total time of a request, by API: from its frame being read off the socket to its response being queued for the connection's writer (or to its handler returning, when there is no response); includes queue time and parked waits.",
+			Buckets: latencyBuckets,
 		}, []string{"api"}),
+		queueTime: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "gregor_request_queue_seconds",
+			Help:    "Time from a request's frame being read off the socket to its handler starting, by API: the wait for a queued.max.requests slot.",
+			Buckets: latencyBuckets,
+		}, []string{"api"}),
+		localTime: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "gregor_request_local_seconds",
+			Help:    "Time a request's handler ran, by API, decoding included and parked waits (fetch long poll, produce durability wait, group coordinator wait) excluded.",
+			Buckets: latencyBuckets,
+		}, []string{"api"}),
+		fetchWait: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "gregor_fetch_wait_seconds",
+			Help:    "Time a Fetch long poll waited for min_bytes before answering; every Fetch is observed, 0 when it answered at once.",
+			Buckets: append([]float64{0}, prometheus.ExponentialBuckets(0.001, 2, 16)...),
+		}),
+		produceWait: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "gregor_produce_wait_seconds",
+			Help:    "Time an acks=1 or acks=all Produce waited, after appending, for its batches to be durable (the fsync that acknowledges them); produces that needed no wait are not observed.",
+			Buckets: latencyBuckets,
+		}),
 		connections: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "gregor_connections_open",
 			Help: "Client connections open.",
@@ -98,7 +123,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.requests, m.failures, m.errorCodes, m.latency, m.connections, m.connCreated, m.connClosed,
+		reg.MustRegister(m.requests, m.failures, m.errorCodes, m.latency, m.queueTime, m.localTime, m.fetchWait, m.produceWait, m.connections, m.connCreated, m.connClosed,
 			m.bytesIn, m.recordsIn, m.bytesOut, m.fsync, m.groupCommit, m.syncRecords)
 	}
 	return m
@@ -145,7 +170,9 @@ const maxErrorCode = 256
 type apiMetrics struct {
 	requests []prometheus.Counter // by version - min
 	min      int16
-	latency  prometheus.Observer
+	latency  prometheus.Observer // total
+	queue    prometheus.Observer
+	local    prometheus.Observer
 	failures prometheus.Counter
 
 	name     string
@@ -158,6 +185,7 @@ type apiMetrics struct {
 func (m *metrics) forAPI(key, minVersion, maxVersion int16) *apiMetrics {
 	name := apiName(key)
 	am := &apiMetrics{min: minVersion, latency: m.latency.WithLabelValues(name), failures: m.failures.WithLabelValues(name),
+		queue: m.queueTime.WithLabelValues(name), local: m.localTime.WithLabelValues(name),
 		name: name, errorVec: m.errorCodes}
 	for v := minVersion; v <= maxVersion; v++ {
 		am.requests = append(am.requests, m.requests.WithLabelValues(name, strconv.Itoa(int(v))))

@@ -206,6 +206,19 @@ func TestMetricsWorkload(t *testing.T) {
 		if got, _ := s.sum("gregor_storage_group_commit_logs_count", nil); got < 1 {
 			return fmt.Errorf("group commits: got %v, want >= 1", got)
 		}
+		if err := checkRequestTimes(s, "Produce", partitions*perPartition); err != nil {
+			return err
+		}
+		if got, _ := s.sum("gregor_fetch_wait_seconds_count", nil); got < 1 {
+			return fmt.Errorf("fetch waits observed: got %v, want >= 1", got)
+		}
+		// kgo produces with acks=all, and every produce here waits for its fsync.
+		if got, _ := s.sum("gregor_produce_wait_seconds_count", nil); got < partitions*perPartition {
+			return fmt.Errorf("produce waits observed: got %v, want >= %d", got, partitions*perPartition)
+		}
+		if got, _ := s.sum("gregor_produce_wait_seconds_sum", nil); got <= 0 {
+			return fmt.Errorf("produce wait sum: got %v, want > 0", got)
+		}
 		return nil
 	})
 
@@ -217,6 +230,34 @@ func TestMetricsWorkload(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// checkRequestTimes checks an API's queue, local and total time histograms:
+// at least minCount samples each, and queue and local time summing to no
+// more than the total, which contains both.
+func checkRequestTimes(s scrape, api string, minCount int) error {
+	al := map[string]string{"api": api}
+	sums := map[string]float64{}
+	for _, name := range []string{"gregor_request_queue_seconds", "gregor_request_local_seconds", "gregor_request_duration_seconds"} {
+		if got, _ := s.sum(name+"_count", al); got < float64(minCount) {
+			return fmt.Errorf("%s{api=%q} samples: got %v, want >= %d", name, api, got, minCount)
+		}
+		sum, _ := s.sum(name+"_sum", al)
+		if sum < 0 {
+			return fmt.Errorf("%s{api=%q} sum: got %v, want >= 0", name, api, sum)
+		}
+		sums[name] = sum
+	}
+	total := sums["gregor_request_duration_seconds"]
+	if total <= 0 {
+		return fmt.Errorf("gregor_request_duration_seconds{api=%q} sum: got %v, want > 0", api, total)
+	}
+	for _, part := range []string{"gregor_request_queue_seconds", "gregor_request_local_seconds"} {
+		if sums[part] > total {
+			return fmt.Errorf("%s{api=%q} sum %v exceeds the total time %v", part, api, sums[part], total)
+		}
+	}
+	return nil
 }
 
 // TestReadyz checks that readiness follows Start and Close.

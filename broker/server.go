@@ -32,6 +32,10 @@ type conn struct {
 	// slotHeld is whether the current request holds a request slot
 	// (queued.max.requests); see requestSlots.
 	slotHeld atomic.Bool
+	// parked is how long the current request's handler has waited parked
+	// (long poll, durability wait, group coordinator), kept out of
+	// gregor_request_local_seconds. Read loop (where handlers run) only.
+	parked time.Duration
 
 	closeOnce sync.Once
 }
@@ -106,17 +110,24 @@ func (c *conn) readLoop() {
 			}
 			return
 		}
+		arrived := time.Now()
 		if !c.acquireSlot() {
 			return
 		}
-		resp, err := c.handle(c.b.ctx, frame)
+		resp, am, err := c.handle(c.b.ctx, frame, arrived)
 		c.releaseSlot()
 		if err != nil {
+			if am != nil {
+				am.latency.Observe(time.Since(arrived).Seconds())
+			}
 			c.logger.Debug("closing connection", "err", err)
 			return
 		}
 		if resp != nil {
 			c.out <- resp
+		}
+		if am != nil {
+			am.latency.Observe(time.Since(arrived).Seconds())
 		}
 		// Handlers decode without copying, so the frame is reused only
 		// now that the request is done with.
@@ -140,14 +151,25 @@ func (c *conn) writeLoop() {
 // errCloseConn makes the read loop close the connection without a reply.
 var errCloseConn = errors.New("broker: close connection")
 
+// addParked adds a parked wait of the current request's handler; a no-op
+// for the broker's own requests (nil conn).
+func (c *conn) addParked(d time.Duration) {
+	if c != nil {
+		c.parked += d
+	}
+}
+
 // handle decodes one request frame, runs its handler and returns the framed
 // response, or nil when the request gets none (acks=0). An error closes the
 // connection, as Kafka does for requests it cannot serve. The handler runs
-// under ctx.
-func (c *conn) handle(ctx context.Context, frame []byte) ([]byte, error) {
+// under ctx. arrived is when the frame was read; am, the API's metrics, is
+// nil for a request that never reached a handler, and the caller observes
+// the total time with it.
+func (c *conn) handle(ctx context.Context, frame []byte, arrived time.Time) ([]byte, *apiMetrics, error) {
+	start := time.Now()
 	prefix, err := protocol.ParseRequestHeaderPrefix(frame)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if !c.b.apis.Supports(prefix.APIKey, prefix.APIVersion) {
 		if prefix.APIKey == protocol.APIVersionsKey {
@@ -157,13 +179,13 @@ func (c *conn) handle(ctx context.Context, frame []byte) ([]byte, error) {
 			resp := c.b.apiVersionsResponse()
 			resp.SetVersion(0)
 			resp.ErrorCode = int16(protocol.UnsupportedVersion)
-			return encodeResponse(prefix, resp), nil
+			return encodeResponse(prefix, resp), nil, nil
 		}
-		return nil, fmt.Errorf("%w: api %d version %d not served", errCloseConn, prefix.APIKey, prefix.APIVersion)
+		return nil, nil, fmt.Errorf("%w: api %d version %d not served", errCloseConn, prefix.APIKey, prefix.APIVersion)
 	}
 	hdr, body, err := protocol.ParseRequestHeader(frame)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if hdr.ClientID != nil {
 		c.clientID = *hdr.ClientID
@@ -180,23 +202,24 @@ func (c *conn) handle(ctx context.Context, frame []byte) ([]byte, error) {
 		err = req.ReadFrom(body)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("decode api %d v%d: %w", hdr.APIKey, hdr.APIVersion, err)
+		return nil, nil, fmt.Errorf("decode api %d v%d: %w", hdr.APIKey, hdr.APIVersion, err)
 	}
-	start := time.Now()
 	am := c.b.apiMetrics[hdr.APIKey]
 	am.requests[hdr.APIVersion-am.min].Inc()
+	am.queue.Observe(start.Sub(arrived).Seconds())
+	c.parked = 0
 	resp, err := a.handle(c.b, ctx, c, hdr, req)
-	am.latency.Observe(time.Since(start).Seconds())
+	am.local.Observe((time.Since(start) - c.parked).Seconds())
 	if err != nil {
 		am.failures.Inc()
-		return nil, err
+		return nil, am, err
 	}
 	if resp == nil {
-		return nil, nil
+		return nil, am, nil
 	}
 	am.countResponseErrors(resp)
 	resp.SetVersion(hdr.APIVersion)
-	return encodeResponse(hdr, resp), nil
+	return encodeResponse(hdr, resp), am, nil
 }
 
 // encodeResponse frames a response: size, response header, body.
