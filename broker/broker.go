@@ -176,6 +176,7 @@ func (b *Broker) Start(ctx context.Context) (err error) {
 	ccfg.ClientListenAddr, ccfg.PeerListenAddr = b.cfg.EtcdClientAddr, b.cfg.EtcdPeerAddr
 	ccfg.NodeID = b.cfg.NodeID
 	ccfg.SessionTTL = b.cfg.SessionTimeout
+	ccfg.Observer = b.metrics
 	cl, err := cluster.Open(ctx, ccfg, b.logger.With("component", "cluster"))
 	if err != nil {
 		return fmt.Errorf("open cluster registry: %w", err)

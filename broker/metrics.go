@@ -8,6 +8,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/gregor-io/gregor/coordinator/cluster"
 )
 
 // metrics are the broker's request, connection, topic and storage metrics,
@@ -39,6 +41,17 @@ type metrics struct {
 	fsync       prometheus.Histogram
 	groupCommit prometheus.Histogram
 	syncRecords prometheus.Histogram
+
+	etcdLatency *prometheus.HistogramVec
+	etcdErrors  *prometheus.CounterVec
+	etcdOps     map[string]etcdOpMetrics // resolved at newMetrics; read only after
+	sessionUp   prometheus.Gauge
+}
+
+// etcdOpMetrics are one etcd operation's series.
+type etcdOpMetrics struct {
+	latency prometheus.Observer
+	errors  prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -121,12 +134,52 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help:    "Records one log's sync made durable: the appends one fsync served.",
 			Buckets: prometheus.ExponentialBuckets(1, 2, 16),
 		}),
+		etcdLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "gregor_etcd_request_duration_seconds",
+			Help:    "Round trip of the cluster registry's unary etcd requests (txn, get, lease_grant, ...), by operation, failed ones included; watches and keep-alive streams are not requests.",
+			Buckets: prometheus.ExponentialBuckets(0.0002, 2, 16),
+		}, []string{"op"}),
+		etcdErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gregor_etcd_request_errors_total",
+			Help: "The cluster registry's etcd requests that failed, by operation.",
+		}, []string{"op"}),
+		sessionUp: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "gregor_etcd_session_up",
+			Help: "1 while the broker's registration (its etcd lease session) is alive, 0 before it registers, while it re-registers after losing it, and after shutdown.",
+		}),
+	}
+	m.etcdOps = map[string]etcdOpMetrics{}
+	for _, op := range []string{cluster.OpGet, cluster.OpPut, cluster.OpDelete, cluster.OpCompact, cluster.OpDo, cluster.OpTxn,
+		cluster.OpGrant, cluster.OpRevoke, cluster.OpTimeToLive, cluster.OpLeases, cluster.OpKeepOnce} {
+		m.etcdOps[op] = etcdOpMetrics{latency: m.etcdLatency.WithLabelValues(op), errors: m.etcdErrors.WithLabelValues(op)}
 	}
 	if reg != nil {
 		reg.MustRegister(m.requests, m.failures, m.errorCodes, m.latency, m.queueTime, m.localTime, m.fetchWait, m.produceWait, m.connections, m.connCreated, m.connClosed,
-			m.bytesIn, m.recordsIn, m.bytesOut, m.fsync, m.groupCommit, m.syncRecords)
+			m.bytesIn, m.recordsIn, m.bytesOut, m.fsync, m.groupCommit, m.syncRecords, m.etcdLatency, m.etcdErrors, m.sessionUp)
 	}
 	return m
+}
+
+// EtcdRequest and SessionUp make metrics the cluster.Observer the broker
+// opens its cluster registry with.
+func (m *metrics) EtcdRequest(op string, d time.Duration, err error) {
+	om, ok := m.etcdOps[op]
+	if !ok { // an operation added to cluster but not above
+		om = etcdOpMetrics{latency: m.etcdLatency.WithLabelValues(op), errors: m.etcdErrors.WithLabelValues(op)}
+	}
+	om.latency.Observe(d.Seconds())
+	if err != nil {
+		om.errors.Inc()
+	}
+}
+
+// SessionUp implements cluster.Observer.
+func (m *metrics) SessionUp(up bool) {
+	if up {
+		m.sessionUp.Set(1)
+	} else {
+		m.sessionUp.Set(0)
+	}
 }
 
 // Fsynced, GroupCommit and Synced make metrics the storage.Observer the

@@ -219,6 +219,13 @@ func TestMetricsWorkload(t *testing.T) {
 		if got, _ := s.sum("gregor_produce_wait_seconds_sum", nil); got <= 0 {
 			return fmt.Errorf("produce wait sum: got %v, want > 0", got)
 		}
+		// Registering and creating the topic took etcd transactions.
+		if got, _ := s.sum("gregor_etcd_request_duration_seconds_count", map[string]string{"op": "txn"}); got < 1 {
+			return fmt.Errorf("etcd txn requests: got %v, want >= 1", got)
+		}
+		if got, found := s.sum("gregor_etcd_session_up", nil); !found || got != 1 {
+			return fmt.Errorf("etcd session up: got %v (exported: %v), want 1", got, found)
+		}
 		return nil
 	})
 

@@ -29,6 +29,7 @@ type Cluster struct {
 	client    *clientv3.Client
 	endpoints []string
 	clusterID string
+	obs       Observer // cfg.Observer, or a no-op one
 
 	// view is the published cache. Only Open and then the watch goroutine
 	// store it; readers never lock.
@@ -68,7 +69,10 @@ func Open(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Cluster, err
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	c := &Cluster{cfg: cfg, log: logger, keys: newKeyspace(cfg.Prefix)}
+	c := &Cluster{cfg: cfg, log: logger, keys: newKeyspace(cfg.Prefix), obs: cfg.Observer}
+	if c.obs == nil {
+		c.obs = nopObserver{}
+	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.mu.lost = make(chan struct{})
 	defer func() {
@@ -100,6 +104,8 @@ func Open(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Cluster, err
 	if err != nil {
 		return nil, fmt.Errorf("connect to etcd %v: %w", c.endpoints, err)
 	}
+	c.client.KV = observedKV{KV: c.client.KV, obs: c.obs}
+	c.client.Lease = observedLease{Lease: c.client.Lease, obs: c.obs}
 	if c.clusterID, err = c.ensureClusterID(ctx); err != nil {
 		return nil, err
 	}
@@ -150,6 +156,7 @@ func (c *Cluster) close() error {
 		if err := c.revoke(reg.session); err != nil {
 			errs = append(errs, fmt.Errorf("revoke broker registration lease: %w", err))
 		}
+		c.obs.SessionUp(false)
 	}
 	if c.client != nil {
 		if err := c.client.Close(); err != nil && !errors.Is(err, context.Canceled) {

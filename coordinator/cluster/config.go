@@ -64,6 +64,10 @@ type Config struct {
 	// "stderr" or "stdout". Empty means DataDir/etcd.log, or stderr when
 	// DataDir is empty.
 	EtcdLogFile string
+
+	// Observer receives etcd request timings and the registration
+	// session's state, for metrics. Nil means none.
+	Observer Observer
 }
 
 // DefaultConfig returns an embedded single-member setup on etcd's usual

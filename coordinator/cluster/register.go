@@ -57,6 +57,7 @@ func (c *Cluster) Register(ctx context.Context, info BrokerInfo) error {
 	started := c.goAttachLocked(func() { c.keepRegistered(reg) })
 	if started {
 		c.mu.reg = reg
+		c.obs.SessionUp(true) // under c.mu, so it comes before Close's false
 	}
 	c.mu.Unlock()
 	if !started { // Close began meanwhile and will not see this session
@@ -154,6 +155,7 @@ func (c *Cluster) keepRegistered(reg *registration) {
 		if c.ctx.Err() != nil {
 			return // Close ended the keep-alives; it revokes the lease
 		}
+		c.obs.SessionUp(false)
 		lease := sess.Lease()
 		c.log.Warn("broker registration session lost; re-registering",
 			"node_id", info.NodeID, "lease", fmt.Sprintf("%x", int64(lease)))
@@ -189,6 +191,7 @@ func (c *Cluster) keepRegistered(reg *registration) {
 		c.mu.Lock()
 		c.mu.reg = &registration{info: info, session: sess}
 		c.mu.Unlock()
+		c.obs.SessionUp(true)
 		c.log.Info("broker re-registered", "node_id", info.NodeID, "lease", fmt.Sprintf("%x", int64(sess.Lease())))
 	}
 }
