@@ -28,7 +28,10 @@ Where to start:
 With --group the records are consumed as a member of that consumer group
 and its offsets are committed: a group with committed offsets continues
 from them, and --offset or --timestamp only say where to start when it has
-none. Without --group every partition is read, or those of --partitions.
+none. At the end the offsets after the records printed are committed, and
+for an assigned partition without a commit of which no record was printed,
+the offset this member started at: the group's next member continues there.
+Without --group every partition is read, or those of --partitions.
 
 --format is a Go text/template over the record, printed with a newline
 after it. The record has the fields .Topic, .Partition, .Offset, .Key,
@@ -192,9 +195,14 @@ func consume(cmd *cobra.Command, o *clientOptions, c *consumeOptions, topic stri
 		return err
 	}
 	opts := []kgo.Opt{kgo.ConsumeResetOffset(start)}
+	var starts *groupStarts
 	switch {
 	case c.group != "":
+		if starts, err = newGroupStarts(topic, c); err != nil {
+			return err
+		}
 		opts = append(opts, kgo.ConsumeTopics(topic), kgo.ConsumerGroup(c.group), kgo.AutoCommitMarks())
+		opts = append(opts, starts.opts()...)
 	case c.partitions != "":
 		ps, err := parsePartitions(c.partitions)
 		if err != nil {
@@ -294,10 +302,15 @@ poll:
 	}
 	stop()
 	if c.group != "" {
-		// Commit what was printed, also after Ctrl-C; the group is left
-		// when the client closes.
+		// Commit what was printed, also after Ctrl-C, and where this
+		// member started in the partitions it printed nothing of; the
+		// group is left when the client closes.
+		unprinted := starts.unprinted(cl)
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(cmd.Context()), 30*time.Second)
 		err := cl.CommitMarkedOffsets(cctx)
+		if err == nil {
+			err = starts.commitUnprinted(cctx, cl, unprinted)
+		}
 		cancel()
 		if err != nil && runErr == nil {
 			runErr = fmt.Errorf("commit offsets of group %s: %w", c.group, err)
