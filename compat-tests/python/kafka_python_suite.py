@@ -12,7 +12,6 @@ from __future__ import annotations
 import logging
 import os
 import sys
-import threading
 import time
 from typing import Dict, List, Optional, Sequence
 
@@ -342,79 +341,20 @@ def group_rebalance(ctx: Context) -> str:
     topic, group = ctx.name(), ctx.name("group")
     create_topic(ctx, admin, topic, partitions=4)
 
-    class Member(threading.Thread):
-        """A group member polling in its own thread; the main thread only
-        reads its state, under the lock."""
-
-        def __init__(self, tag: str):
-            super().__init__(daemon=True, name=tag)
-            self.tag = tag
-            self.lock = threading.Lock()
-            self.assigned: frozenset = frozenset()
-            self.records: List[Placed] = []
-            self.error: Optional[str] = None
-            self.stop = threading.Event()
-
-        def run(self):
+    class Member(lab.GroupMember):
+        def open(self):
             c = consumer(ctx, group, client_id="compat-python-rebalance-" + self.tag)
-            try:
-                c.subscribe([topic])
-                while not self.stop.is_set():
-                    batch = c.poll(timeout_ms=200, max_records=200)
-                    with self.lock:
-                        self.assigned = frozenset(tp.partition for tp in c.assignment())
-                        for msgs in batch.values():
-                            self.records.extend(to_placed(m) for m in msgs)
-            except Exception as e:  # reported by the main thread
-                with self.lock:
-                    self.error = "%s: %s" % (type(e).__name__, e)
-            finally:
-                c.close()
+            c.subscribe([topic])
+            return c
 
-        def state(self):
-            with self.lock:
-                if self.error:
-                    raise Failure("member %s: %s" % (self.tag, self.error))
-                return self.assigned, list(self.records)
+        def poll(self, c):
+            batch = c.poll(timeout_ms=200, max_records=200)
+            return (frozenset(tp.partition for tp in c.assignment()),
+                    [to_placed(m) for msgs in batch.values() for m in msgs])
 
-    members = [Member("a"), Member("b")]
-    for m in members:
-        m.start()
-    try:
-        def split():
-            (a, _), (b, _) = members[0].state(), members[1].state()
-            return a and b and not (a & b) and (a | b) == frozenset(range(4)) and (a, b)
-        a, b = wait_until("both members assigned, partitions split between them", split)
-        per = 100
-        records = make_records(4 * per, seed=17)
-        produced = produce(ctx, topic, records, partitions=[i % 4 for i in range(len(records))])
-        expected = lab.check_produced_dense(produced)
-
-        def all_read():
-            return sum(len(m.state()[1]) for m in members) >= len(records)
-        try:
-            wait_until("the two members to read %d records" % len(records), all_read)
-        except Failure as e:
-            raise Failure("%s; read %s" % (e, [len(m.state()[1]) for m in members]))
-        assignments = [m.state()[0] for m in members]
-        expect(assignments == [a, b], "assignment changed while reading: %s then %s",
-               [sorted(a), sorted(b)], [sorted(x) for x in assignments])
-        seen: Dict[int, List[Placed]] = {}
-        for m, mine in zip(members, (a, b)):
-            _, recs = m.state()
-            others = sorted({r.partition for r in recs} - mine)
-            expect(not others, "member %s read partitions %s it was not assigned (%s)",
-                   m.tag, others, sorted(mine))
-            for p, v in lab.by_partition(recs).items():
-                seen[p] = v
-        lab.compare(expected, seen)
-    finally:
-        for m in members:
-            m.stop.set()
-        for m in members:
-            m.join(timeout=30)
-    return "member a got %s, b got %s; %d records read once each" % (
-        sorted(a), sorted(b), len(records))
+    return lab.group_rebalance(
+        [Member("a"), Member("b")], make_records(400, seed=17),
+        lambda records, partitions: produce(ctx, topic, records, partitions=partitions))
 
 
 def admin_topics(ctx: Context) -> str:

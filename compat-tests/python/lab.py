@@ -34,6 +34,7 @@ import random
 import socket
 import subprocess
 import sys
+import threading
 import time
 import traceback
 from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
@@ -283,6 +284,96 @@ def expect(cond: bool, fmt: str, *args) -> None:
 # Running
 
 Scenario = Callable[[Context], str]
+
+
+class GroupMember(threading.Thread):
+    """A consumer group member polling in its own thread; the main thread
+    only reads its state, under the lock. A client's subclass opens the
+    consumer (subscribed to the topic), polls it and closes it."""
+
+    def __init__(self, tag: str):
+        super().__init__(daemon=True, name=tag)
+        self.tag = tag
+        self.lock = threading.Lock()
+        self.assigned: frozenset = frozenset()
+        self.records: List[Placed] = []
+        self.error: Optional[str] = None
+        self.stop = threading.Event()
+
+    def open(self):
+        raise NotImplementedError
+
+    def poll(self, consumer) -> Tuple[frozenset, List[Placed]]:
+        """One poll: the member's assignment and the records it returned.
+        A client error is raised."""
+        raise NotImplementedError
+
+    def run(self):
+        c = None
+        try:
+            c = self.open()
+            while not self.stop.is_set():
+                assigned, placed = self.poll(c)
+                with self.lock:
+                    self.assigned = assigned
+                    self.records.extend(placed)
+        except Exception as e:  # reported by the main thread
+            with self.lock:
+                self.error = "%s: %s" % (type(e).__name__, e)
+        finally:
+            if c is not None:
+                c.close()
+
+    def state(self):
+        with self.lock:
+            if self.error:
+                raise Failure("member %s: %s" % (self.tag, self.error))
+            return self.assigned, list(self.records)
+
+
+def group_rebalance(members: List[GroupMember], records: List[Record],
+                    produce: Callable[[List[Record], List[int]], Sequence[Placed]]) -> str:
+    """The group-rebalance scenario over a 4-partition topic: once the two
+    members hold disjoint halves of it, records are produced round-robin
+    over the partitions (produce gets the records and their partitions and
+    returns where they landed);
+    together the members must read each exactly once, each only from its
+    own partitions, with the assignment unchanged."""
+    a_member, b_member = members
+    for m in members:
+        m.start()
+    try:
+        def split():
+            (a, _), (b, _) = a_member.state(), b_member.state()
+            return a and b and not (a & b) and (a | b) == frozenset(range(4)) and (a, b)
+        a, b = wait_until("both members assigned, partitions split between them", split)
+        expected = check_produced_dense(produce(records, [i % 4 for i in range(len(records))]))
+
+        def all_read():
+            return sum(len(m.state()[1]) for m in members) >= len(records)
+        try:
+            wait_until("the two members to read %d records" % len(records), all_read)
+        except Failure as e:
+            raise Failure("%s; read %s" % (e, [len(m.state()[1]) for m in members]))
+        assignments = [m.state()[0] for m in members]
+        expect(assignments == [a, b], "assignment changed while reading: %s then %s",
+               [sorted(a), sorted(b)], [sorted(x) for x in assignments])
+        seen: Dict[int, List[Placed]] = {}
+        for m, mine in zip(members, (a, b)):
+            _, recs = m.state()
+            others = sorted({r.partition for r in recs} - mine)
+            expect(not others, "member %s read partitions %s it was not assigned (%s)",
+                   m.tag, others, sorted(mine))
+            for p, v in by_partition(recs).items():
+                seen[p] = v
+        compare(expected, seen)
+    finally:
+        for m in members:
+            m.stop.set()
+        for m in members:
+            m.join(timeout=30)
+    return "member a got %s, b got %s; %d records read once each" % (
+        sorted(a), sorted(b), len(records))
 
 
 def main(client: str, client_tag: str, version: Callable[[], str],
