@@ -241,7 +241,27 @@ sc_bench() {
 		return
 	fi
 	((recs > 0 && errs == 0)) || { fail "bench produce: $recs records, $errs errors"; return; }
-	echo "bench produce 2s at 50/s: $recs records, 0 errors"
+	# bench consume --drain reads back exactly what bench produce wrote.
+	local got cerrs
+	out=$(g bench consume --topic "$COMPAT_PREFIX-bench" --offset start --drain --duration 30s --progress 0 --json) ||
+		{ fail "bench consume failed: $(tail -n 1 "$log")"; return; }
+	if ! got=$(json_get 'd["consume"]["records"]' <<<"$out") || ! cerrs=$(json_get 'd["consume"]["errors"]' <<<"$out"); then
+		fail "bench consume --json: unexpected output: $(head -c 200 <<<"$out" | tr '\n' ' ')"
+		return
+	fi
+	((got == recs && cerrs == 0)) || { fail "bench consume --drain read $got records ($cerrs errors), bench produce wrote $recs"; return; }
+	# bench e2e produces and consumes at once: every record produced is
+	# consumed, with an end-to-end latency.
+	local eprod econs
+	out=$(g bench e2e --topic "$COMPAT_PREFIX-bench-e2e" --partitions 1 --duration 2s --rate 50 --record-size 64 --progress 0 --json) ||
+		{ fail "bench e2e failed: $(tail -n 1 "$log")"; return; }
+	if ! eprod=$(json_get 'd["produce"]["records"] if d["produce"]["errors"] == 0 else -1' <<<"$out") ||
+		! econs=$(json_get 'd["consume"]["records"] if d["consume"]["errors"] == 0 and d["consume"]["latency_ms"]["max"] > 0 else -1' <<<"$out"); then
+		fail "bench e2e --json: unexpected output: $(head -c 200 <<<"$out" | tr '\n' ' ')"
+		return
+	fi
+	((eprod > 0 && econs == eprod)) || { fail "bench e2e: produced $eprod, consumed $econs (-1: errors or no latency)"; return; }
+	echo "bench produce 2s at 50/s: $recs records, 0 errors; bench consume --drain read $got; bench e2e $eprod produced and consumed"
 }
 
 scenarios=(admin-topics produce-consume-none produce-consume-zstd group-commit-resume admin-groups cluster-info bench)
