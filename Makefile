@@ -105,6 +105,11 @@ bench: ## Benchmarks (BENCHCOUNT runs, default 5) into bench.out, then a benchst
 		echo "bench: benchstat unavailable; raw results are in bench.out"; \
 	fi
 
+.PHONY: crash-test
+CRASH_CYCLES ?= 100
+crash-test: ## kill -9 a child broker under idempotent acks=all load CRASH_CYCLES times (default 100); checks every acknowledged record.
+	GREGOR_CRASH_CYCLES=$(CRASH_CYCLES) $(GO) test -count=1 -timeout 60m -run '^TestBrokerCrash$$' -v ./broker/
+
 .PHONY: console-test
 console-test: ## Kafka 4.x Java console tools and kcat against bin/gregor (compat-tests/console).
 	bash compat-tests/console/run.sh

@@ -12,6 +12,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -207,11 +209,15 @@ func (b *Broker) Start(ctx context.Context) (err error) {
 
 // register registers the broker in the cluster. A broker restarted after a
 // crash finds its previous registration still held by a lease that has not
-// expired yet; it retries until that lease lapses (at most the session
-// timeout) or ctx ends.
+// expired yet. The registration names its owner, this host and the first
+// log dir, which the storage manager holds locked: a registration with the
+// same owner was left by a previous run of this broker and is taken over at
+// once. Held by another owner (a second broker configured with this node
+// id, or this one moved to another host or dir), it retries until that
+// lease lapses (at most the session timeout) or ctx ends.
 func (b *Broker) register(ctx context.Context) error {
 	host, port := b.advertised()
-	info := cluster.BrokerInfo{NodeID: b.cfg.NodeID, Host: host, Port: port, Rack: b.rack()}
+	info := cluster.BrokerInfo{NodeID: b.cfg.NodeID, Host: host, Port: port, Rack: b.rack(), Owner: b.owner()}
 	for waited := false; ; waited = true {
 		err := b.cluster.Register(ctx, info)
 		if !errors.Is(err, cluster.ErrNodeIDInUse) {
@@ -229,6 +235,22 @@ func (b *Broker) register(ctx context.Context) error {
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
+}
+
+// owner identifies this broker's process for cluster.BrokerInfo.Owner: the
+// host name and the absolute path of the first log dir, which only one
+// running process can hold (storage locks it). Empty, which turns takeover
+// off, if either is unknown.
+func (b *Broker) owner() string {
+	hostname, err := os.Hostname()
+	if err != nil || hostname == "" {
+		return ""
+	}
+	dir, err := filepath.Abs(b.cfg.LogDirs[0])
+	if err != nil {
+		return ""
+	}
+	return hostname + ":" + dir
 }
 
 // advertised returns the host and port clients are told to use for the

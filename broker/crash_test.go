@@ -13,8 +13,16 @@ package broker
 // it already has), and that each partition holds the producer's records
 // in the order it sent them.
 //
+// After each restart it also checks the indexes the restarted broker
+// rebuilt or recovered: a fetch at a sample of acknowledged offsets
+// returns exactly that record first (offset index), and ListOffsets by
+// each sampled record's timestamp answers an offset at or before it whose
+// record is not older (time index).
+//
 // The RNG seed is logged; GREGOR_CRASH_SEED=<seed> replays the same
 // choices (kill points, codec), though not the same timing.
+// GREGOR_CRASH_CYCLES=<n> sets the number of kill -9 cycles (default
+// crashCycles; `make crash-test` runs 100).
 
 import (
 	"context"
@@ -39,12 +47,14 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/gregor-io/gregor/protocol"
+	"github.com/gregor-io/gregor/protocol/record"
 )
 
 const (
 	crashChildEnv   = "GREGOR_CRASH_CHILD"
 	crashReadyLine  = "GREGOR_CRASH_CHILD_READY"
-	crashCycles     = 5
+	crashCycles     = 5  // GREGOR_CRASH_CYCLES overrides
+	crashIndexProbe = 20 // acknowledged records whose index entries are checked per cycle
 	crashPartitions = 4
 	crashTopic      = "crash"
 )
@@ -202,6 +212,7 @@ type crashAck struct {
 	seq       int64
 	partition int32
 	offset    int64
+	timestamp int64 // ms, as the producer stamped it
 }
 
 func crashValue(seq int64) []byte {
@@ -234,11 +245,19 @@ func TestBrokerCrash(t *testing.T) {
 	}
 	t.Logf("seed %d (GREGOR_CRASH_SEED=%d replays the choices)", seed, seed)
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	cycles := crashCycles
+	if s := os.Getenv("GREGOR_CRASH_CYCLES"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			t.Fatalf("GREGOR_CRASH_CYCLES=%q: want a positive number", s)
+		}
+		cycles = n
+	}
 
 	spec, start := crashHarness(t)
 	child := start()
 
-	ctx := testContext(t, 8*time.Minute)
+	ctx := testContext(t, 8*time.Minute+time.Duration(cycles)*20*time.Second)
 	addr := spec.addr()
 	adminCl, err := kgo.NewClient(kgo.SeedBrokers(addr))
 	if err != nil {
@@ -322,7 +341,7 @@ func TestBrokerCrash(t *testing.T) {
 					}
 					return
 				}
-				acks = append(acks, crashAck{seq: seq, partition: r.Partition, offset: r.Offset})
+				acks = append(acks, crashAck{seq: seq, partition: r.Partition, offset: r.Offset, timestamp: r.Timestamp.UnixMilli()})
 				if nacked.Add(1) == killAt.Load() {
 					select {
 					case killNow <- struct{}{}:
@@ -333,7 +352,8 @@ func TestBrokerCrash(t *testing.T) {
 		}
 	}()
 
-	for cycle := range crashCycles {
+	var probes int
+	for cycle := range cycles {
 		// Grant a random number of records and kill the broker when a
 		// random part of the first half of them is acknowledged, plus a
 		// random moment: the rest are then being batched, written or
@@ -395,6 +415,7 @@ func TestBrokerCrash(t *testing.T) {
 					cycle, a.seq, a.partition, a.offset, end)
 			}
 		}
+		probes += checkCrashIndexes(t, cycle, spec.addr(), created.ID, before, rng)
 	}
 	budget.Lock()
 	budget.stop = true
@@ -495,13 +516,79 @@ func TestBrokerCrash(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d records sent, %d acknowledged, %d stored, %d acknowledged records lost or moved; %d kill -9 cycles",
-		total, len(allAcks), stored, lost, crashCycles)
+	t.Logf("%d records sent, %d acknowledged, %d stored, %d acknowledged records lost or moved; %d kill -9 cycles; %d index probes",
+		total, len(allAcks), stored, lost, cycles, probes)
 	if int64(len(allAcks)) != stored {
 		// Every record the producer sent was finally acknowledged (the
 		// flush succeeded), so the log holds exactly those.
 		t.Errorf("%d records acknowledged but %d stored", len(allAcks), stored)
 	}
+}
+
+// checkCrashIndexes checks the restarted broker's indexes at up to
+// crashIndexProbe acknowledged records of acks: a fetch at a record's offset
+// must return that record first, with its value, and ListOffsets by its
+// timestamp must answer an offset at or before it whose record has a
+// timestamp at least that one's (the records of a partition were stamped
+// in offset order). It returns the number of records probed.
+func checkCrashIndexes(t *testing.T, cycle int, addr string, id [16]byte, acks []crashAck, rng *rand.Rand) int {
+	t.Helper()
+	if len(acks) == 0 {
+		return 0
+	}
+	w := dialWireAddr(t, addr)
+	first := func(partition int32, offset int64) (int64, int64, []byte) {
+		t.Helper()
+		_, fp := w.fetchPartition(12, crashTopic, id, partition, offset)
+		if fp.ErrorCode != 0 {
+			t.Fatalf("cycle %d: fetch %d/%d: error %d", cycle, partition, offset, fp.ErrorCode)
+		}
+		var scratch []byte
+		for buf := fp.RecordBatches; len(buf) > 0; {
+			b, rest, err := record.Parse(buf)
+			if err != nil {
+				t.Fatalf("cycle %d: fetch %d/%d: batch: %v", cycle, partition, offset, err)
+			}
+			buf = rest
+			var (
+				off, ts int64 = -1, 0
+				val     []byte
+			)
+			err = record.ForEachRecord(b, &scratch, func(o, stamp int64, r *record.Record) error {
+				if off < 0 && o >= offset {
+					off, ts, val = o, stamp, append([]byte(nil), r.Value...)
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatalf("cycle %d: fetch %d/%d: records: %v", cycle, partition, offset, err)
+			}
+			if off >= 0 {
+				return off, ts, val
+			}
+		}
+		t.Fatalf("cycle %d: fetch %d/%d returned no record at or after it", cycle, partition, offset)
+		return 0, 0, nil
+	}
+	n := min(crashIndexProbe, len(acks))
+	for range n {
+		a := acks[rng.IntN(len(acks))]
+		off, _, val := first(a.partition, a.offset)
+		if off != a.offset || string(val) != string(crashValue(a.seq)) {
+			t.Fatalf("cycle %d: fetch at %d/%d (record %d) returned offset %d value %.20q first",
+				cycle, a.partition, a.offset, a.seq, off, val)
+		}
+		lp := w.listOffset(8, crashTopic, a.partition, a.timestamp)
+		if lp.ErrorCode != 0 || lp.Offset < 0 || lp.Offset > a.offset {
+			t.Fatalf("cycle %d: ListOffsets %d/time %d (record %d at offset %d): offset %d error %d",
+				cycle, a.partition, a.timestamp, a.seq, a.offset, lp.Offset, lp.ErrorCode)
+		}
+		if _, ts, _ := first(a.partition, lp.Offset); ts < a.timestamp {
+			t.Fatalf("cycle %d: ListOffsets %d/time %d answered offset %d, whose record is older (%d)",
+				cycle, a.partition, a.timestamp, lp.Offset, ts)
+		}
+	}
+	return n
 }
 
 // The producer state a kill -9 leaves behind: producer state snapshots are

@@ -489,6 +489,60 @@ func TestRegistration(t *testing.T) {
 	}
 }
 
+// TestRegistrationTakeOver: a registration left by a killed run (its lease
+// still alive, nobody revoked it) is taken over at once by a broker with the
+// same Owner, and still refused to any other.
+func TestRegistrationTakeOver(t *testing.T) {
+	m := open(t, embeddedConfig(t.TempDir(), 0))
+	k := m.keys
+	// What a run killed with -9 leaves: its key under a lease that lives on.
+	grant, err := m.client.Grant(testCtx(t), 60)
+	if err != nil {
+		t.Fatal(err)
+	}
+	left := encode(brokerRecord{Host: "host-old", Port: 9092, Owner: "host-a:/data/gregor"})
+	if _, err := m.client.Put(testCtx(t), k.broker(1), left, clientv3.WithLease(grant.ID)); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, owner := range []string{"", "host-b:/data/gregor", "host-a:/data/gregor2"} {
+		other := open(t, externalConfig(m, 1))
+		err := other.Register(testCtx(t), BrokerInfo{NodeID: 1, Host: "host-x", Port: 9092, Owner: owner})
+		if !errors.Is(err, ErrNodeIDInUse) {
+			t.Errorf("Register with owner %q over owner host-a:/data/gregor = %v, want ErrNodeIDInUse", owner, err)
+		}
+	}
+
+	a := open(t, externalConfig(m, 1))
+	start := time.Now()
+	if err := a.Register(testCtx(t), BrokerInfo{NodeID: 1, Host: "host-new", Port: 9093, Owner: "host-a:/data/gregor"}); err != nil {
+		t.Fatalf("Register by the same owner: %v", err)
+	}
+	if took := time.Since(start); took > 30*time.Second {
+		t.Errorf("takeover took %s: it waited for the old lease", took)
+	}
+	if bi, ok := a.Snapshot().Broker(1); !ok || bi.Host != "host-new" || bi.Port != 9093 {
+		t.Errorf("broker 1 after takeover = %+v, %v; want host-new:9093", bi, ok)
+	}
+	ttl, err := m.client.TimeToLive(testCtx(t), grant.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ttl.TTL != -1 {
+		t.Errorf("the killed run's lease has TTL %d after the takeover, want -1 (revoked)", ttl.TTL)
+	}
+	resp, err := m.client.Get(testCtx(t), k.broker(1))
+	if err != nil || len(resp.Kvs) != 1 {
+		t.Fatalf("get registration: %v %v", resp, err)
+	}
+	a.mu.Lock()
+	lease := a.mu.reg.session.Lease()
+	a.mu.Unlock()
+	if got := clientv3.LeaseID(resp.Kvs[0].Lease); got != lease {
+		t.Errorf("registration bound to lease %x, want the new run's %x", int64(got), int64(lease))
+	}
+}
+
 // TestWatchReloadsAfterCompaction starts a watch from a revision that etcd
 // has compacted away: the watch must fail, and the loop must reload the
 // cache whole and go on watching.

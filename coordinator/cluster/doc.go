@@ -32,10 +32,12 @@
 //
 //	P/cluster_id                 {"id":"<22-char base64url>"}
 //	    Created once, by the first Open, with a create-if-absent transaction.
-//	P/brokers/<node id>          {"host":"h","port":9092,"rack":"r"}
+//	P/brokers/<node id>          {"host":"h","port":9092,"rack":"r","owner":"o"}
 //	    A live broker. Bound to the broker's lease (TTL Config.SessionTTL):
 //	    gone when the broker closes (lease revoked) or stops keeping it
 //	    alive (lease expired). "rack" is absent when the broker has none.
+//	    "owner" (BrokerInfo.Owner) lets a restarted broker take over the
+//	    key of its killed previous run without waiting for the lease.
 //	P/topics/<name>              {"id":"<topic id>","partitions":3}
 //	    A topic: its id and partition count. Partitions 0..partitions-1
 //	    each have a partition state key; all are written in one transaction.

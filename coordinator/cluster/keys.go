@@ -141,9 +141,10 @@ type clusterIDRecord struct {
 
 // brokerRecord is the value of prefix/brokers/<id>.
 type brokerRecord struct {
-	Host string  `json:"host"`
-	Port int32   `json:"port"`
-	Rack *string `json:"rack,omitempty"`
+	Host  string  `json:"host"`
+	Port  int32   `json:"port"`
+	Rack  *string `json:"rack,omitempty"`
+	Owner string  `json:"owner,omitempty"` // BrokerInfo.Owner
 }
 
 // topicRecord is the value of prefix/topics/<name>.

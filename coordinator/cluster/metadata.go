@@ -59,6 +59,15 @@ type BrokerInfo struct {
 	Host   string
 	Port   int32
 	Rack   *string // nil: no rack
+
+	// Owner names what makes a process this broker, for Register only:
+	// the broker sets it to its host name and first log dir, which it holds
+	// an exclusive lock on while it runs. A registration left by a process
+	// with the same non-empty Owner belongs to a run of this broker that is
+	// gone (it would still hold the lock otherwise), so Register takes it
+	// over instead of waiting for its lease to expire. Empty: never.
+	// Not part of Snapshot.
+	Owner string
 }
 
 // PartitionState is a partition's replicas and leadership, as Kafka keeps it

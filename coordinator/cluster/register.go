@@ -23,8 +23,9 @@ type registration struct {
 // prefix/brokers/<node id>, is created under a lease of SessionTTL kept alive
 // in the background. Creation is create-if-absent, so a node id that another
 // live process holds fails with ErrNodeIDInUse (a restarted broker also gets
-// it until the lease of its previous run expires, at most SessionTTL). On
-// return the broker is in Snapshot.
+// it until the lease of its previous run expires, at most SessionTTL,
+// unless info.Owner shows the previous run was this broker: then the key is
+// taken over at once). On return the broker is in Snapshot.
 //
 // If the session is lost later (keep-alives failed for SessionTTL, or the
 // lease was revoked), SessionLost fires and the registration is re-created
@@ -106,14 +107,14 @@ func (c *Cluster) registerOnce(ctx context.Context, info BrokerInfo) (*concurren
 		c.revokeLease(grant.ID)
 		return nil, fmt.Errorf("register broker %d: keep lease alive: %w", info.NodeID, err)
 	}
-	value := encode(brokerRecord{Host: info.Host, Port: info.Port, Rack: info.Rack})
+	value := encode(brokerRecord{Host: info.Host, Port: info.Port, Rack: info.Rack, Owner: info.Owner})
 	resp, err := c.client.Txn(octx).
 		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
 		Then(clientv3.OpPut(key, value, clientv3.WithLease(grant.ID))).
 		Else(clientv3.OpGet(key)).
 		Commit()
 	if err == nil && !resp.Succeeded {
-		err = c.heldBy(octx, info.NodeID, resp)
+		resp, err = c.takeOver(octx, info, key, value, grant.ID, resp)
 	}
 	if err == nil {
 		err = c.awaitVisible(ctx, resp.Header.Revision)
@@ -123,6 +124,40 @@ func (c *Cluster) registerOnce(ctx context.Context, info BrokerInfo) (*concurren
 		return nil, fmt.Errorf("register broker %d: %w", info.NodeID, err)
 	}
 	return sess, nil
+}
+
+// takeOver handles a registration key that already exists: when its owner
+// is info.Owner, the key was left by a previous run of this broker that was
+// killed before it could revoke its lease, and it is re-bound to lease in
+// place (compared on its mod revision, so a concurrent change wins). The
+// previous lease is then revoked, which changes nothing but the etcd
+// lease table: no other key is bound to it. Any other holder gives
+// ErrNodeIDInUse.
+func (c *Cluster) takeOver(ctx context.Context, info BrokerInfo, key, value string, lease clientv3.LeaseID,
+	held *clientv3.TxnResponse) (*clientv3.TxnResponse, error) {
+	kvs := held.Responses[0].GetResponseRange().Kvs
+	var prev brokerRecord
+	if info.Owner == "" || len(kvs) == 0 || unmarshal(kvs[0].Value, &prev) != nil || prev.Owner != info.Owner {
+		return held, c.heldBy(ctx, info.NodeID, held)
+	}
+	resp, err := c.client.Txn(ctx).
+		If(clientv3.Compare(clientv3.ModRevision(key), "=", kvs[0].ModRevision)).
+		Then(clientv3.OpPut(key, value, clientv3.WithLease(lease))).
+		Else(clientv3.OpGet(key)).
+		Commit()
+	if err != nil {
+		return nil, err
+	}
+	if !resp.Succeeded {
+		return resp, c.heldBy(ctx, info.NodeID, resp)
+	}
+	old := clientv3.LeaseID(kvs[0].Lease)
+	c.log.Info("took over the registration of a previous run of this broker",
+		"node_id", info.NodeID, "owner", info.Owner, "previous_lease", fmt.Sprintf("%x", int64(old)))
+	if old != clientv3.NoLease && old != lease {
+		c.revokeLease(old)
+	}
+	return resp, nil
 }
 
 // heldBy describes who holds a node id's registration, for ErrNodeIDInUse.
