@@ -32,7 +32,7 @@ TEST_TIMEOUT ?= 20m
 # tests run without it and say so.
 RACE ?= $(if $(filter 1,$(shell $(GO) env CGO_ENABLED)),-race)
 
-.PHONY: help build run test vet lint fmt fuzz bench clean golangci-lint
+.PHONY: help build run test vet lint fmt fuzz bench gobench clean golangci-lint
 
 help: ## List the targets.
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z-]+):.*## /  \1\t/' | expand -t 16
@@ -87,7 +87,10 @@ fuzz: ## Run every Fuzz target for FUZZTIME (default 30s), one at a time.
 	for f in "$${failed[@]}"; do echo "  FAILED $$f"; done; \
 	[ $${#failed[@]} -eq 0 ]
 
-bench: ## Benchmarks (BENCHCOUNT runs, default 5) into bench.out, then a benchstat summary.
+bench: ## Gregor vs Apache Kafka 4.x side by side (compat-tests/bench/run.sh; BENCH_RUNS, BENCH_DURATION, ...); writes compat-tests/bench/RESULTS.md.
+	bash compat-tests/bench/run.sh
+
+gobench: ## Go benchmarks (BENCHCOUNT runs, default 5) into bench.out, then a benchstat summary.
 	@set -eo pipefail; pkgs=(); \
 	for dir in $$($(GO) list -f '{{.Dir}}' ./...); do \
 		if grep -qE '^func Benchmark[A-Za-z0-9_]*\(' "$$dir"/*_test.go 2>/dev/null; then pkgs+=(".$${dir#"$(CURDIR)"}"); fi; \

@@ -1,0 +1,118 @@
+#!/usr/bin/env python3
+"""Waits until a Kafka-protocol broker serves a topic, and says how long it took.
+
+    ready.py HOST:PORT [--topic NAME --partitions N] [--since EPOCH] [--timeout S]
+
+Polls every 50 ms with a raw Metadata v4 request (stdlib only, so it measures
+the broker and not a client's start-up). Ready means: the request is
+answered with at least one broker and, with --topic, the topic has N
+partitions, each with no error and a leader. Prints the seconds from --since
+(a time.time() value; default: when this script started) to the first ready
+answer. Exits 1 on timeout.
+
+Metadata v4 is the oldest version Kafka 4.x still serves (KIP-896).
+"""
+import argparse
+import socket
+import struct
+import sys
+import time
+
+
+def metadata(host, port, topic, timeout=2.0):
+    """Returns {broker_count, partitions: {index: (error, leader)}} or raises."""
+    body = b""
+    if topic is None:
+        body += struct.pack(">i", -1)
+    else:
+        t = topic.encode()
+        body += struct.pack(">ih", 1, len(t)) + t
+    body += b"\x00"  # allow_auto_topic_creation = false
+    client = b"bench-ready"
+    header = struct.pack(">hhih", 3, 4, 1, len(client)) + client
+    req = header + body
+    with socket.create_connection((host, port), timeout=timeout) as s:
+        s.settimeout(timeout)
+        s.sendall(struct.pack(">i", len(req)) + req)
+        size = struct.unpack(">i", recv_exact(s, 4))[0]
+        data = recv_exact(s, size)
+    r = Reader(data)
+    r.i32()  # correlation id
+    r.i32()  # throttle_time_ms
+    brokers = r.i32()
+    for _ in range(brokers):
+        r.i32(); r.string(); r.i32(); r.string()
+    r.string()  # cluster_id
+    r.i32()  # controller_id
+    parts = {}
+    for _ in range(r.i32()):
+        terr = r.i16(); name = r.string(); r.i8()
+        for _ in range(r.i32()):
+            perr = r.i16(); idx = r.i32(); leader = r.i32()
+            r.skip(4 * r.i32()); r.skip(4 * r.i32())
+            if name == topic:
+                parts[idx] = (perr or terr, leader)
+    return brokers, parts
+
+
+def recv_exact(s, n):
+    buf = b""
+    while len(buf) < n:
+        chunk = s.recv(n - len(buf))
+        if not chunk:
+            raise ConnectionError("closed")
+        buf += chunk
+    return buf
+
+
+class Reader:
+    def __init__(self, data):
+        self.d, self.o = data, 0
+
+    def take(self, fmt, n):
+        v = struct.unpack_from(fmt, self.d, self.o)[0]
+        self.o += n
+        return v
+
+    def i8(self): return self.take(">b", 1)
+    def i16(self): return self.take(">h", 2)
+    def i32(self): return self.take(">i", 4)
+    def skip(self, n): self.o += n
+
+    def string(self):
+        n = self.i16()
+        if n < 0:
+            return None
+        v = self.d[self.o:self.o + n].decode()
+        self.o += n
+        return v
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("addr")
+    p.add_argument("--topic")
+    p.add_argument("--partitions", type=int, default=0)
+    p.add_argument("--since", type=float, default=time.time())
+    p.add_argument("--timeout", type=float, default=300)
+    a = p.parse_args()
+    host, port = a.addr.rsplit(":", 1)
+    deadline = time.time() + a.timeout
+    last = "no answer"
+    while time.time() < deadline:
+        try:
+            brokers, parts = metadata(host, int(port), a.topic)
+            ok = [i for i, (err, leader) in parts.items() if err == 0 and leader >= 0]
+            if brokers > 0 and (a.topic is None or len(ok) >= a.partitions):
+                print(f"{time.time() - a.since:.3f}")
+                return 0
+            last = f"{brokers} broker(s), {len(ok)}/{a.partitions} partitions ready"
+        except (OSError, struct.error, UnicodeDecodeError) as e:
+            last = repr(e)
+        time.sleep(0.05)
+    print(f"ready.py: {a.addr} not ready within {a.timeout}s: {last}", file=sys.stderr)
+    return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,410 @@
+#!/usr/bin/env python3
+"""Records and reports the Gregor vs Kafka benchmark (stdlib only).
+
+    report.py record --file F.jsonl --kind KIND --output OUT --rc N --set k=v ...
+        parse one load generator's output and append one record to F.jsonl
+    report.py last --file F.jsonl --field NAME      the field of F's last record
+    report.py w3rate        half of Kafka's W2 default-mode median records/s
+    report.py w1bytes       the median bytes of Gregor's W1 produce runs
+    report.py render        results/*.jsonl -> RESULTS.md
+
+KIND names the output's format: gregor-bench (gregor bench --json),
+kafka-producer-perf (ProducerPerformance's final line), kafka-consumer-perf
+(ConsumerPerformance's CSV), kafka-e2e (EndToEndLatency), tcpfile (the
+probe's JSON), none (only the --set fields).
+
+A record is one flat JSON object. Rates are in MiB/s (2^20 bytes, as both
+generators count) and records/s; latencies in ms: lat_* for produce
+acknowledgements, e2e_* from send to receipt by a consumer.
+"""
+import argparse
+import glob
+import json
+import os
+import re
+import statistics
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+RESULTS = os.path.join(HERE, "results")
+
+MODES = {
+    ("gregor", "durable"): "fsync before ack: log.flush.interval.messages=1, Gregor's default (group commit: concurrent appends share an fsync)",
+    ("gregor", "pagecache"): "page cache: ack once written to the OS, no fsync (log.flush.interval.messages=9223372036854775807, as Kafka's default)",
+    ("kafka", "default"): "page cache: ack once written to the OS, flushing left to the OS (Kafka's default; a single node, so no replica holds a copy either)",
+    ("kafka", "flush1"): "fsync before ack: topic config flush.messages=1 (the log is flushed in the append path, before the produce response)",
+}
+
+
+def num(v):
+    if v in ("", None):
+        return None
+    try:
+        f = float(v)
+    except ValueError:
+        return v
+    return int(f) if f.is_integer() and "." not in str(v) else f
+
+
+def parse(kind, text):
+    r = {}
+    if kind in ("gregor-bench", "tcpfile"):
+        start = text.find("{")
+        if start < 0:
+            raise ValueError("no JSON in the output")
+        j = json.loads(text[start:])
+        if kind == "tcpfile":
+            return {"bytes": j["bytes"], "seconds": j["seconds"], "mib_s": j["mib_per_sec"],
+                    "records_s": j["records_per_sec"], "records": j["bytes"] // 1024}
+        side = j.get("produce") or j.get("consume")
+        r.update(seconds=j.get("seconds"), records=side["records"], bytes=side["bytes"],
+                 errors=side["errors"], records_s=side["records_per_sec"], mib_s=side["mib_per_sec"])
+        lat = (j.get("produce") or {}).get("latency_ms")
+        if lat:
+            r.update(lat_mean=lat["mean"], lat_p50=lat["p50"], lat_p99=lat["p99"],
+                     lat_p999=lat["p99_9"], lat_max=lat["max"])
+        if j.get("mode") == "e2e":
+            c = j["consume"]
+            r.update(consumed=c["records"], consume_errors=c["errors"])
+            lat = c.get("latency_ms")
+            if lat:
+                r.update(e2e_mean=lat["mean"], e2e_p50=lat["p50"], e2e_p99=lat["p99"],
+                         e2e_p999=lat["p99_9"], e2e_max=lat["max"])
+        if r["errors"]:
+            r["error"] = f"{r['errors']} errors"
+        return r
+    if kind == "kafka-producer-perf":
+        m = re.search(r"(\d+) records sent, ([\d.]+) records/sec \(([\d.]+) MB/sec\), ([\d.]+) ms avg latency, "
+                      r"([\d.]+) ms max latency, (\d+) ms 50th, (\d+) ms 95th, (\d+) ms 99th, (\d+) ms 99\.9th", text)
+        if not m:
+            raise ValueError("no final summary line")
+        n, rps, mbs, avg, mx, p50, p95, p99, p999 = m.groups()
+        return dict(records=int(n), records_s=float(rps), mib_s=float(mbs), lat_mean=float(avg),
+                    lat_max=float(mx), lat_p50=float(p50), lat_p95=float(p95), lat_p99=float(p99),
+                    lat_p999=float(p999), seconds=int(n) / float(rps) if float(rps) else None)
+    if kind == "kafka-consumer-perf":
+        lines = [ln for ln in text.splitlines() if ln.count(",") >= 9]
+        head = next((ln for ln in lines if ln.startswith("start.time")), None)
+        data = [ln for ln in lines if not ln.startswith("start.time")]
+        if not head or not data:
+            raise ValueError("no CSV result line")
+        row = dict(zip([h.strip() for h in head.split(",")], [v.strip() for v in data[-1].split(",")]))
+        return dict(records=int(row["data.consumed.in.nMsg"]), mib_s=float(row["fetch.MB.sec"]),
+                    records_s=float(row["fetch.nMsg.sec"]), seconds=float(row["fetch.time.ms"]) / 1000,
+                    rebalance_ms=float(row["rebalance.time.ms"]))
+    if kind == "kafka-e2e":
+        a = re.search(r"Avg latency: ([\d.]+) ms", text)
+        p = re.search(r"Percentiles: 50th = (\d+), 99th = (\d+), 99\.9th = (\d+)", text)
+        if not a or not p:
+            raise ValueError("no latency lines")
+        return dict(e2e_mean=float(a.group(1)), e2e_p50=float(p.group(1)), e2e_p99=float(p.group(2)),
+                    e2e_p999=float(p.group(3)))
+    if kind == "none":
+        return {}
+    raise ValueError(f"unknown kind {kind}")
+
+
+def cmd_record(a):
+    rec = {}
+    for kv in a.set or []:
+        k, _, v = kv.partition("=")
+        rec[k] = num(v)
+    text = ""
+    if a.output:
+        with open(a.output, errors="replace") as f:
+            text = f.read()
+    try:
+        rec.update(parse(a.kind, text))
+    except (ValueError, KeyError, TypeError, json.JSONDecodeError) as e:
+        errtext = ""
+        if a.output and os.path.exists(a.output + ".err"):
+            with open(a.output + ".err", errors="replace") as f:
+                errtext = f.read()
+        tail = " ".join((text + errtext).strip().splitlines()[-3:])[:300]
+        rec["error"] = f"{a.kind}: {e}; exit {a.rc}; {tail}"
+    if a.rc and "error" not in rec:
+        rec["error"] = rec.get("error") or f"exit status {a.rc}"
+    with open(a.file, "a") as f:
+        f.write(json.dumps(rec, sort_keys=True) + "\n")
+
+
+def load(path):
+    out = []
+    for p in sorted(glob.glob(path)):
+        with open(p) as f:
+            out += [json.loads(ln) for ln in f if ln.strip()]
+    return out
+
+
+def cmd_last(a):
+    recs = load(a.file)
+    v = recs[-1].get(a.field) if recs else None
+    if v is not None:
+        print(int(v) if isinstance(v, float) and a.field in ("records", "records_s") else v)
+
+
+def median(recs, field):
+    vals = [r[field] for r in recs if isinstance(r.get(field), (int, float)) and "error" not in r]
+    return statistics.median(vals) if vals else None
+
+
+def select(recs, **kw):
+    return [r for r in recs if all(r.get(k) == v for k, v in kw.items())]
+
+
+def cmd_w3rate(_):
+    recs = select(load(os.path.join(RESULTS, "W2-kafka.jsonl")), mode="default", phase="produce", tool="gregor-bench")
+    m = median(recs, "records_s")
+    if m:
+        print(int(m / 2))
+
+
+def cmd_w1bytes(_):
+    recs = select(load(os.path.join(RESULTS, "W1-gregor.jsonl")), phase="produce")
+    m = median(recs, "bytes") or (median(recs, "records") or 0) * 1024
+    if m:
+        print(int(m))
+
+
+# ---- rendering -------------------------------------------------------------
+
+def fmt(v, digits=1):
+    if v is None:
+        return "–"
+    if isinstance(v, str):
+        return v
+    if abs(v) >= 1000:
+        return f"{v:,.0f}"
+    if abs(v) >= 100:
+        return f"{v:.0f}"
+    if abs(v) >= 10:
+        return f"{v:.{digits}f}"
+    return f"{v:.{digits + 1}f}" if abs(v) >= 0.1 or v == 0 else f"{v:.3f}"
+
+
+def mib(kib):
+    return kib / 1024 if isinstance(kib, (int, float)) else None
+
+
+COLS = [  # header, field, transform
+    ("MiB/s", "mib_s", None), ("records/s", "records_s", None),
+    ("ack p50", "lat_p50", None), ("ack p99", "lat_p99", None), ("ack p99.9", "lat_p999", None), ("ack max", "lat_max", None),
+    ("e2e p50", "e2e_p50", None), ("e2e p99", "e2e_p99", None), ("e2e p99.9", "e2e_p999", None), ("e2e max", "e2e_max", None),
+    ("broker CPU s", "cpu_s", None), ("CPU s/GiB", "cpu_per_gib", None),
+    ("peak RSS MiB (sampled)", "rss_peak_kib", mib), ("VmHWM MiB", "vmhwm_kib", mib),
+]
+
+TOOL_NAMES = {"gregor-bench": "gregor bench", "kafka-perf": "Kafka perf tools", "tcpfile": "tcpfile"}
+
+
+def groups(recs):
+    g = {}
+    for r in recs:
+        key = (r.get("workload"), r.get("phase"), r.get("target"), r.get("mode"), r.get("tool"))
+        g.setdefault(key, []).append(r)
+    return g
+
+
+def enrich(recs):
+    for r in recs:
+        if isinstance(r.get("cpu_s"), (int, float)) and r.get("bytes"):
+            r["cpu_per_gib"] = r["cpu_s"] / (r["bytes"] / 2**30)
+        elif isinstance(r.get("cpu_s"), (int, float)) and r.get("records") and r.get("record_size"):
+            r["cpu_per_gib"] = r["cpu_s"] / (r["records"] * r["record_size"] / 2**30)
+    return recs
+
+
+def table(rows_in, cols, extra=()):
+    present = [c for c in cols if any(median(rs, c[1]) is not None for _, rs in rows_in)]
+    head = ["broker", "mode", "tool", "phase", "runs"] + [h for h, _, _ in present] + [h for h, _ in extra]
+    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for (w, ph, t, m, tool), rs in rows_in:
+        ok = [r for r in rs if "error" not in r]
+        cells = [t, m, TOOL_NAMES.get(tool, tool), ph, f"{len(ok)}" + (f" (+{len(rs) - len(ok)} failed)" if len(ok) < len(rs) else "")]
+        for _, f, tr in present:
+            v = median(rs, f)
+            cells.append(fmt(tr(v) if tr and v is not None else v))
+        for _, fn in extra:
+            cells.append(fn(rs))
+        out.append("| " + " | ".join(cells) + " |")
+    return out
+
+
+WORKLOAD_TEXT = {
+    "W1": "1 topic, 1 partition, 1 KiB records, acks=1, as fast as possible; then the records written are read back (consume).",
+    "W2": "1 topic, 16 partitions, 1 KiB records, acks=all, as fast as possible.",
+    "W3": "100 partitions, 1 KiB records, acks=all, at a fixed rate of half of Kafka's W2 default-mode median: produce (ack) latency and end-to-end latency.",
+    "W4": "16 partitions, 100-byte records, acks=all, as fast as possible: records per second.",
+    "W5": "1 topic with 10,000 partitions, 1 KiB records, acks=all: a low-rate phase, then as fast as possible, then a clean restart timed from exec to ready.",
+}
+
+
+def render():
+    recs = enrich(load(os.path.join(RESULTS, "*.jsonl")))
+    envs = []
+    for p in sorted(glob.glob(os.path.join(RESULTS, "env-*.json"))):
+        with open(p) as f:
+            envs.append(json.load(f))
+    g = groups(recs)
+    runs = [len([r for r in rs if "error" not in r]) for rs in g.values()]
+    durs = {r.get("duration_s") for r in recs if r.get("duration_s")}
+    smoke = not runs or min(runs) < 3 or any(d < 20 for d in durs)
+    L = ["# Gregor vs Apache Kafka 4.4.0: side-by-side benchmark", ""]
+    if smoke:
+        L += ["> **SMOKE RUN: not a measurement.** Some results have fewer than 3 runs or runs shorter than 20 s,",
+              "> taken to check that every workload works end to end (possibly on a busy machine). Run `make bench`",
+              "> on a quiet machine for real figures.", ""]
+    L += ["Generated by `compat-tests/bench/report.py` from the raw per-run records in `results/` (`make bench`",
+          "runs `compat-tests/bench/run.sh`). Each figure is the **median** over runs; each run had a fresh broker with",
+          "a fresh data dir, one broker at a time, on loopback. Rates in MiB/s (2^20 bytes) and records/s; latencies",
+          "in ms. \"ack\" latency: produce send to acknowledgement; \"e2e\": send to receipt by a consumer.", ""]
+    if envs:
+        L += ["Machine and settings:", ""]
+        for e in envs:
+            L.append(f"- {e.get('nproc')} CPUs ({e.get('cpu')}), {e.get('mem_kib', 0) // 1048576} GiB RAM, Linux {e.get('kernel')}, "
+                     f"data on {e.get('fs')}; {e.get('go')}, {e.get('java')}; Gregor {e.get('gregor_commit')}; "
+                     f"Kafka heap -Xms/-Xmx {e.get('kafka_heap')}; last session {e.get('session')}: {e.get('runs')} run(s) of "
+                     f"{e.get('duration_s')} s, load average at start {e.get('loadavg_start')}.")
+        L.append("")
+    L += ["## What an acknowledgement means", "", "| broker | mode | acknowledged when |", "|---|---|---|"]
+    for (t, m), text in MODES.items():
+        L.append(f"| {t} | {m} | {text} |")
+    L += ["", "Equal durability pairs: Gregor `durable` with Kafka `flush1`, Gregor `pagecache` with Kafka `default`.", "",
+          "## Load generators", "",
+          "- **gregor bench** (`gregor bench produce|consume|e2e`, franz-go): one producer client, `--batch-max-bytes 1048576 --linger 5ms`, no compression, no keys.",
+          "- **Kafka perf tools** (kafka-tools 4.4.0, Java 17, -Xmx512M as Kafka's scripts): `ProducerPerformance` with `batch.size=1048576 linger.ms=5 buffer.memory=134217728` and the workload's acks "
+          "(run for the number of records the previous run of that workload and mode produced in the same time, so it lasts about as long); "
+          "`ConsumerPerformance` (fetch figures, without the group join); `EndToEndLatency` (one record at a time, linger 0, integer ms, no max), run during W3's `ProducerPerformance` load on a second topic with the same partitions.",
+          "- Broker CPU seconds: utime+stime of the broker process over the phase (/proc/PID/stat); peak RSS: VmRSS sampled every 250 ms during the phase; VmHWM: the broker process's lifetime peak at the end of the phase (it includes start-up and topic creation).",
+          ""]
+    for w in ("W1", "W2", "W3", "W4", "W5"):
+        rows = sorted(((k, v) for k, v in g.items() if k[0] == w and k[1] not in ("startup", "start")),
+                      key=lambda kv: (kv[0][1] != "produce", kv[0][1], kv[0][2] != "gregor", kv[0][3], kv[0][4]))
+        if not rows:
+            continue
+        L += [f"## {w}", "", WORKLOAD_TEXT[w], ""]
+        sample = rows[0][1][0]
+        rates = sorted({r.get("rate") for _, rs in rows for r in rs if r.get("rate")})
+        L.append(f"Settings: {sample.get('partitions')} partition(s), {sample.get('record_size')}-byte records, acks={sample.get('acks')}, "
+                 f"batch {sample.get('batch_bytes')} bytes, linger {sample.get('linger_ms')} ms, {sample.get('duration_s')} s per phase"
+                 + (f", rate {', '.join(str(x) for x in rates)} records/s" if rates else "") + ".")
+        L.append("")
+        extra = []
+        if w == "W5":
+            extra = [("topic creation s", lambda rs: fmt(median(rs, "create_s")))]
+        L += table(rows, COLS, extra)
+        if w == "W5":
+            st = sorted((k, v) for k, v in g.items() if k[0] == w and k[1] == "startup")
+            if st:
+                L += ["", "Start-up with the 10,000-partition topic in place (clean restart, seconds from exec):", "",
+                      "| broker | mode | after tool | runs | to Metadata with all partitions led | to /readyz | VmHWM MiB before restart |", "|---|---|---|---|---|---|---|"]
+                for (_, _, t, m, tool), rs in st:
+                    ok = [r for r in rs if "error" not in r]
+                    L.append(f"| {t} | {m} | {TOOL_NAMES.get(tool, tool)} | {len(ok)} | {fmt(median(rs, 'startup_s'), 2)} | "
+                             f"{fmt(median(rs, 'readyz_s'), 2) if t == 'gregor' else 'n/a'} | {fmt(mib(median(rs, 'vmhwm_kib')))} |")
+        errs = [r for _, rs in g.items() for r in rs if r.get("workload") == w and "error" in r]
+        if errs:
+            L += ["", "Failed runs:", ""]
+            for r in errs:
+                L.append(f"- {r.get('target')} {r.get('mode')} {TOOL_NAMES.get(r.get('tool'), r.get('tool'))} run {r.get('run')} {r.get('phase')}: "
+                         f"`{str(r['error']).replace('`', chr(39))[:300]}`")
+        L.append("")
+    probe = [(k, v) for k, v in g.items() if k[0] == "probe"]
+    if probe:
+        L += ["## Machine limit: TCP -> file probe", "",
+              "`compat-tests/bench/tcpfile`: a Go program receives bytes over one loopback TCP connection and writes them to a file "
+              "(1 MiB writes; `fsync`: fsync after every MiB), for W1's byte volume of 1 KiB records.", "",
+              "| mode | runs | MiB/s | records/s (1 KiB) | GiB |", "|---|---|---|---|---|"]
+        for (_, _, _, m, _), rs in sorted(probe):
+            b = median(rs, "bytes")
+            L.append(f"| {m} | {len([r for r in rs if 'error' not in r])} | {fmt(median(rs, 'mib_s'))} | {fmt(median(rs, 'records_s'))} | {fmt(b / 2**30 if b else None, 2)} |")
+        L.append("")
+    L += goals(g)
+    return "\n".join(L).rstrip() + "\n"
+
+
+def goals(g):
+    def m(w, ph, t, mode, tool, field):
+        rs = g.get((w, ph, t, mode, tool))
+        return median(rs, field) if rs else None
+
+    def startup(t):
+        rs = [r for k, v in g.items() if k[0] == "W5" and k[1] == "startup" and k[2] == t for r in v]
+        return median(rs, "startup_s")
+
+    def peak(t):
+        rs = [r for k, v in g.items() if k[0] == "W5" and k[1] == "startup" and k[2] == t for r in v]
+        return median(rs, "vmhwm_kib")
+
+    rows = []
+
+    def add(goal, what, a, b, op, target):
+        if a is None or b is None or not b:
+            rows.append((goal, what, fmt(a), fmt(b), "–", "no data"))
+            return
+        r = a / b
+        ok = r >= target if op == ">=" else r <= target
+        rows.append((goal, what, fmt(a), fmt(b), f"{r:.2f}", f"{'PASS' if ok else 'FAIL'} ({op} {target})"))
+
+    for tool in ("gregor-bench", "kafka-perf"):
+        tn = TOOL_NAMES[tool]
+        for w in ("W1", "W2"):
+            add(f"{w} throughput, equal durability (page cache)", f"MiB/s, Gregor pagecache / Kafka default, {tn}",
+                m(w, "produce", "gregor", "pagecache", tool, "mib_s"), m(w, "produce", "kafka", "default", tool, "mib_s"), ">=", 1.5)
+            add(f"{w} throughput, equal durability (fsync)", f"MiB/s, Gregor durable / Kafka flush1, {tn}",
+                m(w, "produce", "gregor", "durable", tool, "mib_s"), m(w, "produce", "kafka", "flush1", tool, "mib_s"), ">=", 1.5)
+            add(f"{w} Gregor durable default vs Kafka page-cache default", f"MiB/s, Gregor durable / Kafka default, {tn}",
+                m(w, "produce", "gregor", "durable", tool, "mib_s"), m(w, "produce", "kafka", "default", tool, "mib_s"), ">=", 1.0)
+        for gm, km in (("durable", "default"), ("pagecache", "default"), ("durable", "flush1")):
+            for q, name in (("e2e_p99", "p99"), ("e2e_p999", "p99.9")):
+                add(f"W3 e2e latency {name}", f"ms, Gregor {gm} / Kafka {km}, {tn}",
+                    m("W3", "e2e", "gregor", gm, tool, q), m("W3", "e2e", "kafka", km, tool, q), "<=", 0.5)
+        for gm, km in (("pagecache", "default"), ("durable", "flush1"), ("durable", "default")):
+            add("W4 records/s", f"records/s, Gregor {gm} / Kafka {km}, {tn}",
+                m("W4", "produce", "gregor", gm, tool, "records_s"), m("W4", "produce", "kafka", km, tool, "records_s"), ">=", 1.5)
+        add("W5 throughput at 10,000 partitions vs Gregor's own 16", f"MiB/s, Gregor durable W5 / W2, {tn}",
+            m("W5", "produce", "gregor", "durable", tool, "mib_s"), m("W2", "produce", "gregor", "durable", tool, "mib_s"), ">=", 0.8)
+    add("W5 broker peak RSS", "VmHWM MiB over topic creation and both phases, Gregor / Kafka (both tools' runs)",
+        mib(peak("gregor")), mib(peak("kafka")), "<=", 0.25)
+    add("W5 start-up time", "s from exec to Metadata with all 10,000 partitions led, Gregor / Kafka", startup("gregor"), startup("kafka"), "<=", 0.2)
+    for gm, pm in (("pagecache", "pagecache"), ("durable", "fsync")):
+        add("W1 vs the TCP->file probe", f"MiB/s, Gregor {gm} W1 (gregor bench) / probe {pm}",
+            m("W1", "produce", "gregor", gm, "gregor-bench", "mib_s"), m("probe", "probe", "probe", pm, "tcpfile", "mib_s"), ">=", 0.6)
+    L = ["## Goals (issue 9)", "", "Ratios of medians; marked, not enforced.", "",
+         "| goal | measure | Gregor | Kafka (or reference) | ratio | verdict |", "|---|---|---|---|---|---|"]
+    L += ["| " + " | ".join(r) + " |" for r in rows]
+    return L
+
+
+def main():
+    p = argparse.ArgumentParser()
+    sub = p.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("record")
+    r.add_argument("--file", required=True)
+    r.add_argument("--kind", required=True)
+    r.add_argument("--output")
+    r.add_argument("--rc", type=int, default=0)
+    r.add_argument("--set", nargs="*")
+    la = sub.add_parser("last")
+    la.add_argument("--file", required=True)
+    la.add_argument("--field", required=True)
+    sub.add_parser("w3rate")
+    sub.add_parser("w1bytes")
+    sub.add_parser("render")
+    a = p.parse_args()
+    if a.cmd == "record":
+        cmd_record(a)
+    elif a.cmd == "last":
+        cmd_last(a)
+    elif a.cmd == "w3rate":
+        cmd_w3rate(a)
+    elif a.cmd == "w1bytes":
+        cmd_w1bytes(a)
+    else:
+        with open(os.path.join(HERE, "RESULTS.md"), "w") as f:
+            f.write(render())
+        print(f"report.py: wrote {os.path.join(HERE, 'RESULTS.md')}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

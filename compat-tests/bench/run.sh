@@ -1,0 +1,427 @@
+#!/usr/bin/env bash
+# Side-by-side benchmark of Gregor and Apache Kafka 4.x (`make bench`): the
+# same workloads, with the same two load generators, against one broker at a
+# time on this machine; then report.py renders RESULTS.md (medians and
+# Gregor/Kafka ratios) from the raw per-run records in results/.
+#
+#   compat-tests/bench/run.sh
+#
+# Every measured run gets a fresh broker with a fresh data dir (so the
+# broker's VmHWM, its peak RSS, belongs to that run), on free loopback ports,
+# in a temp work dir; both brokers are stopped on exit, failure included.
+# Load generators: `gregor bench` (franz-go) and Kafka's own perf tools
+# (ProducerPerformance, ConsumerPerformance, EndToEndLatency from
+# kafka-tools, fetched as compat-tests/console does). Workloads and modes:
+# see WORKLOADS below and the header of RESULTS.md.
+#
+# Environment:
+#   BENCH_RUNS        runs per workload, mode and tool (default 3; medians are reported)
+#   BENCH_DURATION    seconds per measured phase (default 20)
+#   BENCH_WORKLOADS   default "W1 W2 W3 W4 W5" (W1 also runs the TCP->file probe; "probe" alone runs only it)
+#   BENCH_TARGETS     default "gregor kafka"
+#   BENCH_TOOLS       default "gregor-bench kafka-perf"
+#   BENCH_MODES       restrict modes, e.g. "durable default" (default: every mode of each workload)
+#   BENCH_W3_RATE     records/s of W3 (default: half of Kafka's W2 default-mode median, from results/)
+#   KAFKA_HEAP        Kafka's -Xms/-Xmx (default 4g, for a 24 GiB machine)
+#   KEEP_WORK=1       keep the work dir (logs, data) afterwards
+#
+# The records of each (workload, target) pair run are replaced in
+# results/<workload>-<target>.jsonl; pairs not run keep their old records.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+root=$(cd "$here/../.." && pwd)
+RUNS=${BENCH_RUNS:-3}
+DUR=${BENCH_DURATION:-20}
+WORKLOADS=${BENCH_WORKLOADS:-W1 W2 W3 W4 W5}
+TARGETS=${BENCH_TARGETS:-gregor kafka}
+TOOLS=${BENCH_TOOLS:-gregor-bench kafka-perf}
+MODES=${BENCH_MODES:-}
+export KAFKA_HEAP=${KAFKA_HEAP:-4g}
+export COMPAT_CACHE=$root/compat-tests/.cache
+
+# Producer settings shared by both load generators (gregor bench's
+# --batch-max-bytes/--linger, the Java producer's batch.size/linger.ms).
+BATCH=1048576
+LINGER_MS=5
+W5_PARTITIONS=10000
+W5_LOW_RATE=2000 # records/s of W5's low-rate phase
+
+say() { printf 'bench: %s\n' "$*" >&2; }
+die() { say "$*"; exit 1; }
+
+mkdir -p "$here/results"
+work=$(mktemp -d "${TMPDIR:-/tmp}/gregor-bench.XXXXXX")
+session=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+B_TARGET="" B_DIR="" B_PID="" B_PORT="" B_ADMIN=""
+
+stop_broker() {
+	[[ -n $B_TARGET ]] || return 0
+	if [[ $B_TARGET == kafka ]]; then
+		"$root/compat-tests/kafka/kafka.sh" stop "$B_DIR" || true
+	elif [[ -n $B_PID ]] && kill -0 "$B_PID" 2>/dev/null; then
+		kill -TERM "$B_PID"
+		local deadline=$((SECONDS + 60))
+		while kill -0 "$B_PID" 2>/dev/null && ((SECONDS < deadline)); do sleep 0.1; done
+		kill -KILL "$B_PID" 2>/dev/null || true
+		wait "$B_PID" 2>/dev/null || true
+	fi
+	B_TARGET="" B_PID=""
+}
+
+finish() {
+	local rc=$?
+	stop_broker
+	if ((rc == 0)) && [[ ${KEEP_WORK:-0} != 1 ]]; then
+		rm -rf "$work"
+	else
+		say "logs and data kept in $work"
+	fi
+	exit "$rc"
+}
+trap finish EXIT
+trap 'exit 130' INT TERM
+
+free_port() {
+	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
+}
+
+# Kafka with 10,000 partitions keeps a file open per partition.
+ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+
+say "building bin/gregor and the TCP->file probe"
+(cd "$root" && go build -o bin/gregor ./cmd/gregor)
+GREGOR=$root/bin/gregor
+(cd "$here/tcpfile" && go build -o "$work/tcpfile" .)
+needs_kafka_tools=0
+[[ " $TOOLS " == *" kafka-perf "* ]] && needs_kafka_tools=1
+TOOLS_LIBS=""
+if ((needs_kafka_tools)); then
+	TOOLS_LIBS=$(bash "$root/compat-tests/console/fetch.sh")
+fi
+[[ " $TARGETS " != *" kafka "* ]] || "$root/compat-tests/kafka/kafka.sh" fetch >/dev/null
+
+cat >"$here/results/env-$(hostname -s 2>/dev/null || echo host).json" <<EOF
+{"session": "$session", "nproc": $(nproc), "mem_kib": $(awk '/MemTotal/{print $2}' /proc/meminfo),
+ "cpu": "$(sed -nE 's/^model name\s*:\s*//p' /proc/cpuinfo | head -n1)", "kernel": "$(uname -r)",
+ "fs": "$(df -T "$work" | awk 'NR==2{print $2}')", "loadavg_start": "$(cut -d' ' -f1-3 /proc/loadavg)",
+ "go": "$(go env GOVERSION)", "java": "$(java -version 2>&1 | head -n1 | tr -d '"')",
+ "gregor_commit": "$(git -C "$root" describe --always --dirty 2>/dev/null || echo unknown)",
+ "kafka_heap": "$KAFKA_HEAP", "runs": $RUNS, "duration_s": $DUR}
+EOF
+
+# start_broker TARGET MODE DIR: starts a broker on free ports with its data
+# in DIR (kept when it exists: a restart). Sets B_*.
+start_broker() {
+	local target=$1 mode=$2 dir=$3 deadline
+	B_TARGET=$target B_DIR=$dir B_PORT=$(free_port)
+	mkdir -p "$dir"
+	if [[ $target == kafka ]]; then
+		"$root/compat-tests/kafka/kafka.sh" start "$dir" "$B_PORT" 2>>"$dir/bench.log" || return 1
+		B_PID=$(cat "$dir/kafka.pid")
+	else
+		B_ADMIN=$(free_port)
+		local extra=()
+		[[ $mode == pagecache ]] && extra=(--log.flush.interval.messages 9223372036854775807)
+		"$GREGOR" serve --log.dirs "$dir/data" \
+			--listeners "PLAINTEXT://127.0.0.1:$B_PORT" --admin.listener "127.0.0.1:$B_ADMIN" \
+			--etcd.client.addr 127.0.0.1:0 --etcd.peer.addr 127.0.0.1:0 \
+			--offsets.topic.replication.factor 1 --group.initial.rebalance.delay.ms 0 \
+			"${extra[@]}" </dev/null >>"$dir/gregor.log" 2>&1 &
+		B_PID=$!
+		deadline=$((SECONDS + 300))
+		until curl -sf "http://127.0.0.1:$B_ADMIN/readyz" >/dev/null 2>&1; do
+			kill -0 "$B_PID" 2>/dev/null || { say "gregor exited: $(tail -n 5 "$dir/gregor.log")"; return 1; }
+			((SECONDS < deadline)) || { say "gregor not ready within 300s"; return 1; }
+			sleep 0.05
+		done
+	fi
+}
+
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+vm_kib() { awk -v k="$2:" '$1 == k {print $2}' "/proc/$1/status"; }
+TICK=$(getconf CLK_TCK)
+
+# create_topic NAME PARTITIONS: creates it (flush.messages=1 in Kafka's
+# flush1 mode) and waits until every partition has a leader; prints seconds.
+create_topic() {
+	local t0 cfg=()
+	t0=$(date +%s.%N)
+	[[ $B_TARGET == kafka && $MODE == flush1 ]] && cfg=(-c flush.messages=1)
+	"$GREGOR" topic create "$1" -p "$2" -r 1 "${cfg[@]}" -b "127.0.0.1:$B_PORT" --timeout 600s >/dev/null
+	python3 "$here/ready.py" "127.0.0.1:$B_PORT" --topic "$1" --partitions "$2" --since "$t0" --timeout 600
+}
+
+# phase NAME TOOL-KIND TIMEOUT CMD...: runs CMD against the current broker,
+# measuring the broker's CPU seconds and sampled peak RSS over it, and
+# appends one record (parsed from CMD's output by report.py) to $OUT.
+# Extra record fields come from the array REC (key=value).
+phase() {
+	local name=$1 kind=$2 tmo=$3 c0 c1 rc=0 out sampler
+	shift 3
+	out=$CUR/$name.$kind.out
+	c0=$(cpu_ticks "$B_PID")
+	echo 0 >"$CUR/rss.peak"
+	(
+		peak=0
+		while r=$(vm_kib "$B_PID" VmRSS 2>/dev/null) && [[ -n $r ]]; do
+			((r > peak)) && peak=$r && echo "$peak" >"$CUR/rss.tmp" && mv "$CUR/rss.tmp" "$CUR/rss.peak"
+			sleep 0.25
+		done
+	) &
+	sampler=$!
+	say "  $name: $*"
+	timeout -k 10 "$tmo" "$@" >"$out" 2>"$out.err" || rc=$?
+	c1=$(cpu_ticks "$B_PID" 2>/dev/null || echo "$c0")
+	kill "$sampler" 2>/dev/null || true
+	wait "$sampler" 2>/dev/null || true
+	python3 "$here/report.py" record --file "$OUT" --kind "$kind" --output "$out" --rc "$rc" \
+		--set "${BASE[@]}" "${REC[@]}" phase="$name" \
+		cpu_s="$(awk -v a="$c0" -v b="$c1" -v t="$TICK" 'BEGIN{printf "%.2f", (b-a)/t}')" \
+		rss_peak_kib="$(cat "$CUR/rss.peak")" vmhwm_kib="$(vm_kib "$B_PID" VmHWM 2>/dev/null || echo 0)" \
+		loadavg="$(cut -d' ' -f1 /proc/loadavg)" || true
+	if ((rc != 0)); then say "  $name failed (exit $rc): $(tail -n 3 "$out.err" "$out" | tr '\n' ' ' | cut -c1-400)"; fi
+	return 0
+}
+
+KJAVA=(java -Xmx512M -Dorg.slf4j.simpleLogger.defaultLogLevel=warn -cp "$TOOLS_LIBS/*")
+
+# Producer settings of one workload; set by run_workload.
+PARTS=1 SIZE=1024 ACKS=1 RATE=0
+
+# gb_produce [FLAG...]: sets CMD to gregor bench produce with the workload's
+# settings (timeout runs commands, not functions, so these build arrays).
+gb_produce() {
+	CMD=("$GREGOR" bench produce -b "127.0.0.1:$B_PORT" --topic "$TOPIC" --partitions "$PARTS"
+		--record-size "$SIZE" --acks "$ACKS" --batch-max-bytes "$BATCH" --linger "${LINGER_MS}ms"
+		--duration "${DUR}s" --progress 0 --json "$@")
+}
+# kp_produce NUM THROUGHPUT [TOPIC]: sets CMD to ProducerPerformance likewise.
+kp_produce() {
+	CMD=("${KJAVA[@]}" org.apache.kafka.tools.ProducerPerformance --bootstrap-server "127.0.0.1:$B_PORT"
+		--topic "${3:-$TOPIC}" --num-records "$1" --record-size "$SIZE" --throughput "$2"
+		--command-property acks="$ACKS" batch.size="$BATCH" linger.ms="$LINGER_MS" buffer.memory=134217728)
+}
+
+# est_records KEY: records for a kafka-perf max-throughput run of about
+# DUR seconds, from the last rate seen for KEY (either tool), else a guess.
+declare -A LAST_RPS=()
+est_records() {
+	local rps=${LAST_RPS[$1]:-}
+	[[ -n $rps ]] || rps=$((SIZE >= 1024 ? 50000 : 200000))
+	awk -v r="$rps" -v d="$DUR" 'BEGIN{printf "%d", r * d}'
+}
+last_rps() { python3 "$here/report.py" last --file "$OUT" --field records_s; }
+
+# modes_of TARGET WORKLOAD: the durability modes the workload runs in.
+modes_of() {
+	local m
+	if [[ $1 == gregor ]]; then m="durable pagecache"; else m="default flush1"; fi
+	[[ $2 == W5 ]] && { [[ $1 == gregor ]] && m=durable || m=default; }
+	for x in $m; do
+		if [[ -z $MODES || " $MODES " == *" $x "* ]]; then echo "$x"; fi
+	done
+}
+
+# run_one WORKLOAD TOOL: one run of WORKLOAD with TOOL against a fresh broker.
+run_one() {
+	local w=$1 tool=$2 key="$1/$MODE/$SIZE" n e2e_topic pid_e2e s t0
+	CUR=$work/$w-$TARGET-$MODE-$tool-r$RUN
+	TOPIC=bench-$w
+	REC=(tool="$tool")
+	if ! start_broker "$TARGET" "$MODE" "$CUR"; then
+		python3 "$here/report.py" record --file "$OUT" --kind none --rc 1 --set "${BASE[@]}" "${REC[@]}" \
+			phase=start error="broker did not start: $(tail -n 3 "$CUR"/*.log 2>/dev/null | tr '\n' ' ' | cut -c1-300)"
+		stop_broker
+		return 0
+	fi
+	s=$(create_topic "$TOPIC" "$PARTS") || s=""
+	REC+=(create_s="$s")
+	case $w/$tool in
+	W1/gregor-bench)
+		gb_produce
+		phase produce gregor-bench $((DUR * 3 + 60)) "${CMD[@]}"
+		LAST_RPS[$key]=$(last_rps)
+		phase consume gregor-bench $((DUR * 3 + 60)) "$GREGOR" bench consume -b "127.0.0.1:$B_PORT" \
+			--topic "$TOPIC" --offset start --drain --duration "${DUR}s" --progress 0 --json
+		;;
+	W1/kafka-perf)
+		kp_produce "$(est_records "$key")" -1
+		phase produce kafka-producer-perf $((DUR * 5 + 60)) "${CMD[@]}"
+		LAST_RPS[$key]=$(last_rps)
+		n=$(python3 "$here/report.py" last --file "$OUT" --field records)
+		phase consume kafka-consumer-perf $((DUR * 5 + 60)) "${KJAVA[@]}" org.apache.kafka.tools.ConsumerPerformance \
+			--bootstrap-server "127.0.0.1:$B_PORT" --topic "$TOPIC" --num-records "${n:-1}" \
+			--group "bench-$RANDOM" --timeout 30000
+		;;
+	W2/gregor-bench | W4/gregor-bench)
+		gb_produce
+		phase produce gregor-bench $((DUR * 3 + 60)) "${CMD[@]}"
+		LAST_RPS[$key]=$(last_rps)
+		;;
+	W2/kafka-perf | W4/kafka-perf)
+		kp_produce "$(est_records "$key")" -1
+		phase produce kafka-producer-perf $((DUR * 5 + 60)) "${CMD[@]}"
+		LAST_RPS[$key]=$(last_rps)
+		;;
+	W3/gregor-bench)
+		REC+=(rate="$RATE")
+		phase e2e gregor-bench $((DUR * 3 + 60)) "$GREGOR" bench e2e -b "127.0.0.1:$B_PORT" --topic "$TOPIC" \
+			--partitions "$PARTS" --record-size "$SIZE" --acks "$ACKS" --batch-max-bytes "$BATCH" \
+			--linger "${LINGER_MS}ms" --duration "${DUR}s" --rate "$RATE" --progress 0 --json
+		;;
+	W3/kafka-perf)
+		# ProducerPerformance loads TOPIC at RATE and measures ack latency;
+		# EndToEndLatency meanwhile sends one record at a time to a second
+		# topic with the same partitions and times it to its consumer.
+		REC+=(rate="$RATE")
+		e2e_topic=$TOPIC-e2e
+		create_topic "$e2e_topic" "$PARTS" >/dev/null || true
+		(
+			sleep 2
+			timeout -k 10 $((DUR * 3 + 60)) "${KJAVA[@]}" org.apache.kafka.tools.EndToEndLatency --bootstrap-server "127.0.0.1:$B_PORT" \
+				--topic "$e2e_topic" --num-records $((DUR * 100)) --producer-acks "$ACKS" --record-size "$SIZE" \
+				>"$CUR/e2e.kafka-e2e.out" 2>"$CUR/e2e.kafka-e2e.out.err"
+			echo $? >"$CUR/e2e.rc"
+		) &
+		pid_e2e=$!
+		kp_produce "$(awk -v r="$RATE" -v d="$DUR" 'BEGIN{printf "%d", r * d}')" "$RATE"
+		phase produce kafka-producer-perf $((DUR * 5 + 60)) "${CMD[@]}"
+		wait "$pid_e2e" || true
+		python3 "$here/report.py" record --file "$OUT" --kind kafka-e2e --output "$CUR/e2e.kafka-e2e.out" \
+			--rc "$(cat "$CUR/e2e.rc" 2>/dev/null || echo 1)" --set "${BASE[@]}" "${REC[@]}" phase=e2e \
+			note="EndToEndLatency: one record at a time (acks=$ACKS, linger 0), concurrent with the ProducerPerformance load" || true
+		;;
+	W5/gregor-bench | W5/kafka-perf)
+		# Low rate over 10,000 partitions, then as fast as possible, then a
+		# clean restart timed from exec to ready.
+		REC+=(rate="$W5_LOW_RATE")
+		if [[ $tool == gregor-bench ]]; then
+			phase low-rate gregor-bench $((DUR * 3 + 60)) "$GREGOR" bench e2e -b "127.0.0.1:$B_PORT" --topic "$TOPIC" \
+				--partitions "$PARTS" --record-size "$SIZE" --acks "$ACKS" --batch-max-bytes "$BATCH" \
+				--linger "${LINGER_MS}ms" --duration "${DUR}s" --rate "$W5_LOW_RATE" --progress 0 --json
+			REC=(tool="$tool" create_s="$s")
+			gb_produce
+			phase produce gregor-bench $((DUR * 3 + 60)) "${CMD[@]}"
+		else
+			kp_produce $((W5_LOW_RATE * DUR)) "$W5_LOW_RATE"
+			phase low-rate kafka-producer-perf $((DUR * 5 + 60)) "${CMD[@]}"
+			REC=(tool="$tool" create_s="$s")
+			kp_produce "$(est_records "$key")" -1
+			phase produce kafka-producer-perf $((DUR * 5 + 60)) "${CMD[@]}"
+		fi
+		LAST_RPS[$key]=$(last_rps)
+		restart_timed
+		;;
+	esac
+	stop_broker
+}
+
+# restart_timed: stops the broker cleanly, starts it again on the same data
+# and port, and records the seconds from exec to ready: /readyz (Gregor
+# only) and a Metadata answer with every partition of TOPIC led (both).
+restart_timed() {
+	local port=$B_PORT vmhwm t0 s_meta s_readyz="" rc=0
+	vmhwm=$(vm_kib "$B_PID" VmHWM)
+	stop_broker
+	t0=$(date +%s.%N)
+	if [[ $TARGET == kafka ]]; then
+		"$root/compat-tests/kafka/kafka.sh" start "$CUR" "$port" 2>>"$CUR/bench.log" &
+	else
+		B_TARGET=gregor
+		"$GREGOR" serve --log.dirs "$CUR/data" \
+			--listeners "PLAINTEXT://127.0.0.1:$port" --admin.listener "127.0.0.1:$B_ADMIN" \
+			--etcd.client.addr 127.0.0.1:0 --etcd.peer.addr 127.0.0.1:0 \
+			--offsets.topic.replication.factor 1 --group.initial.rebalance.delay.ms 0 \
+			</dev/null >>"$CUR/gregor.log" 2>&1 &
+		B_PID=$!
+		s_readyz=$(python3 - "$B_ADMIN" "$t0" <<'PY'
+import sys, time, urllib.request
+deadline = time.time() + 600
+while time.time() < deadline:
+    try:
+        urllib.request.urlopen(f"http://127.0.0.1:{sys.argv[1]}/readyz", timeout=1).read()
+        print(f"{time.time() - float(sys.argv[2]):.3f}")
+        break
+    except Exception:
+        time.sleep(0.02)
+PY
+		)
+	fi
+	s_meta=$(python3 "$here/ready.py" "127.0.0.1:$port" --topic "$TOPIC" --partitions "$PARTS" --since "$t0" --timeout 600) || rc=1
+	if [[ $TARGET == kafka ]]; then
+		wait $! || rc=1
+		B_TARGET=kafka B_DIR=$CUR B_PID=$(cat "$CUR/kafka.pid" 2>/dev/null || echo "")
+	fi
+	python3 "$here/report.py" record --file "$OUT" --kind none --rc "$rc" --set "${BASE[@]}" tool="$TOOL" \
+		phase=startup startup_s="$s_meta" readyz_s="$s_readyz" vmhwm_kib="$vmhwm" \
+		note="vmhwm_kib: the first broker process's lifetime peak (topic creation and both phases)" || true
+}
+
+run_workload() {
+	local w=$1 pairs
+	case $w in
+	W1) PARTS=1 SIZE=1024 ACKS=1 ;;
+	W2) PARTS=16 SIZE=1024 ACKS=all ;;
+	W3) PARTS=100 SIZE=1024 ACKS=all ;;
+	W4) PARTS=16 SIZE=100 ACKS=all ;;
+	W5) PARTS=$W5_PARTITIONS SIZE=1024 ACKS=all ;;
+	*) die "unknown workload $w (W1 W2 W3 W4 W5 probe)" ;;
+	esac
+	RATE=0
+	if [[ $w == W3 ]]; then
+		RATE=${BENCH_W3_RATE:-}
+		if [[ -z $RATE ]]; then
+			RATE=$(python3 "$here/report.py" w3rate 2>/dev/null || true)
+			[[ -n $RATE ]] || { RATE=10000; say "W3: no Kafka W2 default-mode results yet; using $RATE records/s"; }
+		fi
+	fi
+	for TARGET in $TARGETS; do
+		OUT=$work/$w-$TARGET.jsonl
+		: >"$OUT"
+		for MODE in $(modes_of "$TARGET" "$w"); do
+			for ((RUN = 1; RUN <= RUNS; RUN++)); do
+				for TOOL in $TOOLS; do
+					say "$w $TARGET $MODE $TOOL run $RUN/$RUNS"
+					BASE=(session="$session" workload="$w" target="$TARGET" mode="$MODE" run="$RUN"
+						duration_s="$DUR" partitions="$PARTS" record_size="$SIZE" acks="$ACKS"
+						batch_bytes="$BATCH" linger_ms="$LINGER_MS" kafka_heap="$KAFKA_HEAP")
+					run_one "$w" "$TOOL"
+					[[ ${KEEP_WORK:-0} == 1 ]] || rm -rf "$CUR"
+				done
+			done
+		done
+		cp "$OUT" "$here/results/$w-$TARGET.jsonl"
+	done
+}
+
+# probe: the TCP->file ceiling, page cache and fsync per MiB, for the byte
+# volume of W1 (Gregor's median, else 4 GiB).
+run_probe() {
+	local bytes fs
+	bytes=$(python3 "$here/report.py" w1bytes 2>/dev/null || true)
+	[[ -n $bytes ]] || bytes=$((4 << 30))
+	OUT=$work/probe.jsonl
+	: >"$OUT"
+	for fs in false true; do
+		for ((RUN = 1; RUN <= RUNS; RUN++)); do
+			say "probe fsync=$fs run $RUN/$RUNS: $bytes bytes"
+			python3 "$here/report.py" record --file "$OUT" --kind tcpfile --output <("$work/tcpfile" -bytes "$bytes" -dir "$work" -fsync="$fs" 2>&1) \
+				--set session="$session" workload=probe target=probe mode="$([[ $fs == true ]] && echo fsync || echo pagecache)" \
+				tool=tcpfile phase=probe run="$RUN" record_size=1024 || true
+		done
+	done
+	cp "$OUT" "$here/results/probe.jsonl"
+}
+
+t_start=$SECONDS
+for w in $WORKLOADS; do
+	if [[ $w == probe ]]; then
+		run_probe
+		continue
+	fi
+	run_workload "$w"
+	[[ $w == W1 ]] && run_probe
+done
+say "done in $((SECONDS - t_start))s; rendering RESULTS.md"
+python3 "$here/report.py" render
