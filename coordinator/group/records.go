@@ -183,6 +183,18 @@ func (c *Coordinator) replayGroup(key, value []byte) error {
 	if len(v.Members) > 0 && v.Protocol == nil {
 		return fmt.Errorf("%w: group %q has members but no protocol", ErrCorruptRecord, k.Group)
 	}
+	// Kafka never writes a member twice or a leader that is not a member;
+	// the group's state cannot hold either.
+	ids := make(map[string]bool, len(v.Members))
+	for _, vm := range v.Members {
+		if ids[vm.MemberID] {
+			return fmt.Errorf("%w: group %q has member %q twice", ErrCorruptRecord, k.Group, vm.MemberID)
+		}
+		ids[vm.MemberID] = true
+	}
+	if v.Leader != nil && !ids[*v.Leader] {
+		return fmt.Errorf("%w: group %q has leader %q, not a member", ErrCorruptRecord, k.Group, *v.Leader)
+	}
 	g := newGroup(k.Group, v.CurrentStateTimestamp)
 	if v.Version < 2 {
 		g.stateTimestamp = -1
