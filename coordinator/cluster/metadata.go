@@ -293,10 +293,17 @@ func (s *state) snapshot(rev int64) *Metadata {
 	return m
 }
 
+// maxMissingPartitions is how many more partitions a topic record may count
+// than there are partition states for it. Beyond that the record is taken
+// as damaged: its count alone would size an allocation (up to 2^31
+// partitions) and a warning per partition.
+const maxMissingPartitions = 1024
+
 // buildTopic assembles a topic from its record, partitions and configs, or
 // returns nil when there is no (decodable) topic record. The record's
 // partition count is authoritative; a missing partition state (possible only
-// after a hand edit) shows as leaderless with no replicas.
+// after a hand edit) shows as leaderless with no replicas. A record counting
+// over maxMissingPartitions partitions without a state is ignored.
 func (s *state) buildTopic(name string) *Topic {
 	r, ok := s.topics[name]
 	if !ok {
@@ -308,10 +315,15 @@ func (s *state) buildTopic(name string) *Topic {
 		s.warn("ignoring topic with undecodable id", "topic", name, "err", err)
 		return nil
 	}
+	ps := s.partitions[name]
+	if int64(r.Partitions) > int64(len(ps))+maxMissingPartitions {
+		s.decodeFailure++
+		s.warn("ignoring topic with more partitions than states", "topic", name, "partitions", r.Partitions, "states", len(ps))
+		return nil
+	}
 	t := &Topic{Name: name, ID: id, Configs: s.topicConfigs[name]}
 	n := max(r.Partitions, 0)
 	t.Partitions = make([]PartitionState, n)
-	ps := s.partitions[name]
 	for p := range n {
 		st, ok := ps[p]
 		if !ok {
