@@ -148,7 +148,10 @@ create_topic() {
 	local t0 cfg=()
 	t0=$(date +%s.%N)
 	[[ $B_TARGET == kafka && $MODE == flush1 ]] && cfg=(-c flush.messages=1)
-	"$GREGOR" topic create "$1" -p "$2" -r 1 "${cfg[@]}" -b "127.0.0.1:$B_PORT" --timeout 600s >/dev/null
+	# A large create can outlast the client's request timeout; its retry
+	# then finds the topic there, so the wait for leaders below decides.
+	"$GREGOR" topic create "$1" -p "$2" -r 1 "${cfg[@]}" -b "127.0.0.1:$B_PORT" --timeout 600s >/dev/null ||
+		say "topic create $1 -p $2 failed (above); waiting for it anyway"
 	python3 "$here/ready.py" "127.0.0.1:$B_PORT" --topic "$1" --partitions "$2" --since "$t0" --timeout 600
 }
 
