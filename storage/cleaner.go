@@ -857,7 +857,13 @@ func (m *Manager) writeCleanerCheckpoints() error {
 	m.mu.RUnlock()
 	var errs []error
 	for d, o := range per {
-		errs = append(errs, writeOffsetCheckpoint(filepath.Join(d.path, cleanerCheckpointFile), o))
+		if d.Err() != nil {
+			continue
+		}
+		if err := writeOffsetCheckpoint(filepath.Join(d.path, cleanerCheckpointFile), o); err != nil {
+			m.failDir(d, err)
+			errs = append(errs, err)
+		}
 	}
 	return errors.Join(errs...)
 }

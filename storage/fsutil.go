@@ -4,20 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-
-	"golang.org/x/sys/unix"
 )
-
-// fdatasync flushes a file's data, and the metadata needed to read it back
-// (its size), to stable storage.
-func fdatasync(f *os.File) error {
-	for {
-		err := unix.Fdatasync(int(f.Fd()))
-		if err != unix.EINTR {
-			return err
-		}
-	}
-}
 
 // syncDir fsyncs a directory, making file creations, renames and removals
 // in it durable.
@@ -42,11 +29,11 @@ func writeFileAtomic(path string, data []byte) error {
 	if err != nil {
 		return fmt.Errorf("create %s: %w", tmp, err)
 	}
-	if _, err := f.Write(data); err != nil {
+	if _, err := writeAt(f, data, 0); err != nil {
 		f.Close()
 		return fmt.Errorf("write %s: %w", tmp, err)
 	}
-	if err := f.Sync(); err != nil {
+	if err := fsyncFile(f); err != nil {
 		f.Close()
 		return fmt.Errorf("sync %s: %w", tmp, err)
 	}

@@ -136,7 +136,7 @@ func (ix *index) persist(sync bool) error {
 			return fmt.Errorf("truncate index: %w", err)
 		}
 	}
-	if _, err := f.WriteAt(buf[from:], int64(from)); err != nil {
+	if _, err := writeAt(f, buf[from:], int64(from)); err != nil {
 		return fmt.Errorf("write index: %w", err)
 	}
 	if sync {

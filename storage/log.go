@@ -70,6 +70,9 @@ type Log struct {
 	syncer  *syncer  // nil: flushes run inline
 	deleter *deleter // nil: deleted segments' files are removed at once
 	now     func() time.Time
+	// dirFailed takes the log's dir offline (logEnv.dirFailed); nil
+	// outside a Manager.
+	dirFailed func(error)
 
 	cfg atomic.Pointer[Config]
 
@@ -139,6 +142,9 @@ type logEnv struct {
 	syncer  *syncer
 	deleter *deleter
 	now     func() time.Time
+	// dirFailed is told the first error that fails the log, to take the
+	// log's dir offline; nil for a log outside a Manager.
+	dirFailed func(error)
 }
 
 func openLog(dir string, tp TopicPartition, cfg Config, st OpenState, logger *slog.Logger, env logEnv) (*Log, error) {
@@ -152,7 +158,7 @@ func openLog(dir string, tp TopicPartition, cfg Config, st OpenState, logger *sl
 		env.now = time.Now
 	}
 	l := &Log{dir: dir, tp: tp, logger: logger.With("partition", tp.String()),
-		syncer: env.syncer, deleter: env.deleter, now: env.now}
+		syncer: env.syncer, deleter: env.deleter, now: env.now, dirFailed: env.dirFailed}
 	l.cfg.Store(&cfg)
 	l.firstDirty.Store(-1)
 	l.deleteHorizon.Store(math.MaxInt64)
@@ -320,9 +326,13 @@ func (l *Log) recoverLocked(recoveryPoint int64) error {
 			l.logger.Warn("truncated a damaged log tail", "segment", s.logPath,
 				"valid_bytes", res.validBytes, "cut_bytes", res.fileSize-res.validBytes)
 		}
-		if res.validBytes < res.fileSize || (i+1 < len(segs) && segs[i+1].base < s.ib.next) {
+		if res.validBytes < res.fileSize || (i+1 < len(segs) && segs[i+1].base != s.ib.next) {
 			// Everything after a damaged batch goes: later segments no
-			// longer continue this one.
+			// longer continue this one. So does everything after a gap: a
+			// crash can keep a later segment's data while the tail of this
+			// one, never fsynced, is lost on a batch boundary. Appends and
+			// cleaning keep consecutive segments contiguous (a cleaned
+			// segment keeps its group's last batch), so a gap is damage.
 			for _, later := range segs[i+1:] {
 				l.logger.Warn("deleted a segment after a damaged one", "segment", later.logPath)
 				if err := later.removeFiles(); err != nil {
@@ -486,6 +496,9 @@ func (l *Log) fail(err error) error {
 	wrapped := fmt.Errorf("%w: %w", ErrLogFailed, err)
 	if l.failed.CompareAndSwap(nil, &wrapped) {
 		l.logger.Error("log failed", "err", err)
+		if l.dirFailed != nil {
+			l.dirFailed(err)
+		}
 	}
 	l.wakeWaiters(math.MaxInt64, wrapped)
 	return wrapped
@@ -590,7 +603,7 @@ func (l *Log) Append(set []byte, opts AppendOptions) (AppendResult, error) {
 		return res, err
 	}
 	pos := seg.size.Load()
-	if _, err := f.WriteAt(set, pos); err != nil {
+	if _, err := writeAt(f, set, pos); err != nil {
 		// The bytes past pos are not counted and the next append overwrites
 		// them, but a failed write may mean a failing disk: stop here.
 		return res, l.fail(fmt.Errorf("write %s: %w", seg.logPath, err))
@@ -968,6 +981,9 @@ func (l *Log) Read(opts ReadOptions) (ReadResult, error) {
 	hw := l.hw.Load()
 	res := ReadResult{LogStart: l.logStart.Load(), HighWatermark: hw.offset, LogEnd: l.leo.Load()}
 	res.BaseOffset = -1
+	if err := l.Err(); err != nil {
+		return res, err // offline, as Kafka's partitions in a failed dir
+	}
 	if opts.Offset < res.LogStart || opts.Offset > res.LogEnd {
 		return res, fmt.Errorf("%w: %d not in [%d, %d]", ErrOffsetOutOfRange, opts.Offset, res.LogStart, res.LogEnd)
 	}

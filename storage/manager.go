@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -142,6 +143,18 @@ type Manager struct {
 type logDir struct {
 	path string
 	lock *os.File
+	// failed is set, once, by the first I/O error in the dir: the dir is
+	// offline from then on, as Kafka takes a log dir offline, until the
+	// next start recovers it.
+	failed atomic.Pointer[error]
+}
+
+// Err returns the error that took the dir offline, or nil.
+func (d *logDir) Err() error {
+	if p := d.failed.Load(); p != nil {
+		return *p
+	}
+	return nil
 }
 
 // OpenManager opens every log found in the dirs. After an unclean shutdown
@@ -185,8 +198,56 @@ func OpenManager(cfg ManagerConfig) (*Manager, error) {
 	return m, nil
 }
 
-// env is what the Manager's logs share.
-func (m *Manager) env() logEnv { return logEnv{syncer: m.sy, deleter: m.del, now: m.now} }
+// env is what the logs of dir d share.
+func (m *Manager) env(d *logDir) logEnv {
+	return logEnv{syncer: m.sy, deleter: m.del, now: m.now, dirFailed: func(err error) { m.failDir(d, err) }}
+}
+
+// failDir takes dir d offline after an I/O error in it: every log in the dir
+// fails (appends, flushes and reads get ErrLogFailed, which the broker
+// answers with KAFKA_STORAGE_ERROR), no log is created in it and its
+// checkpoints are no longer written. Logs in other dirs carry on. The logs
+// are failed in the background: the caller may hold a log's lock.
+func (m *Manager) failDir(d *logDir, cause error) {
+	err := fmt.Errorf("log dir %s offline: %w", d.path, cause)
+	if !d.failed.CompareAndSwap(nil, &err) {
+		return
+	}
+	m.logger.Error("log dir offline after an I/O error; its partitions are unavailable until restart",
+		"dir", d.path, "err", cause)
+	go func() {
+		m.mu.RLock()
+		var logs []*Log
+		for tp, l := range m.mu.logs {
+			if m.mu.dirOf[tp] == d {
+				logs = append(logs, l)
+			}
+		}
+		m.mu.RUnlock()
+		for _, l := range logs {
+			l.fail(err)
+		}
+	}()
+}
+
+// DirError returns the error that took the log dir at path offline, nil
+// when it is online. A path that is not one of the Manager's dirs is
+// reported as ErrUnknownPartition.
+func (m *Manager) DirError(path string) error {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return err
+	}
+	for _, d := range m.dirs {
+		if da, err := filepath.Abs(d.path); err == nil && da == abs {
+			if err := d.Err(); err != nil {
+				return fmt.Errorf("%w: %w", ErrLogFailed, err)
+			}
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: no log dir %s", ErrUnknownPartition, path)
+}
 
 // goTracked starts a goroutine that Close waits for.
 func (m *Manager) goTracked(fn func()) {
@@ -233,7 +294,7 @@ func (m *Manager) openDirs() error {
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			logs[i], errs[i] = openLog(j.path, j.tp, m.cfg.Log, j.st, m.logger, m.env())
+			logs[i], errs[i] = openLog(j.path, j.tp, m.cfg.Log, j.st, m.logger, m.env(j.dir))
 		}()
 	}
 	wg.Wait()
@@ -361,7 +422,8 @@ func (m *Manager) Logs() []*Log {
 	return out
 }
 
-// Create creates an empty log for tp in the dir holding the fewest logs.
+// Create creates an empty log for tp in the online dir holding the fewest
+// logs.
 func (m *Manager) Create(tp TopicPartition, cfg Config) (*Log, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -381,20 +443,25 @@ func (m *Manager) Create(tp TopicPartition, cfg Config) (*Log, error) {
 	for _, d := range m.mu.dirOf {
 		count[d]++
 	}
-	d := m.dirs[0]
-	for _, x := range m.dirs[1:] {
-		if count[x] < count[d] {
+	var d *logDir
+	for _, x := range m.dirs {
+		if x.Err() == nil && (d == nil || count[x] < count[d]) {
 			d = x
 		}
 	}
+	if d == nil {
+		return nil, fmt.Errorf("%w: every log dir is offline", ErrLogFailed)
+	}
 	path := filepath.Join(d.path, tp.DirName())
 	// A new log: no recovery needed, and its directory entry made durable.
-	l, err := openLog(path, tp, cfg, OpenState{Clean: true}, m.logger, m.env())
+	l, err := openLog(path, tp, cfg, OpenState{Clean: true}, m.logger, m.env(d))
 	if err != nil {
+		m.failDirOnIO(d, err)
 		return nil, err
 	}
 	if err := syncDir(d.path); err != nil {
 		l.closeFiles()
+		m.failDir(d, err)
 		return nil, err
 	}
 	m.mu.logs[tp] = l
@@ -474,15 +541,34 @@ func (m *Manager) writeCheckpoints(offsets, hws bool) []error {
 	m.mu.RUnlock()
 	var errs []error
 	for d, o := range per {
+		if d.Err() != nil {
+			continue // offline: its files are left as they are
+		}
+		var derrs []error
 		if offsets {
-			errs = append(errs, writeOffsetCheckpoint(filepath.Join(d.path, recoveryPointFile), o.rp))
-			errs = append(errs, writeOffsetCheckpoint(filepath.Join(d.path, logStartFile), o.start))
+			derrs = append(derrs, writeOffsetCheckpoint(filepath.Join(d.path, recoveryPointFile), o.rp))
+			derrs = append(derrs, writeOffsetCheckpoint(filepath.Join(d.path, logStartFile), o.start))
 		}
 		if hws {
-			errs = append(errs, writeOffsetCheckpoint(filepath.Join(d.path, highWatermarkFile), o.hw))
+			derrs = append(derrs, writeOffsetCheckpoint(filepath.Join(d.path, highWatermarkFile), o.hw))
+		}
+		if err := errors.Join(derrs...); err != nil {
+			m.failDir(d, err)
+			errs = append(errs, err)
 		}
 	}
 	return errs
+}
+
+// failDirOnIO takes d offline when err came from the file system (not from
+// a config or a name).
+func (m *Manager) failDirOnIO(d *logDir, err error) {
+	var pe *fs.PathError
+	var le *os.LinkError
+	var se *os.SyscallError
+	if errors.As(err, &pe) || errors.As(err, &le) || errors.As(err, &se) {
+		m.failDir(d, err)
+	}
 }
 
 func (m *Manager) checkpointLoop(ctx context.Context) {
@@ -560,7 +646,7 @@ func (m *Manager) Close() error {
 		err = errors.Join(m.writeCheckpoints(true, true)...)
 	}
 	for _, d := range m.dirs {
-		if err == nil {
+		if err == nil && d.Err() == nil {
 			// Only a fully flushed dir is marked clean: otherwise the next
 			// start recovers it.
 			if e := os.WriteFile(filepath.Join(d.path, cleanShutdownFile), nil, 0o644); e != nil {

@@ -1,0 +1,54 @@
+package storage
+
+import (
+	"os"
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+)
+
+// Every write and fsync of a file holding log data (segments, indexes,
+// checkpoints, producer snapshots, leader epochs) goes through writeAt and
+// fdatasync/fsyncFile, so that tests can put a fault-injecting layer under
+// them. ioHooks is nil outside tests, and the cost is one atomic load.
+type ioHooks struct {
+	// writeAt replaces f.WriteAt(p, off).
+	writeAt func(f *os.File, p []byte, off int64) (int, error)
+	// sync replaces an fdatasync (data) or fsync of f.
+	sync func(f *os.File, data bool) error
+}
+
+var testIO atomic.Pointer[ioHooks]
+
+func writeAt(f *os.File, p []byte, off int64) (int, error) {
+	if h := testIO.Load(); h != nil {
+		return h.writeAt(f, p, off)
+	}
+	return f.WriteAt(p, off)
+}
+
+// fdatasync flushes a file's data, and the metadata needed to read it back
+// (its size), to stable storage.
+func fdatasync(f *os.File) error {
+	if h := testIO.Load(); h != nil {
+		return h.sync(f, true)
+	}
+	return rawFdatasync(f)
+}
+
+// fsyncFile is f.Sync through the hooks.
+func fsyncFile(f *os.File) error {
+	if h := testIO.Load(); h != nil {
+		return h.sync(f, false)
+	}
+	return f.Sync()
+}
+
+func rawFdatasync(f *os.File) error {
+	for {
+		err := unix.Fdatasync(int(f.Fd()))
+		if err != unix.EINTR {
+			return err
+		}
+	}
+}
