@@ -6,8 +6,8 @@ package broker
 // the request asks for (all of them when Topics is null) with their size in
 // bytes; offset lag is 0 (no replica is moving between directories) and
 // no replica is a future one. v4 adds the file system's total and usable
-// bytes. A directory that cannot be read (statfs fails) reports
-// KAFKA_STORAGE_ERROR. Only directories of this broker are reported, as
+// bytes. A directory that is offline after an I/O error, or cannot be read
+// (statfs fails), reports KAFKA_STORAGE_ERROR. Only directories of this broker are reported, as
 // Kafka's brokers do; clients send the request to every broker.
 
 import (
@@ -51,7 +51,9 @@ func (b *Broker) handleDescribeLogDirs(_ context.Context, _ *conn, _ protocol.Re
 		out.Dir = abs
 		out.TotalBytes, out.UsableBytes = -1, -1
 		var st syscall.Statfs_t
-		if err := syscall.Statfs(abs, &st); err != nil {
+		if b.logs.DirError(abs) != nil {
+			out.ErrorCode = int16(protocol.KafkaStorageError)
+		} else if err := syscall.Statfs(abs, &st); err != nil {
 			out.ErrorCode = int16(protocol.KafkaStorageError)
 		} else if req.Version >= 4 {
 			out.TotalBytes = int64(st.Blocks) * st.Bsize
