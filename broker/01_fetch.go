@@ -43,6 +43,13 @@ type fetchResult struct {
 	metrics               *topicMetrics // nil when the partition is not here
 }
 
+// maxFetchWait bounds a fetch's MaxWaitMillis. A connection reads its next
+// request only after answering the current one, so a parked fetch hides
+// the client's close until the wait ends; a client never needs more than
+// its request timeout (30 s by default), and an earlier empty answer is
+// only fetched again.
+const maxFetchWait = 30 * time.Second
+
 func (b *Broker) handleFetch(ctx context.Context, c *conn, hdr protocol.RequestHeader, r kmsg.Request) (kmsg.Response, error) {
 	req := r.(*kmsg.FetchRequest)
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
@@ -95,7 +102,7 @@ func (b *Broker) handleFetch(ctx context.Context, c *conn, hdr protocol.RequestH
 
 	// Subscribe before the first read, so an append between the read and
 	// the wait still wakes the wait.
-	wait := time.Duration(max(req.MaxWaitMillis, 0)) * time.Millisecond
+	wait := min(time.Duration(max(req.MaxWaitMillis, 0))*time.Millisecond, maxFetchWait)
 	var wake chan struct{}
 	if wait > 0 && req.MinBytes > 0 {
 		wake = make(chan struct{}, 1)
