@@ -334,11 +334,20 @@ func faultManager(t *testing.T, cfg Config, dirs ...string) *Manager {
 	mc := DefaultManagerConfig(dirs...)
 	mc.Log = cfg
 	mc.CleanerEnable = false
-	m, err := OpenManager(mc)
-	if err != nil {
-		t.Fatalf("open manager: %v", err)
+	// A child process another test is starting holds a copy of every fd
+	// between its fork and its exec, the dir lock of an abandoned Manager
+	// too: wait for that to pass.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		m, err := OpenManager(mc)
+		if err == nil {
+			return m
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) || time.Now().After(deadline) {
+			t.Fatalf("open manager: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
-	return m
 }
 
 func faultCtx(t *testing.T) context.Context {
