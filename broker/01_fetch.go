@@ -35,7 +35,8 @@ var fetchAPI = handler{key: 1, min: 4, max: 18, handle: (*Broker).handleFetch}
 type fetchResult struct {
 	code                  protocol.ErrorCode
 	hw, lso, logStart     int64
-	records               []byte
+	read                  storage.ReadResult // held when size > 0
+	size                  int64              // bytes of records read
 	divergingEpoch        int32
 	divergingEnd          int64
 	hasDiverging          bool
@@ -120,6 +121,7 @@ func (b *Broker) handleFetch(ctx context.Context, c *conn, hdr protocol.RequestH
 	for {
 		var total int64
 		var failed bool
+		releaseReads(results)
 		results, total, failed = b.fetchRound(items, req, byID, replicaID)
 		if total >= int64(req.MinBytes) || failed || wake == nil {
 			break
@@ -138,6 +140,7 @@ func (b *Broker) handleFetch(ctx context.Context, c *conn, hdr protocol.RequestH
 		case <-timer.C:
 		case <-ctx.Done():
 		}
+		releaseReads(results)
 		results, _, _ = b.fetchRound(items, req, byID, replicaID)
 		break
 	}
@@ -148,17 +151,20 @@ func (b *Broker) handleFetch(ctx context.Context, c *conn, hdr protocol.RequestH
 	}
 	b.metrics.fetchWait.Observe(waited.Seconds())
 
+	// The records stay in the segment files: the response carries a marker
+	// for each, replaced by the file bytes when the frame is written.
+	zc := newFetchResponse(resp)
 	served := map[sessionKey]bool{}
 	for i, it := range items {
 		res := &results[i]
-		if !full && res.code == protocol.None && len(res.records) == 0 && !res.hasDiverging &&
+		if !full && res.code == protocol.None && res.size == 0 && !res.hasDiverging &&
 			res.hw == it.sentHW && res.lso == it.sentLSO && res.logStart == it.sentLogStart {
 			continue // nothing new for this partition in an incremental response
 		}
 		it.sentHW, it.sentLSO, it.sentLogStart = res.hw, res.lso, res.logStart
-		if len(res.records) > 0 {
+		if res.size > 0 {
 			served[it.key] = true
-			res.metrics.bytesOut.Add(float64(len(res.records)))
+			res.metrics.bytesOut.Add(float64(res.size))
 		}
 		n := len(resp.Topics)
 		if n == 0 || resp.Topics[n-1].Topic != it.key.topic || resp.Topics[n-1].TopicID != it.key.topicID {
@@ -171,11 +177,12 @@ func (b *Broker) handleFetch(ctx context.Context, c *conn, hdr protocol.RequestH
 		rp.Partition = it.key.partition
 		rp.ErrorCode = int16(res.code)
 		rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = res.hw, res.lso, res.logStart
-		rp.RecordBatches = res.records
-		if rp.RecordBatches == nil {
-			// Kafka always sends a (possibly empty) records field; a null
-			// one breaks librdkafka's parsing of the whole response.
-			rp.RecordBatches = []byte{}
+		// Kafka always sends a (possibly empty) records field; a null one
+		// breaks librdkafka's parsing of the whole response.
+		rp.RecordBatches = []byte{}
+		if res.size > 0 {
+			rp.RecordBatches = zc.add(res.read)
+			res.size = 0 // owned by zc now
 		}
 		rp.PreferredReadReplica = -1
 		if res.hasDiverging {
@@ -186,10 +193,21 @@ func (b *Broker) handleFetch(ctx context.Context, c *conn, hdr protocol.RequestH
 		}
 		resp.Topics[n-1].Partitions = append(resp.Topics[n-1].Partitions, rp)
 	}
+	releaseReads(results) // reads not in the response
 	if sess != nil {
 		sess.rotateLocked(served)
 	}
-	return resp, nil
+	return zc, nil
+}
+
+// releaseReads gives back the reads a fetch round holds.
+func releaseReads(results []fetchResult) {
+	for i := range results {
+		if results[i].size > 0 {
+			results[i].read.Release()
+			results[i].size = 0
+		}
+	}
 }
 
 // fetchRound reads every item once. total is the bytes read; failed is set
@@ -244,17 +262,11 @@ func (b *Broker) fetchRound(items []*sessionPartition, req *kmsg.FetchRequest, b
 			continue
 		}
 		if rr.Len > 0 {
-			buf, err := rr.AppendTo(nil)
-			if err != nil {
-				rr.Release()
-				res.code = protocol.KafkaStorageError
-				failed = true
-				continue
-			}
-			res.records = buf
+			res.read, res.size = rr, rr.Len // released by the response's frame
 			total += rr.Len
 			budget -= min(rr.Len, budget)
 			minOne = false
+			continue
 		}
 		rr.Release()
 	}

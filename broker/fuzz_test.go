@@ -33,7 +33,7 @@ func FuzzRequest(f *testing.F) {
 
 	client, server := net.Pipe()
 	f.Cleanup(func() { client.Close(); server.Close() })
-	c := &conn{b: b, nc: server, listener: "PLAINTEXT", out: make(chan []byte, 1), logger: b.logger}
+	c := &conn{b: b, nc: server, listener: "PLAINTEXT", out: make(chan *outFrame, 1), logger: b.logger}
 
 	f.Fuzz(func(t *testing.T, frame []byte) {
 		if createsManyPartitions(frame) {
@@ -44,19 +44,24 @@ func FuzzRequest(f *testing.F) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		done := make(chan struct{})
-		var resp []byte
+		var out *outFrame
 		var err error
 		go func() {
 			defer close(done)
-			resp, _, err = c.handle(ctx, frame, time.Now())
+			out, _, err = c.handle(ctx, frame, time.Now())
 		}()
 		select {
 		case <-done:
 		case <-time.After(30 * time.Second):
 			t.Fatalf("request %x not handled after 30s", frame)
 		}
-		if err != nil || resp == nil {
+		if err != nil || out == nil {
 			return // the connection would be closed, or acks=0
+		}
+		resp, err := out.bytes()
+		out.release()
+		if err != nil {
+			t.Fatalf("read the response's records: %v", err)
 		}
 		if len(resp) < 8 || int(binary.BigEndian.Uint32(resp)) != len(resp)-4 {
 			t.Fatalf("malformed response frame of %d bytes", len(resp))

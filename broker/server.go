@@ -27,8 +27,8 @@ type conn struct {
 	nc       net.Conn
 	listener string
 	logger   *slog.Logger
-	out      chan []byte // framed responses, in request order
-	clientID string      // of the last request; read and written by the read loop only
+	out      chan *outFrame // framed responses, in request order
+	clientID string         // of the last request; read and written by the read loop only
 	// slotHeld is whether the current request holds a request slot
 	// (queued.max.requests); see requestSlots.
 	slotHeld atomic.Bool
@@ -63,7 +63,7 @@ func (b *Broker) serve(ln net.Listener, name string) {
 			nc.Close()
 			continue
 		}
-		c := &conn{b: b, nc: idleConn{Conn: nc, idle: b.cfg.ConnectionsMaxIdle}, listener: name, out: make(chan []byte, 8),
+		c := &conn{b: b, nc: idleConn{Conn: nc, idle: b.cfg.ConnectionsMaxIdle}, listener: name, out: make(chan *outFrame, 8),
 			logger: b.logger.With("remote", nc.RemoteAddr().String())}
 		if !b.trackConn(c, true) {
 			b.quotas.release(ip, true)
@@ -138,13 +138,13 @@ func (c *conn) readLoop() {
 func (c *conn) writeLoop() {
 	failed := false
 	for resp := range c.out {
-		if failed {
-			continue
+		if !failed {
+			if err := c.writeFrame(resp); err != nil {
+				failed = true
+				c.close() // unblocks the reader
+			}
 		}
-		if _, err := c.nc.Write(resp); err != nil {
-			failed = true
-			c.close() // unblocks the reader
-		}
+		resp.release()
 	}
 }
 
@@ -165,7 +165,7 @@ func (c *conn) addParked(d time.Duration) {
 // under ctx. arrived is when the frame was read; am, the API's metrics, is
 // nil for a request that never reached a handler, and the caller observes
 // the total time with it.
-func (c *conn) handle(ctx context.Context, frame []byte, arrived time.Time) ([]byte, *apiMetrics, error) {
+func (c *conn) handle(ctx context.Context, frame []byte, arrived time.Time) (*outFrame, *apiMetrics, error) {
 	start := time.Now()
 	prefix, err := protocol.ParseRequestHeaderPrefix(frame)
 	if err != nil {
@@ -179,7 +179,7 @@ func (c *conn) handle(ctx context.Context, frame []byte, arrived time.Time) ([]b
 			resp := c.b.apiVersionsResponse()
 			resp.SetVersion(0)
 			resp.ErrorCode = int16(protocol.UnsupportedVersion)
-			return encodeResponse(prefix, resp), nil, nil
+			return bytesFrame(encodeResponse(prefix, resp)), nil, nil
 		}
 		return nil, nil, fmt.Errorf("%w: api %d version %d not served", errCloseConn, prefix.APIKey, prefix.APIVersion)
 	}
@@ -210,16 +210,24 @@ func (c *conn) handle(ctx context.Context, frame []byte, arrived time.Time) ([]b
 	c.parked = 0
 	resp, err := a.handle(c.b, ctx, c, hdr, req)
 	am.local.Observe((time.Since(start) - c.parked).Seconds())
+	fr, zeroCopy := resp.(*fetchResponse)
 	if err != nil {
+		if zeroCopy {
+			fr.release()
+		}
 		am.failures.Inc()
 		return nil, am, err
 	}
 	if resp == nil {
 		return nil, am, nil
 	}
-	am.countResponseErrors(resp)
 	resp.SetVersion(hdr.APIVersion)
-	return encodeResponse(hdr, resp), am, nil
+	if zeroCopy {
+		am.countResponseErrors(fr.FetchResponse)
+		return encodeFetchFrame(hdr, fr), am, nil
+	}
+	am.countResponseErrors(resp)
+	return bytesFrame(encodeResponse(hdr, resp)), am, nil
 }
 
 // encodeResponse frames a response: size, response header, body.
