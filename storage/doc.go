@@ -158,6 +158,18 @@
 // batch must be whole, of magic 2, match its CRC-32C and start above the
 // previous batch's end. The file is cut at the first batch that fails,
 // later segments are deleted, the indexes and leader epochs are rebuilt from
-// what remains. Every batch that was fsynced before the crash remains:
+// what remains; so are the segments after one that does not reach the next
+// one's base offset (its unsynced tail was lost while a later segment's
+// data survived). Every batch that was fsynced before the crash remains:
 // fsynced bytes lie before any torn or lost write.
+//
+// # Disk errors
+//
+// The first failed write or fsync of a log, of a checkpoint or of a log's
+// creation takes the whole log dir offline, as Kafka does: every log in it
+// fails (appends, flushes and reads return ErrLogFailed; the broker answers
+// KAFKA_STORAGE_ERROR), its checkpoints and clean-shutdown marker are no
+// longer written, and new logs go to the other dirs. A failed fsync is
+// never retried (the kernel may have dropped the dirty pages): what it
+// covered was not acknowledged, and the next start recovers the dir.
 package storage
