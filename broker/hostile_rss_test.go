@@ -12,17 +12,14 @@ package broker
 // Not built with -race: the race detector's shadow memory would be
 // measured with the broker's own.
 //
-// GREGOR_HOSTILE_BOMBS=1 adds decompression bombs, compressed batches of
-// a few KiB that decompress to 8 to 160 MiB of zeros, one in 1,000 frames.
-// They are left out by default because the broker fails the 64 MiB bound
-// with them: record.Validate decompresses a whole batch into one buffer of
-// up to max(socket.request.max.bytes, 64 MiB) before it reads a record, so
-// 16 senders take RSS to 0.6 to 1 GiB, and it stays 100 to 380 MiB above
-// its start while the broker idles: the buffers are garbage, not live (a
-// collection brings the heap in use back near 10 MiB), but an idle broker
-// allocates too little to start one before the runtime's two-minute forced
-// collection, and only then is the memory returned. Kafka validates
-// compressed batches record by record from a stream.
+// One frame in 1,000 is a decompression bomb, a compressed batch of a few
+// KiB that decompresses to 8 to 160 MiB of zeros. record.Validate reads
+// compressed records as a stream and refuses these at their first record
+// (a zero length), with a buffer of 16 KiB beside the decoder's window.
+// It used to decompress a whole batch into one buffer of up to
+// max(socket.request.max.bytes, 64 MiB) first, which took RSS to 0.6 to
+// 1 GiB and left it 100 to 380 MiB above its start: garbage an idle broker
+// did not collect before the runtime's two-minute forced collection.
 
 import (
 	"bufio"
@@ -33,7 +30,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"net"
-	"os"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -76,7 +72,7 @@ type hostileKit struct {
 	// functions of the correlation id.
 	answered []func(corr int32) []byte
 	// bombs are produce requests whose batches decompress to tens of MiB
-	// of zeros, sent rarely and only with GREGOR_HOSTILE_BOMBS=1.
+	// of zeros, sent rarely.
 	bombs []func(corr int32) []byte
 	// closers end the connection.
 	closers []hostileTerminal
@@ -96,7 +92,7 @@ func withPayload(bt []byte, c record.Codec, payload []byte) []byte {
 	return bt
 }
 
-func newHostileKit(t *testing.T, av *kmsg.ApiVersionsResponse, bombs bool) *hostileKit {
+func newHostileKit(t *testing.T, av *kmsg.ApiVersionsResponse) *hostileKit {
 	t.Helper()
 	k := &hostileKit{}
 	fmtr := kmsg.NewRequestFormatter(kmsg.FormatterClientID("hostile"))
@@ -194,10 +190,7 @@ func newHostileKit(t *testing.T, av *kmsg.ApiVersionsResponse, bombs bool) *host
 		c    record.Codec
 		size int
 	}
-	var specs []bomb
-	if bombs {
-		specs = []bomb{{record.CodecZstd, 48 << 20}, {record.CodecZstd, 160 << 20}, {record.CodecLZ4, 32 << 20}, {record.CodecGzip, 8 << 20}}
-	}
+	specs := []bomb{{record.CodecZstd, 48 << 20}, {record.CodecZstd, 160 << 20}, {record.CodecLZ4, 32 << 20}, {record.CodecGzip, 8 << 20}}
 	for _, b := range specs {
 		comp, err := record.Compress(nil, b.c, make([]byte, b.size))
 		if err != nil {
@@ -431,7 +424,7 @@ func TestHostileRSS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kit := newHostileKit(t, av, os.Getenv("GREGOR_HOSTILE_BOMBS") == "1")
+	kit := newHostileKit(t, av)
 	setup.nc.Close()
 	waitFor(t, 30*time.Second, "the setup connection to close", func() error {
 		n, err := child.openConnections()

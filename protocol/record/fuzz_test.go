@@ -65,12 +65,13 @@ func fuzzSeedBatches(f testing.TB) [][]byte {
 // Whatever Validate accepts must be sound: the other checks accept it, its
 // records can be walked, and rebuilt from them it validates the same way.
 //
-// flags pick the options; with bit 3 set the input is made one batch with a
+// flags pick the options (the high four bits the size of the buffer
+// compressed records are streamed through); with bit 3 set the input is made one batch with a
 // matching length and CRC first, so that mutations reach the records rather
 // than stop at the CRC.
 func FuzzValidate(f *testing.F) {
 	for _, b := range fuzzSeedBatches(f) {
-		for _, flags := range []byte{0, 3, 8, 8 | 1, 8 | 2, 8 | 4} {
+		for _, flags := range []byte{0, 3, 8, 8 | 1, 8 | 2, 8 | 4, 8 | 0x50} {
 			f.Add(b, flags)
 		}
 	}
@@ -97,6 +98,7 @@ func FuzzValidate(f *testing.F) {
 		it := NewIter(data)
 		for b, ok := it.Next(); ok; b, ok = it.Next() {
 			checkValidate(t, b, opts)
+			checkStreamAgrees(t, b, opts, binary.MaxVarintLen64+int(flags>>4))
 		}
 		if err := it.Err(); err != nil && !errors.Is(err, ErrTruncated) && !errors.Is(err, ErrBatchTooSmall) {
 			t.Fatalf("Iter stopped with %v, want %v or %v", err, ErrTruncated, ErrBatchTooSmall)
@@ -190,6 +192,72 @@ func checkValidate(t *testing.T, b Batch, opts ValidateOptions) {
 	}
 }
 
+// checkStreamAgrees: Validate's walk of a compressed batch's records as a
+// stream, through a buffer of bufCap bytes that records cross, agrees with
+// the walk of the same records decompressed whole (as an uncompressed
+// batch): the same info and errors when they decompress within the limit,
+// an error when they do not.
+func checkStreamAgrees(t *testing.T, b Batch, opts ValidateOptions, bufCap int) {
+	if b.Codec() == CodecNone || ValidateHeader(b) != nil || b.Control() {
+		return
+	}
+	small := make([]byte, 0, bufCap)
+	opts.Scratch = &small
+	info, err := Validate(b, opts)
+	if cap(small) != bufCap {
+		t.Fatalf("Validate replaced a Scratch of %d bytes with one of %d", bufCap, cap(small))
+	}
+	limit := opts.MaxDecompressed
+	if limit <= 0 {
+		limit = defaultMaxDecompressed
+	}
+	raw, derr := Decompress(nil, b.Codec(), b.Records(), limit)
+	if derr != nil {
+		if err == nil {
+			t.Fatalf("Validate accepted records that do not decompress: %v", derr)
+		}
+		return
+	}
+	plain := patchHeader(withRecords(b, raw), func(b Batch) { b[offAttributes+1] &^= 7 })
+	opts.Scratch = nil
+	info2, err2 := Validate(plain, opts)
+	for _, s := range []error{ErrCorrupt, ErrTooLarge, ErrInvalidRecord, ErrInvalidTimestamp} {
+		if errors.Is(err, s) != errors.Is(err2, s) {
+			t.Fatalf("streamed: %v; decompressed whole: %v", err, err2)
+		}
+	}
+	var re, re2 RecordErrors
+	if errors.As(err, &re) != errors.As(err2, &re2) || len(re) != len(re2) {
+		t.Fatalf("streamed: %v; decompressed whole: %v", err, err2)
+	}
+	for i := range re {
+		if re[i].Index != re2[i].Index {
+			t.Fatalf("record error %d at index %d streamed, %d decompressed whole", i, re[i].Index, re2[i].Index)
+		}
+	}
+	if info != info2 {
+		t.Fatalf("streamed: info %+v (%v); decompressed whole: %+v (%v)", info, err, info2, err2)
+	}
+}
+
+// streamAll reads src decompressed with c through the reader Validate
+// streams records from, 16 bytes at a time.
+func streamAll(c Codec, src []byte, limit int) ([]byte, error) {
+	st := new(streamState)
+	var cr codecReader
+	if err := cr.open(st, c, src, limit); err != nil {
+		return nil, err
+	}
+	defer cr.close(st)
+	s := recordStream{r: cr.r, codec: cr.name, buf: make([]byte, 0, 16), limit: int64(limit)}
+	var out []byte
+	for s.fill(1) {
+		out = append(out, s.buf[s.pos:]...)
+		s.pos = len(s.buf)
+	}
+	return out, s.failure()
+}
+
 // FuzzDecompress: no input makes a codec panic or produce more than the
 // limit; what decodes, decodes exactly up to its size and survives a round
 // trip through Compress.
@@ -214,6 +282,16 @@ func FuzzDecompress(f *testing.F) {
 	f.Fuzz(func(t *testing.T, codec byte, data []byte) {
 		c := Codec(int8(codec))
 		out, err := Decompress(bytes.Clone(prefix), c, data, limit)
+		if c > CodecNone && c <= CodecZstd {
+			// The stream Validate reads gives the same bytes, or fails too.
+			streamed, serr := streamAll(c, data, limit)
+			if (serr == nil) != (err == nil) || (err == nil && !bytes.Equal(streamed, out[len(prefix):])) {
+				t.Fatalf("streamed %d bytes, %v; Decompress %d bytes, %v", len(streamed), serr, len(out)-len(prefix), err)
+			}
+			if serr != nil && !isSentinel(serr) {
+				t.Fatalf("the stream failed with %v, which wraps none of the package's errors", serr)
+			}
+		}
 		if !bytes.HasPrefix(out, prefix) {
 			t.Fatalf("Decompress lost the bytes before its output: %q", out[:min(len(out), 3)])
 		}

@@ -1,8 +1,10 @@
 package record
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
+	"sync"
 )
 
 // ValidateOptions says which of Kafka's append-time checks to make.
@@ -21,9 +23,14 @@ type ValidateOptions struct {
 	TimestampBeforeMax int64
 	TimestampAfterMax  int64
 	// MaxDecompressed bounds the decompressed size of a compressed batch.
-	// Zero means 64 MiB.
+	// Zero means 64 MiB. The records of a compressed batch are read as a
+	// stream, never held whole, but every byte streamed counts.
 	MaxDecompressed int
-	// Scratch, when not nil, is reused for decompression.
+	// Scratch, when not nil, is reused as the buffer a compressed batch is
+	// read through, whatever the batch's size: an empty one is given 16 KiB,
+	// a smaller one is used as it is (records larger than the buffer are
+	// parsed across refills). It is handed back empty, holding none of the
+	// records.
 	Scratch *[]byte
 }
 
@@ -111,63 +118,99 @@ func Validate(b Batch, opts ValidateOptions) (BatchInfo, error) {
 		info.MaxTimestampDelta = b.LastOffsetDelta()
 		return info, nil
 	}
-	recs := b.Records()
-	if c := b.Codec(); c != CodecNone {
+	ck := recordChecker{opts: opts, base: b.BaseTimestamp(), logAppend: b.LogAppendTime(), info: info}
+	if b.Codec() == CodecNone {
+		it := NewRecordIter(b.Records(), b.RecordCount())
+		for r := it.Next(); r != nil; r = it.Next() {
+			if err := ck.check(r.OffsetDelta, r.TimestampDelta, r.Key == nil); err != nil {
+				return ck.info, err
+			}
+		}
+		if err := it.Err(); err != nil {
+			return ck.info, err
+		}
+	} else {
 		limit := opts.MaxDecompressed
 		if limit <= 0 {
 			limit = defaultMaxDecompressed
 		}
-		var scratch []byte
+		var buf []byte
 		if opts.Scratch != nil {
-			scratch = (*opts.Scratch)[:0]
+			buf = *opts.Scratch
+		} else {
+			st := streamBufs.Get().(*[]byte)
+			defer streamBufs.Put(st)
+			buf = *st
 		}
-		var err error
-		scratch, err = Decompress(scratch, c, recs, limit)
+		if cap(buf) == 0 {
+			buf = make([]byte, 0, streamBufSize)
+		} else if cap(buf) < binary.MaxVarintLen64 {
+			buf = make([]byte, 0, binary.MaxVarintLen64)
+		}
+		buf, err := validateStream(b, &ck, limit, buf[:0])
 		if opts.Scratch != nil {
-			*opts.Scratch = scratch
+			*opts.Scratch = buf[:0]
 		}
 		if err != nil {
-			return info, err
+			return ck.info, err
 		}
-		recs = scratch
 	}
-	var recErrs RecordErrors
-	base := b.BaseTimestamp()
-	it := NewRecordIter(recs, b.RecordCount())
-	var i int32
-	for r := it.Next(); r != nil; r = it.Next() {
-		if r.OffsetDelta != i {
-			return info, fmt.Errorf("%w: record %d has offset delta %d", ErrInvalidRecord, i, r.OffsetDelta)
-		}
-		ts := base + r.TimestampDelta
-		if (r.TimestampDelta > 0 && ts < base) || (r.TimestampDelta < 0 && ts > base) {
-			ts = math.MaxInt64 // overflow: out of any bound
-		}
-		if ts > info.MaxTimestamp {
-			info.MaxTimestamp, info.MaxTimestampDelta = ts, i
-		}
-		if opts.RequireKeys && r.Key == nil {
-			recErrs = append(recErrs, RecordError{Index: i,
-				Err: fmt.Errorf("%w: compacted topic cannot accept a record without a key", ErrInvalidRecord)})
-		}
-		// Kafka leaves records without a timestamp (-1) unchecked.
-		if opts.CheckTimestamps && !b.LogAppendTime() && ts != noTimestamp && !withinBounds(ts, opts) {
-			recErrs = append(recErrs, RecordError{Index: i,
-				Err: fmt.Errorf("%w: timestamp %d outside [now-%d, now+%d]", ErrInvalidTimestamp,
-					ts, opts.TimestampBeforeMax, opts.TimestampAfterMax)})
-		}
-		i++
+	return ck.finish(b.RecordCount())
+}
+
+// streamBufs hold the buffers compressed batches are read through when the
+// caller gives no Scratch.
+var streamBufs = sync.Pool{New: func() any { b := make([]byte, 0, streamBufSize); return &b }}
+
+// recordChecker makes Validate's checks on each record in turn, whether
+// the records come from a slice or a stream.
+type recordChecker struct {
+	opts      ValidateOptions
+	base      int64
+	logAppend bool
+	info      BatchInfo
+	next      int32 // the index, and so the offset delta, of the next record
+	errs      RecordErrors
+}
+
+// check takes the next record's offset and timestamp deltas and whether its
+// key is null. Only a structural problem, a wrong offset delta, is returned;
+// per-record ones are collected for finish.
+func (ck *recordChecker) check(offsetDelta int32, timestampDelta int64, nullKey bool) error {
+	i, opts := ck.next, &ck.opts
+	if offsetDelta != i {
+		return fmt.Errorf("%w: record %d has offset delta %d", ErrInvalidRecord, i, offsetDelta)
 	}
-	if err := it.Err(); err != nil {
-		return info, err
+	ts := ck.base + timestampDelta
+	if (timestampDelta > 0 && ts < ck.base) || (timestampDelta < 0 && ts > ck.base) {
+		ts = math.MaxInt64 // overflow: out of any bound
 	}
-	if i != b.RecordCount() {
-		return info, fmt.Errorf("%w: %d records for a declared count of %d", ErrInvalidRecord, i, b.RecordCount())
+	if ts > ck.info.MaxTimestamp {
+		ck.info.MaxTimestamp, ck.info.MaxTimestampDelta = ts, i
 	}
-	if len(recErrs) > 0 {
-		return info, recErrs
+	if opts.RequireKeys && nullKey {
+		ck.errs = append(ck.errs, RecordError{Index: i,
+			Err: fmt.Errorf("%w: compacted topic cannot accept a record without a key", ErrInvalidRecord)})
 	}
-	return info, nil
+	// Kafka leaves records without a timestamp (-1) unchecked.
+	if opts.CheckTimestamps && !ck.logAppend && ts != noTimestamp && !withinBounds(ts, *opts) {
+		ck.errs = append(ck.errs, RecordError{Index: i,
+			Err: fmt.Errorf("%w: timestamp %d outside [now-%d, now+%d]", ErrInvalidTimestamp,
+				ts, opts.TimestampBeforeMax, opts.TimestampAfterMax)})
+	}
+	ck.next++
+	return nil
+}
+
+// finish checks that count records came and returns the record errors.
+func (ck *recordChecker) finish(count int32) (BatchInfo, error) {
+	if ck.next != count {
+		return ck.info, fmt.Errorf("%w: %d records for a declared count of %d", ErrInvalidRecord, ck.next, count)
+	}
+	if len(ck.errs) > 0 {
+		return ck.info, ck.errs
+	}
+	return ck.info, nil
 }
 
 // noTimestamp is the timestamp of a record that has none.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
 	"testing"
 )
@@ -68,6 +69,8 @@ func TestGoldenValidate(t *testing.T) {
 						i, info, w.MaxTimestamp, w.LastOffsetDelta)
 				}
 
+				// Scratch starts at 16 bytes: records cross its refills.
+				scratchCap := cap(scratch)
 				info, err = Validate(b, ValidateOptions{Records: true, Scratch: &scratch})
 				if err != nil {
 					t.Fatalf("batch %d: Validate with records: %v, want nil", i, err)
@@ -85,8 +88,9 @@ func TestGoldenValidate(t *testing.T) {
 				if maxTS != w.MaxTimestamp {
 					t.Errorf("batch %d: header max timestamp %d, records' max %d", i, w.MaxTimestamp, maxTS)
 				}
-				if b.Codec() != CodecNone && len(scratch) == 0 {
-					t.Errorf("batch %d: Validate did not hand back the decompressed records in Scratch", i)
+				if len(scratch) != 0 || cap(scratch) != scratchCap {
+					t.Errorf("batch %d: Scratch came back with length %d and capacity %d, want it reused empty (capacity %d)",
+						i, len(scratch), cap(scratch), scratchCap)
 				}
 
 				compareRecords(t, fmt.Sprintf("batch %d", i), decodeAll(t, b), w.Records)
@@ -639,5 +643,106 @@ func TestRecordErrors(t *testing.T) {
 	var re RecordError
 	if !errors.As(err, &re) || re.Index != 4 {
 		t.Errorf("errors.As RecordError: %+v, want the one at index 4", re)
+	}
+}
+
+// withRecords returns a copy of b with its records section replaced by
+// recs and its length and CRC fixed: a batch only its records can fail.
+func withRecords(b Batch, recs []byte) Batch {
+	out := Batch(append(bytes.Clone(b[:HeaderSize]), recs...))
+	putInt32(offBatchLength, int32(len(out)-LogOverhead))(out)
+	out.UpdateCRC()
+	return out
+}
+
+// allocated returns the bytes fn allocates.
+func allocated(fn func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	fn()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}
+
+// allocatedWarm returns the fewest bytes fn allocates in a few runs, with
+// the pools warm as in a running broker: the race detector drops a quarter
+// of what is put in a sync.Pool, and a dropped lz4 reader costs a new block
+// buffer of 4 MiB.
+func allocatedWarm(fn func()) uint64 {
+	least := uint64(math.MaxUint64)
+	for range 5 {
+		least = min(least, allocated(fn))
+	}
+	return least
+}
+
+// TestValidateBombMemory: a compressed batch of 100 MiB of zeros, a few KiB
+// on the wire, is refused at its first record (a zero length) with next to
+// no allocation, and so is one below the limit. Validate reads compressed
+// records as a stream; it used to decompress the whole batch first. Not
+// parallel, so that the allocations counted are its own.
+func TestValidateBombMemory(t *testing.T) {
+	const size = 100 << 20
+	const budget = 2 << 20
+	good, err := Build(nil, BatchHeader{ProducerID: -1, BaseSequence: -1}, []Record{{Key: []byte("k")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for c, bm := range bombs() {
+		payload := bm.all[:size/(1<<20)*len(bm.one)]
+		if c == CodecSnappy {
+			payload = bm.all[:xerialHeaderLen+size/(1<<20)*(len(bm.one)-xerialHeaderLen)]
+		}
+		b := patchHeader(withRecords(Batch(good), payload), func(b Batch) { b[offAttributes+1] |= byte(c) })
+		for _, limit := range []int{100 << 20, 1 << 20} {
+			opts := ValidateOptions{Records: true, MaxDecompressed: limit}
+			var vErr error
+			first := allocated(func() { _, vErr = Validate(b, opts) })
+			if !errors.Is(vErr, ErrInvalidRecord) {
+				t.Fatalf("%v bomb of %d bytes, limit %d MiB: %v, want %v", c, len(payload), limit>>20, vErr, ErrInvalidRecord)
+			}
+			again := allocatedWarm(func() { _, vErr = Validate(b, opts) })
+			if !errors.Is(vErr, ErrInvalidRecord) {
+				t.Fatalf("%v bomb, again: %v, want %v", c, vErr, ErrInvalidRecord)
+			}
+			t.Logf("%v: %d MiB of zeros in %d bytes, limit %d MiB: refused (%v) allocating %d KiB, then %d KiB",
+				c, size>>20, len(payload), limit>>20, vErr, first>>10, again>>10)
+			if again > budget {
+				t.Errorf("%v: refusing a %d MiB bomb allocated %d KiB, want at most %d", c, size>>20, again>>10, budget>>10)
+			}
+		}
+	}
+}
+
+// TestValidateLargeRecordMemory: a record larger than the read buffer, one
+// value of 16 MiB of zeros, is walked across refills without being held:
+// accepted below the limit, refused above it, either way with little
+// allocation.
+func TestValidateLargeRecordMemory(t *testing.T) {
+	const size = 16 << 20
+	const budget = 2 << 20
+	rec := []Record{{Key: []byte("k"), Value: make([]byte, size), Headers: []Header{{Key: []byte("h"), Value: []byte("v")}}}}
+	for _, c := range []Codec{CodecGzip, CodecSnappy, CodecLZ4, CodecZstd} {
+		b, err := Build(nil, BatchHeader{Codec: c, ProducerID: -1, BaseSequence: -1}, rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, limit := range []int{64 << 20, size} {
+			var vErr error
+			got := allocatedWarm(func() {
+				_, vErr = Validate(Batch(b), ValidateOptions{Records: true, RequireKeys: true, MaxDecompressed: limit})
+			})
+			var want error
+			if limit == size {
+				want = ErrTooLarge // the record's framing is above the value
+			}
+			if !errors.Is(vErr, want) {
+				t.Fatalf("%v: a %d MiB record, limit %d MiB: %v, want %v", c, size>>20, limit>>20, vErr, want)
+			}
+			t.Logf("%v: a %d MiB record in %d bytes, limit %d MiB: %v, allocating %d KiB", c, size>>20, len(b), limit>>20, vErr, got>>10)
+			if got > budget {
+				t.Errorf("%v: validating a %d MiB record allocated %d KiB, want at most %d", c, size>>20, got>>10, budget>>10)
+			}
+		}
 	}
 }
