@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
 """Waits until a Kafka-protocol broker serves a topic, and says how long it took.
 
-    ready.py HOST:PORT [--topic NAME --partitions N] [--since EPOCH] [--timeout S]
+    ready.py HOST:PORT [--topic NAME --partitions N [--offsets]] [--since EPOCH] [--timeout S]
 
 Polls every 50 ms with a raw Metadata v4 request (stdlib only, so it measures
 the broker and not a client's start-up). Ready means: the request is
 answered with at least one broker and, with --topic, the topic has N
-partitions, each with no error and a leader. Prints the seconds from --since
+partitions, each with no error and a leader; with --offsets, also a
+ListOffsets v1 request for the latest offset of every partition is answered
+with no error (both brokers report partitions as led in Metadata a while
+before they can serve them). Prints the seconds from --since
 (a time.time() value; default: when this script started) to the first ready
 answer. Exits 1 on timeout.
 
@@ -55,6 +58,28 @@ def metadata(host, port, topic, timeout=2.0):
     return brokers, parts
 
 
+def offsets_ok(host, port, topic, n, timeout=10.0):
+    """True when ListOffsets v1 (latest) succeeds for partitions 0..n-1 of topic."""
+    t = topic.encode()
+    body = struct.pack(">i", -1) + struct.pack(">ih", 1, len(t)) + t + struct.pack(">i", n)
+    body += b"".join(struct.pack(">iq", i, -1) for i in range(n))
+    client = b"bench-ready"
+    req = struct.pack(">hhih", 2, 1, 2, len(client)) + client + body
+    with socket.create_connection((host, port), timeout=timeout) as s:
+        s.settimeout(timeout)
+        s.sendall(struct.pack(">i", len(req)) + req)
+        data = recv_exact(s, struct.unpack(">i", recv_exact(s, 4))[0])
+    r = Reader(data)
+    r.i32()  # correlation id
+    good = 0
+    for _ in range(r.i32()):
+        r.string()
+        for _ in range(r.i32()):
+            r.i32(); err = r.i16(); r.skip(16)
+            good += err == 0
+    return good, n
+
+
 def recv_exact(s, n):
     buf = b""
     while len(buf) < n:
@@ -93,6 +118,7 @@ def main():
     p.add_argument("addr")
     p.add_argument("--topic")
     p.add_argument("--partitions", type=int, default=0)
+    p.add_argument("--offsets", action="store_true")
     p.add_argument("--since", type=float, default=time.time())
     p.add_argument("--timeout", type=float, default=300)
     a = p.parse_args()
@@ -103,10 +129,16 @@ def main():
         try:
             brokers, parts = metadata(host, int(port), a.topic)
             ok = [i for i, (err, leader) in parts.items() if err == 0 and leader >= 0]
-            if brokers > 0 and (a.topic is None or len(ok) >= a.partitions):
+            ready = brokers > 0 and (a.topic is None or len(ok) >= a.partitions)
+            if ready and a.offsets:
+                good, n = offsets_ok(host, int(port), a.topic, a.partitions)
+                ready = good == n
+                last = f"ListOffsets answered without error for {good}/{n} partitions"
+            elif not ready:
+                last = f"{brokers} broker(s), {len(ok)}/{a.partitions} partitions ready"
+            if ready:
                 print(f"{time.time() - a.since:.3f}")
                 return 0
-            last = f"{brokers} broker(s), {len(ok)}/{a.partitions} partitions ready"
         except (OSError, struct.error, UnicodeDecodeError) as e:
             last = repr(e)
         time.sleep(0.05)

@@ -38,6 +38,9 @@ TARGETS=${BENCH_TARGETS:-gregor kafka}
 TOOLS=${BENCH_TOOLS:-gregor-bench kafka-perf}
 MODES=${BENCH_MODES:-}
 export KAFKA_HEAP=${KAFKA_HEAP:-4g}
+# Kafka restarting with 10,000 partitions can take minutes (kafka.sh's
+# default wait is 120 s).
+export KAFKA_START_TIMEOUT=${KAFKA_START_TIMEOUT:-900}
 export COMPAT_CACHE=$root/compat-tests/.cache
 
 # Producer settings shared by both load generators (gregor bench's
@@ -143,7 +146,8 @@ vm_kib() { awk -v k="$2:" '$1 == k {print $2}' "/proc/$1/status"; }
 TICK=$(getconf CLK_TCK)
 
 # create_topic NAME PARTITIONS: creates it (flush.messages=1 in Kafka's
-# flush1 mode) and waits until every partition has a leader; prints seconds.
+# flush1 mode) and waits until every partition has a leader and answers
+# ListOffsets (ready.py --offsets); prints the seconds that took.
 # Kafka's controller refuses one request that makes more than 10,000 metadata
 # records (POLICY_VIOLATION), so more than 5,000 partitions are created 5,000
 # at a time (CreateTopics, then CreatePartitions), on both brokers alike.
@@ -161,7 +165,7 @@ create_topic() {
 		"$GREGOR" topic add-partitions "$1" --count $(($2 - have < step ? $2 - have : step)) \
 			-b "127.0.0.1:$B_PORT" --timeout 600s >/dev/null || say "topic add-partitions $1 failed (above); going on"
 	done
-	python3 "$here/ready.py" "127.0.0.1:$B_PORT" --topic "$1" --partitions "$2" --since "$t0" --timeout 600
+	python3 "$here/ready.py" "127.0.0.1:$B_PORT" --topic "$1" --partitions "$2" --offsets --since "$t0" --timeout 600
 }
 
 # phase NAME TOOL-KIND TIMEOUT CMD...: runs CMD against the current broker,
@@ -331,9 +335,10 @@ run_one() {
 
 # restart_timed: stops the broker cleanly, starts it again on the same data
 # and port, and records the seconds from exec to ready: /readyz (Gregor
-# only) and a Metadata answer with every partition of TOPIC led (both).
+# only), a Metadata answer with every partition of TOPIC led (both), and
+# ListOffsets answered for every partition (both).
 restart_timed() {
-	local port=$B_PORT vmhwm t0 s_meta s_readyz="" rc=0
+	local port=$B_PORT vmhwm t0 s_meta s_offsets s_readyz="" rc=0
 	vmhwm=$(vm_kib "$B_PID" VmHWM)
 	stop_broker
 	t0=$(date +%s.%N)
@@ -361,12 +366,13 @@ PY
 		)
 	fi
 	s_meta=$(python3 "$here/ready.py" "127.0.0.1:$port" --topic "$TOPIC" --partitions "$PARTS" --since "$t0" --timeout 600) || rc=1
+	s_offsets=$(python3 "$here/ready.py" "127.0.0.1:$port" --topic "$TOPIC" --partitions "$PARTS" --offsets --since "$t0" --timeout 600) || rc=1
 	if [[ $TARGET == kafka ]]; then
 		wait $! || rc=1
 		B_TARGET=kafka B_DIR=$CUR B_PID=$(cat "$CUR/kafka.pid" 2>/dev/null || echo "")
 	fi
 	python3 "$here/report.py" record --file "$OUT" --kind none --rc "$rc" --set "${BASE[@]}" tool="$TOOL" \
-		phase=startup startup_s="$s_meta" readyz_s="$s_readyz" vmhwm_kib="$vmhwm" \
+		phase=startup startup_s="$s_meta" offsets_s="$s_offsets" readyz_s="$s_readyz" vmhwm_kib="$vmhwm" \
 		note="vmhwm_kib: the first broker process's lifetime peak (topic creation and both phases)" || true
 }
 
