@@ -276,7 +276,11 @@ func (l *Log) load(st OpenState) error {
 	if st.Clean {
 		l.recoveryPoint.Store(leo)
 	}
-	if err := l.epochs.truncateFromEnd(leo); err != nil {
+	// Epochs starting past the log end lost their batches in a crash. One
+	// starting at the log end stays: it began there (a leader's epoch with
+	// no batch yet), and dropping it cost every restart an epoch file
+	// rewrite, and the broker another one to assign it again, per partition.
+	if err := l.epochs.truncateFromEnd(leo + 1); err != nil {
 		return err
 	}
 	if err := l.epochs.truncateFromStart(logStart); err != nil {

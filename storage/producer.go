@@ -262,12 +262,17 @@ func listSnapshots(dir string) ([]int64, error) {
 }
 
 // writeSnapshotLocked writes the producer state as of the log end, and
-// deletes all but the two newest snapshots.
+// deletes all but the two newest snapshots. A snapshot already there at the
+// log end is kept as it is: it describes the same batches (a truncation
+// below it deletes it), and rewriting it would cost every idle log an
+// fsync at each close.
 func (l *Log) writeSnapshotLocked() error {
 	leo := l.leo.Load()
 	path := filepath.Join(l.dir, segmentFileName(leo, snapshotSuffix))
-	if err := writeFileAtomic(path, l.producers.encode()); err != nil {
-		return err
+	if _, err := os.Stat(path); err != nil {
+		if err := writeFileAtomic(path, l.producers.encode()); err != nil {
+			return err
+		}
 	}
 	offs, err := listSnapshots(l.dir)
 	if err != nil {
