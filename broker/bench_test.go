@@ -14,7 +14,7 @@ import (
 
 // Produce and fetch throughput of an in-process broker driven by franz-go
 // over loopback: 1 KiB records of random bytes, uncompressed (what is
-// counted is what is stored), 1 and 16 partitions, acks=1 and acks=all, in
+// counted is what is stored), 1, 16 and 256 partitions, acks=1 and acks=all, in
 // the default durable mode (fsync before ack, group commit). The client
 // runs in the same process, so CPU profiles show both sides. Run them with
 // the storage benchmarks in one `make bench` to compare.
@@ -41,7 +41,7 @@ func benchTopic(b *testing.B, br *Broker, partitions int32) string {
 
 func BenchmarkProduce(b *testing.B) {
 	value := randomValue(1024)
-	for _, partitions := range []int32{1, 16} {
+	for _, partitions := range []int32{1, 16, 256} {
 		for _, acks := range []string{"1", "all"} {
 			b.Run(fmt.Sprintf("partitions=%d/acks=%s", partitions, acks), func(b *testing.B) {
 				br := startBroker(b)

@@ -200,7 +200,7 @@ func benchPlainFile(b *testing.B, batch []byte, o plainFileOpts) {
 // (flush.messages=MaxInt64), fsynced only when a segment rolls.
 func BenchmarkAppend(b *testing.B) {
 	for _, bs := range benchBatchSizes {
-		for _, partitions := range []int{1, 16} {
+		for _, partitions := range []int{1, 16, 256} {
 			for _, fsync := range []bool{true, false} {
 				mode := "nofsync"
 				if fsync {

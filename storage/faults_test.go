@@ -51,6 +51,7 @@ type faultDisk struct {
 	synced  map[string]int64 // fsynced bytes of each file written since reset
 	fault   *fault
 	fired   int  // faults fired
+	syncfs  int  // syncfs calls
 	crashed bool // after crash: writes and fsyncs reach nothing
 }
 
@@ -65,7 +66,7 @@ var faultDisks struct {
 func newFaultDisk(t *testing.T, root string) *faultDisk {
 	faultDisks.once.Do(func() {
 		faultDisks.m = map[string]*faultDisk{}
-		testIO.Store(&ioHooks{writeAt: faultWriteAt, sync: faultSync})
+		testIO.Store(&ioHooks{writeAt: faultWriteAt, sync: faultSync, syncFS: faultSyncFS})
 	})
 	d := &faultDisk{root: filepath.Clean(root) + string(filepath.Separator), synced: map[string]int64{}}
 	faultDisks.Lock()
@@ -95,6 +96,12 @@ func (d *faultDisk) arm(f fault) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.fault = &f
+}
+
+func (d *faultDisk) syncfsCount() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.syncfs
 }
 
 func (d *faultDisk) firedCount() int {
@@ -186,6 +193,36 @@ func faultSync(f *os.File, data bool) error {
 		}
 	}
 	return err
+}
+
+// syncFSSuffix, as a fault's suffix, fails a syncfs.
+const syncFSSuffix = "(syncfs)"
+
+// faultSyncFS is syncfs: every file of the disk is synced as it is now; a
+// fault armed for opSync with suffix syncFSSuffix fails it instead.
+func faultSyncFS(dir string) error {
+	d := diskOf(filepath.Clean(dir) + string(filepath.Separator))
+	if d == nil {
+		return rawSyncFS(dir)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.crashed {
+		return nil
+	}
+	d.syncfs++
+	if _, ok := d.take(opSync, syncFSSuffix); ok {
+		return &os.PathError{Op: "syncfs", Path: dir, Err: syscall.EIO}
+	}
+	if err := rawSyncFS(dir); err != nil {
+		return err
+	}
+	for path := range d.synced {
+		if st, err := os.Stat(path); err == nil {
+			d.synced[path] = st.Size()
+		}
+	}
+	return nil
 }
 
 // crash drops, file by file, what was written but never fsynced, in one of
@@ -572,5 +609,112 @@ func TestDiskCrashDropsUnsynced(t *testing.T) {
 	t.Logf("%d crashes; %d files lost unsynced data", cycles, lostFiles)
 	if lostFiles == 0 {
 		t.Errorf("no crash dropped any unsynced data: the test did not test it")
+	}
+}
+
+// TestGroupCommitSyncFS: a group commit round of at least syncFSMin logs of
+// one dir makes them durable with one syncfs; what it acknowledged survives
+// a crash that drops everything unsynced; a failed syncfs fails every log
+// of the round and takes the dir offline.
+func TestGroupCommitSyncFS(t *testing.T) {
+	t.Parallel()
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 11))
+	dir := t.TempDir()
+	disk := newFaultDisk(t, dir)
+	cfg := testConfig()
+	cfg.FlushMessages = 1
+	m := faultManager(t, cfg, dir)
+	n := syncFSMin + 16
+	logs := make([]*faultLog, n)
+	for i := range logs {
+		logs[i] = &faultLog{tp: TopicPartition{Topic: "g", Partition: int32(i)}}
+		l, err := m.Create(logs[i].tp, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.SetAutoHighWatermark(true) // as the broker runs a leader's log
+
+	}
+	get := func(i int) *Log {
+		l, ok := m.Get(logs[i].tp)
+		if !ok {
+			t.Fatalf("no log %d", i)
+		}
+		return l
+	}
+	tag := uint64(0)
+	appendAll := func() {
+		for i := range logs {
+			tag++
+			if err := logs[i].append(get(i), makeBatch(t, 1+rng.IntN(5), 100, time.Now().UnixMilli(), tag, record.CodecNone)); err != nil {
+				t.Fatalf("append to %d: %v", i, err)
+			}
+		}
+	}
+	// round queues every log on a syncer of its own, as appends from many
+	// producers queue them in one round, and runs the round.
+	round := func() {
+		sy := newSyncer(16, nopObserver{})
+		for i := range logs {
+			sy.request(get(i))
+		}
+		sy.start()
+		sy.wg.Wait()
+	}
+
+	for range 3 {
+		appendAll()
+		before := disk.syncfsCount()
+		round()
+		if got := disk.syncfsCount() - before; got != 1 {
+			t.Fatalf("a round of %d logs of one dir ran %d syncfs, want 1", n, got)
+		}
+		for i := range logs {
+			l := get(i)
+			if d, end := l.DurableOffset(), l.LogEndOffset(); d != end {
+				t.Fatalf("log %d: durable offset %d after the round, log end %d", i, d, end)
+			}
+			if hw := l.HighWatermark(); hw != l.LogEndOffset() {
+				t.Fatalf("log %d: high watermark %d after the round, log end %d", i, hw, l.LogEndOffset())
+			}
+			logs[i].acked = len(logs[i].appended)
+		}
+	}
+	appendAll() // never synced: the crash may drop it
+	if _, err := disk.crash(rng); err != nil {
+		t.Fatal(err)
+	}
+	m.abandon()
+	disk.reset()
+	m = faultManager(t, cfg, dir)
+	for i := range logs {
+		logs[i].check(t, get(i), "after the crash")
+	}
+
+	appendAll()
+	disk.arm(fault{op: opSync, suffix: syncFSSuffix, err: syscall.EIO})
+	round()
+	if disk.firedCount() != 1 {
+		t.Fatalf("the syncfs fault fired %d times", disk.firedCount())
+	}
+	for i := range logs {
+		if err := get(i).Err(); !errors.Is(err, ErrLogFailed) {
+			t.Fatalf("log %d after a failed syncfs: %v, want ErrLogFailed", i, err)
+		}
+		if err := logs[i].flush(faultCtx(t), get(i)); !errors.Is(err, ErrLogFailed) {
+			t.Fatalf("flush of log %d after a failed syncfs: %v, want ErrLogFailed", i, err)
+		}
+	}
+	if err := m.DirError(dir); !errors.Is(err, ErrLogFailed) {
+		t.Errorf("DirError after a failed syncfs = %v", err)
+	}
+	m.abandon()
+	disk.reset()
+	m = faultManager(t, cfg, dir)
+	defer m.Close()
+	for i := range logs {
+		logs[i].check(t, get(i), "after the failed syncfs and a restart")
 	}
 }

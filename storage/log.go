@@ -778,45 +778,73 @@ func (l *Log) observer() Observer {
 func (l *Log) sync() error {
 	l.syncMu.Lock()
 	defer l.syncMu.Unlock()
-	if err := l.Err(); err != nil {
-		l.wakeWaiters(math.MaxInt64, err)
+	r, err := l.syncBegin()
+	if err != nil {
 		return err
 	}
-	l.mu.Lock()
-	gen := l.mu.gen
-	target := l.leo.Load()
-	segs := *l.segs.Load()
-	targetPos := offsetPos{offset: target, seg: segs[len(segs)-1], pos: segs[len(segs)-1].size.Load()}
-	type work struct {
-		s      *segment
-		size   int64
-		sealed bool // read here, under mu: a roll sets it
+	return l.syncFinish(r, false)
+}
+
+// syncRound is one flush of a log: what it makes durable, captured before
+// any fsync starts.
+type syncRound struct {
+	gen       uint64
+	target    int64
+	targetPos offsetPos
+	todo      []syncWork
+}
+
+type syncWork struct {
+	s      *segment
+	size   int64
+	sealed bool // read under mu: a roll sets it
+}
+
+// syncBegin captures what a flush covers: every segment's bytes written so
+// far and the indexes of sealed segments. Callers hold syncMu until
+// syncFinish.
+func (l *Log) syncBegin() (*syncRound, error) {
+	if err := l.Err(); err != nil {
+		l.wakeWaiters(math.MaxInt64, err)
+		return nil, err
 	}
-	var todo []work
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	segs := *l.segs.Load()
+	r := &syncRound{gen: l.mu.gen, target: l.leo.Load()}
+	r.targetPos = offsetPos{offset: r.target, seg: segs[len(segs)-1], pos: segs[len(segs)-1].size.Load()}
 	for _, s := range segs {
 		if n := s.size.Load(); s.synced.Load() < n || (s.sealed && (!s.idx.isPersisted() || !s.tidx.isPersisted())) {
-			todo = append(todo, work{s, n, s.sealed})
+			r.todo = append(r.todo, syncWork{s, n, s.sealed})
 		}
 	}
 	l.firstUnsynced.Store(0)
-	l.mu.Unlock()
+	return r, nil
+}
 
+// syncFinish fsyncs what r covers (only the sealed segments' indexes when
+// dataSynced says a syncfs of the log's file system, started after
+// syncBegin, succeeded) and moves the durable offset and, in durable
+// mode, the high watermark.
+func (l *Log) syncFinish(r *syncRound, dataSynced bool) error {
 	obs := l.observer()
-	for _, w := range todo {
+	for _, w := range r.todo {
 		if w.s.synced.Load() < w.size {
-			f, err := w.s.acquire()
-			if err != nil {
-				if errors.Is(err, ErrClosed) {
-					continue // deleted meanwhile
+			if !dataSynced {
+				f, err := w.s.acquire()
+				if err != nil {
+					if errors.Is(err, ErrClosed) {
+						continue // deleted meanwhile
+					}
+					return l.fail(err)
 				}
-				return l.fail(err)
-			}
-			start := time.Now()
-			err = fdatasync(f)
-			obs.Fsynced(time.Since(start))
-			w.s.release()
-			if err != nil {
-				return l.fail(fmt.Errorf("sync %s: %w", w.s.logPath, err))
+				start := time.Now()
+				err = fdatasync(f)
+				obs.Fsynced(time.Since(start))
+				w.s.release()
+				if err != nil {
+					return l.fail(fmt.Errorf("sync %s: %w", w.s.logPath, err))
+				}
 			}
 			w.s.synced.Store(w.size)
 		}
@@ -828,16 +856,17 @@ func (l *Log) sync() error {
 	}
 
 	l.mu.Lock()
-	if l.mu.gen == gen {
-		if prev := l.durable.Load(); target > prev {
-			l.durable.Store(target)
-			obs.Synced(target - prev)
+	if l.mu.gen == r.gen {
+		if prev := l.durable.Load(); r.target > prev {
+			l.durable.Store(r.target)
+			obs.Synced(r.target - prev)
 		}
-		if l.autoHW && l.cfg.Load().syncBeforeAck() && target > l.hw.Load().offset {
+		if l.autoHW && l.cfg.Load().syncBeforeAck() && r.target > l.hw.Load().offset {
+			targetPos := r.targetPos
 			l.hw.Store(&targetPos)
 			l.notify.broadcast()
 		}
-		segs = *l.segs.Load()
+		segs := *l.segs.Load()
 		rp := segs[len(segs)-1].base
 		for _, s := range segs[:len(segs)-1] {
 			if s.synced.Load() < s.size.Load() || !s.idx.isPersisted() || !s.tidx.isPersisted() {
