@@ -248,7 +248,7 @@ func streamAll(c Codec, src []byte, limit int) ([]byte, error) {
 	if err := cr.open(st, c, src, limit); err != nil {
 		return nil, err
 	}
-	defer cr.close(st)
+	defer cr.close(st, true)
 	s := recordStream{r: cr.r, codec: cr.name, buf: make([]byte, 0, 16), limit: int64(limit)}
 	var out []byte
 	for s.fill(1) {

@@ -90,7 +90,7 @@ func (cr *codecReader) open(st *streamState, c Codec, src []byte, limit int) err
 		cr.name = "zstd"
 		cr.zs = zstdReaders.Get().(*zstd.Decoder)
 		if err := cr.zs.Reset(&st.src); err != nil {
-			cr.close(st)
+			cr.close(st, false)
 			return fmt.Errorf("%w: zstd: %w", ErrCorrupt, err)
 		}
 		cr.r = cr.zs
@@ -101,8 +101,15 @@ func (cr *codecReader) open(st *streamState, c Codec, src []byte, limit int) err
 }
 
 // close returns the codec's reader to its pool, letting go of the batch.
-func (cr *codecReader) close(st *streamState) {
+// A zstd decoder is dropped instead after a batch that failed (keep
+// false): its window is what the frame declared, up to maxZstdWindow, so a
+// hostile frame could leave a pooled decoder holding 128 MiB until two
+// garbage collections clear the pool, while dropped it goes with the next.
+// The other codecs' buffers are bounded by the codec (lz4: two 4 MiB
+// blocks), so their readers are kept for the next batch either way.
+func (cr *codecReader) close(st *streamState, keep bool) {
 	switch {
+	case cr.zs != nil && !keep:
 	case cr.gz != nil:
 		gzipReaders.Put(cr.gz)
 	case cr.lz != nil:
@@ -123,14 +130,14 @@ func (cr *codecReader) close(st *streamState) {
 // validateStream walks the records of compressed batch b through buf
 // (whose capacity, at least binary.MaxVarintLen64, is the most it holds),
 // feeding each to ck. It returns buf for reuse.
-func validateStream(b Batch, ck *recordChecker, limit int, buf []byte) ([]byte, error) {
+func validateStream(b Batch, ck *recordChecker, limit int, buf []byte) (_ []byte, err error) {
 	st := streamStates.Get().(*streamState)
 	defer streamStates.Put(st)
 	var cr codecReader
 	if err := cr.open(st, b.Codec(), b.Records(), limit); err != nil {
 		return buf, err
 	}
-	defer cr.close(st)
+	defer func() { cr.close(st, err == nil) }()
 	s := recordStream{r: cr.r, codec: cr.name, buf: buf[:0], limit: int64(limit)}
 	var h recordHead
 	for n := b.RecordCount(); ck.next < n; {
