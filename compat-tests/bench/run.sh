@@ -17,6 +17,7 @@
 # Environment:
 #   BENCH_RUNS        runs per workload, mode and tool (default 3; medians are reported)
 #   BENCH_DURATION    seconds per measured phase (default 20)
+#   BENCH_WARMUP      seconds of unmeasured load on a fresh broker before a run (default 5; not W5)
 #   BENCH_WORKLOADS   default "W1 W2 W3 W4 W5" (W1 also runs the TCP->file probe; "probe" alone runs only it)
 #   BENCH_TARGETS     default "gregor kafka"
 #   BENCH_TOOLS       default "gregor-bench kafka-perf"
@@ -33,6 +34,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
 RUNS=${BENCH_RUNS:-3}
 DUR=${BENCH_DURATION:-20}
+WARMUP=${BENCH_WARMUP:-5}
 WORKLOADS=${BENCH_WORKLOADS:-W1 W2 W3 W4 W5}
 TARGETS=${BENCH_TARGETS:-gregor kafka}
 TOOLS=${BENCH_TOOLS:-gregor-bench kafka-perf}
@@ -253,6 +255,15 @@ run_one() {
 	fi
 	s=$(create_topic "$TOPIC" "$PARTS") || s=""
 	REC+=(create_s="$s")
+	# Unmeasured load first, on a topic of its own: every run starts a fresh
+	# broker, and a JVM broker compiles its hot paths in its first seconds
+	# of load.
+	if [[ $w != W5 ]] && ((WARMUP > 0)); then
+		"$GREGOR" bench produce -b "127.0.0.1:$B_PORT" --topic bench-warmup --partitions "$PARTS" \
+			--record-size "$SIZE" --acks "$ACKS" --batch-max-bytes "$BATCH" --linger "${LINGER_MS}ms" \
+			--duration "${WARMUP}s" --progress 0 >/dev/null 2>&1 || say "warm-up load failed; going on"
+		REC+=(warmup_s="$WARMUP")
+	fi
 	case $w/$tool in
 	W1/gregor-bench)
 		gb_produce
