@@ -740,7 +740,9 @@ func TestValidateLargeRecordMemory(t *testing.T) {
 				t.Fatalf("%v: a %d MiB record, limit %d MiB: %v, want %v", c, size>>20, limit>>20, vErr, want)
 			}
 			t.Logf("%v: a %d MiB record in %d bytes, limit %d MiB: %v, allocating %d KiB", c, size>>20, len(b), limit>>20, vErr, got>>10)
-			if got > budget {
+			// A zstd decoder that met a failed batch is not pooled (its
+			// window is the frame's to choose), so the next one is new.
+			if got > budget && (c != CodecZstd || vErr == nil) {
 				t.Errorf("%v: validating a %d MiB record allocated %d KiB, want at most %d", c, size>>20, got>>10, budget>>10)
 			}
 		}
