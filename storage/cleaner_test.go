@@ -217,7 +217,9 @@ func TestCleanerMatchesModel(t *testing.T) {
 			dedupe := []int{0, 40, 200}[rng.IntN(3)]
 			m := openCleanerManager(t, t.TempDir(), clock, dedupe)
 			defer m.Close()
-			l, err := m.Create(TopicPartition{Topic: "c", Partition: 0}, compactConfig(int64(1024+rng.IntN(8192))))
+			// Segments of at least 2 KiB: a batch of 12 records with
+			// 128-byte values (the most a round appends) fits in one.
+			l, err := m.Create(TopicPartition{Topic: "c", Partition: 0}, compactConfig(int64(2048+rng.IntN(8192))))
 			if err != nil {
 				t.Fatal(err)
 			}
