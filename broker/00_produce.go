@@ -96,18 +96,16 @@ func (b *Broker) handleProduce(ctx context.Context, c *conn, hdr protocol.Reques
 		return nil, nil
 	}
 	if len(waits) > 0 {
-		// Every partition's flush is queued before any is waited for, so
+		// Every partition's flush is queued before the syncer wakes, so
 		// one group-commit round serves them all.
 		fctx, cancel := context.WithTimeout(ctx, time.Duration(max(req.TimeoutMillis, 0))*time.Millisecond)
 		defer cancel()
 		waitStart := time.Now()
-		errs := make(chan error, len(waits))
-		for _, w := range waits {
-			go func() { errs <- w.log.Flush(fctx, w.upTo) }()
+		targets := make([]storage.FlushTarget, len(waits))
+		for i, w := range waits {
+			targets[i] = storage.FlushTarget{Log: w.log, UpTo: w.upTo}
 		}
-		for range waits {
-			<-errs
-		}
+		storage.FlushAll(fctx, targets)
 		waited := time.Since(waitStart)
 		c.addParked(waited)
 		b.metrics.produceWait.Observe(waited.Seconds())

@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -712,14 +713,32 @@ func (l *Log) rollLocked(base int64) (*segment, error) {
 // returns once it is durable. Concurrent flushes of this and other logs of
 // one Manager share a round of fsyncs (group commit).
 func (l *Log) Flush(ctx context.Context, upTo int64) error {
-	if l.durable.Load() >= upTo {
-		return nil
-	}
-	if err := l.Err(); err != nil {
+	done, err := l.addFlushWaiter(upTo)
+	if done == nil {
 		return err
 	}
+	l.syncer.request(l)
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// addFlushWaiter registers a waiter for the log to be durable up to upTo.
+// A nil channel means there is nothing to wait for: the log is durable
+// that far already (nil error), it has failed, or it has no syncer and
+// was flushed inline (their error).
+func (l *Log) addFlushWaiter(upTo int64) (<-chan error, error) {
+	if l.durable.Load() >= upTo {
+		return nil, nil
+	}
+	if err := l.Err(); err != nil {
+		return nil, err
+	}
 	if l.syncer == nil {
-		return l.sync()
+		return nil, l.sync()
 	}
 	w := flushWaiter{offset: upTo, done: make(chan error, 1)}
 	l.waiters.Lock()
@@ -728,12 +747,48 @@ func (l *Log) Flush(ctx context.Context, upTo int64) error {
 	if l.durable.Load() >= upTo { // raced with a sync that finished
 		l.wakeWaiters(l.durable.Load(), nil)
 	}
-	l.syncer.request(l)
-	select {
-	case err := <-w.done:
-		return err
-	case <-ctx.Done():
-		return ctx.Err()
+	return w.done, nil
+}
+
+// FlushTarget is a log and the offset it must be durable up to.
+type FlushTarget struct {
+	Log  *Log
+	UpTo int64
+}
+
+// FlushAll is Flush for many logs at once, as a produce request that
+// touched many partitions needs: every log is queued before the syncer
+// wakes, so they share one group-commit round (and, with syncFSMin or more
+// in a log dir, one syncfs) instead of trickling into rounds of their own
+// as each is queued. It returns once every log is durable up to its
+// target, has failed, or ctx is done; the caller reads each log's
+// DurableOffset and Err for the outcome.
+func FlushAll(ctx context.Context, targets []FlushTarget) {
+	var (
+		waits   []<-chan error
+		syncers []*syncer
+	)
+	for _, t := range targets {
+		done, _ := t.Log.addFlushWaiter(t.UpTo)
+		if done == nil {
+			continue
+		}
+		waits = append(waits, done)
+		s := t.Log.syncer
+		s.enqueue(t.Log)
+		if !slices.Contains(syncers, s) {
+			syncers = append(syncers, s)
+		}
+	}
+	for _, s := range syncers {
+		s.wake()
+	}
+	for _, done := range waits {
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return
+		}
 	}
 }
 

@@ -42,14 +42,24 @@ func newSyncer(parallel int, obs Observer) *syncer {
 }
 
 // request queues l for an fsync (once, however often it is asked before
-// the fsync starts).
+// the fsync starts) and wakes the syncer.
 func (s *syncer) request(l *Log) {
+	s.enqueue(l)
+	s.wake()
+}
+
+// enqueue queues l for the next round without waking the syncer.
+func (s *syncer) enqueue(l *Log) {
 	if !l.syncQueued.CompareAndSwap(false, true) {
 		return
 	}
 	s.mu.Lock()
 	s.mu.queue = append(s.mu.queue, l)
 	s.mu.Unlock()
+}
+
+// wake makes the syncer start a round for what is queued.
+func (s *syncer) wake() {
 	select {
 	case s.kick <- struct{}{}:
 	default:
