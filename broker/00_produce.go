@@ -23,6 +23,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -95,20 +96,28 @@ func (b *Broker) handleProduce(ctx context.Context, c *conn, hdr protocol.Reques
 		}
 		return nil, nil
 	}
-	if len(waits) > 0 {
-		// Every partition's flush is queued before the syncer wakes, so
-		// one group-commit round serves them all.
-		fctx, cancel := context.WithTimeout(ctx, time.Duration(max(req.TimeoutMillis, 0))*time.Millisecond)
+	if len(waits) == 0 {
+		return resp, nil
+	}
+	// Every partition's flush is queued at once, so one group-commit round
+	// serves them all. The response is settled once they are durable (or
+	// the request's timeout passes), but the connection does not wait for
+	// that: its next request is read and appended meanwhile, and the
+	// writer sends the responses in request order (pendingResponse).
+	fctx, cancel := context.WithTimeout(ctx, time.Duration(max(req.TimeoutMillis, 0))*time.Millisecond)
+	targets := make([]storage.FlushTarget, len(waits))
+	for i, w := range waits {
+		targets[i] = storage.FlushTarget{Log: w.log, UpTo: w.upTo}
+	}
+	flushing := storage.StartFlush(targets)
+	waitStart := time.Now()
+	settle := func(abandon bool) {
 		defer cancel()
-		waitStart := time.Now()
-		targets := make([]storage.FlushTarget, len(waits))
-		for i, w := range waits {
-			targets[i] = storage.FlushTarget{Log: w.log, UpTo: w.upTo}
+		if abandon {
+			cancel()
 		}
-		storage.FlushAll(fctx, targets)
-		waited := time.Since(waitStart)
-		c.addParked(waited)
-		b.metrics.produceWait.Observe(waited.Seconds())
+		flushing.Wait(fctx)
+		b.metrics.produceWait.Observe(time.Since(waitStart).Seconds())
 		for _, w := range waits {
 			if w.log.DurableOffset() >= w.upTo {
 				continue
@@ -121,7 +130,22 @@ func (b *Broker) handleProduce(ctx context.Context, c *conn, hdr protocol.Reques
 			w.rp.BaseOffset = -1
 		}
 	}
-	return resp, nil
+	// Topic names alias the request frame, which the connection reuses
+	// for its next request before this response is encoded.
+	for i := range resp.Topics {
+		resp.Topics[i].Topic = strings.Clone(resp.Topics[i].Topic)
+	}
+	return &pendingResponse{Response: resp, settle: settle}, nil
+}
+
+// pendingResponse is a response whose content is settled after its
+// handler returns: a produce waiting for its batches to be durable. The
+// connection queues it in its turn and reads on; its writer calls settle
+// when it comes to it (abandon: the connection has failed, so do not wait)
+// and then encodes it.
+type pendingResponse struct {
+	kmsg.Response
+	settle func(abandon bool)
 }
 
 // produceTo validates and appends one partition's records, filling rp.

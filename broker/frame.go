@@ -38,6 +38,19 @@ import (
 type outFrame struct {
 	pieces []framePiece
 	reads  []storage.ReadResult
+	// later, when set, completes a response still pending (a produce
+	// waiting for durability) and returns its frame; the writer calls it
+	// in the response's turn. abandon says not to wait.
+	later func(abandon bool) *outFrame
+}
+
+// ready returns the frame to write: f itself, or its pending response's
+// once settled.
+func (f *outFrame) ready(abandon bool) *outFrame {
+	if f.later == nil {
+		return f
+	}
+	return f.later(abandon)
 }
 
 type framePiece struct {

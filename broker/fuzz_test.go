@@ -58,6 +58,7 @@ func FuzzRequest(f *testing.F) {
 		if err != nil || out == nil {
 			return // the connection would be closed, or acks=0
 		}
+		out = out.ready(false)
 		resp, err := out.bytes()
 		out.release()
 		if err != nil {

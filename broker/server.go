@@ -20,8 +20,10 @@ import (
 
 // conn is one client connection. A read goroutine reads a request, handles
 // it and queues the response; a write goroutine writes responses in order.
-// Like Kafka, a connection has one request in flight at a time, so
-// responses leave in request order.
+// Like Kafka, a connection handles one request at a time, so responses
+// leave in request order; unlike Kafka, a produce waiting for durability
+// does not hold the connection: its response is queued pending
+// (pendingResponse) and the next request is read and handled meanwhile.
 type conn struct {
 	b        *Broker
 	nc       net.Conn
@@ -123,6 +125,18 @@ func (c *conn) readLoop() {
 			c.logger.Debug("closing connection", "err", err)
 			return
 		}
+		if resp != nil && resp.later != nil {
+			// The request is done when its response is settled.
+			later := resp.later
+			resp.later = func(abandon bool) *outFrame {
+				f := later(abandon)
+				am.latency.Observe(time.Since(arrived).Seconds())
+				return f
+			}
+			c.out <- resp
+			buf = frame[:0]
+			continue
+		}
 		if resp != nil {
 			c.out <- resp
 		}
@@ -138,6 +152,7 @@ func (c *conn) readLoop() {
 func (c *conn) writeLoop() {
 	failed := false
 	for resp := range c.out {
+		resp = resp.ready(failed)
 		if !failed {
 			if err := c.writeFrame(resp); err != nil {
 				failed = true
@@ -220,6 +235,15 @@ func (c *conn) handle(ctx context.Context, frame []byte, arrived time.Time) (*ou
 	}
 	if resp == nil {
 		return nil, am, nil
+	}
+	if p, ok := resp.(*pendingResponse); ok {
+		hdr.ClientID = nil // aliases the frame, which is reused before the settling
+		return &outFrame{later: func(abandon bool) *outFrame {
+			p.settle(abandon)
+			p.SetVersion(hdr.APIVersion)
+			am.countResponseErrors(p.Response)
+			return bytesFrame(encodeResponse(hdr, p.Response))
+		}}, am, nil
 	}
 	resp.SetVersion(hdr.APIVersion)
 	if zeroCopy {

@@ -757,23 +757,29 @@ type FlushTarget struct {
 }
 
 // FlushAll is Flush for many logs at once, as a produce request that
-// touched many partitions needs: every log is queued before the syncer
-// wakes, so they share one group-commit round (and, with syncFSMin or more
-// in a log dir, one syncfs) instead of trickling into rounds of their own
-// as each is queued. It returns once every log is durable up to its
-// target, has failed, or ctx is done; the caller reads each log's
-// DurableOffset and Err for the outcome.
+// touched many partitions needs: StartFlush, then Wait.
 func FlushAll(ctx context.Context, targets []FlushTarget) {
-	var (
-		waits   []<-chan error
-		syncers []*syncer
-	)
+	StartFlush(targets).Wait(ctx)
+}
+
+// Flushing is a flush of many logs under way.
+type Flushing struct {
+	waits []<-chan error
+}
+
+// StartFlush queues every log of targets before the syncer wakes, so they
+// share one group-commit round (and, with syncFSMin or more in a log dir,
+// one syncfs) instead of trickling into rounds of their own as each is
+// queued. It does not wait.
+func StartFlush(targets []FlushTarget) *Flushing {
+	f := &Flushing{}
+	var syncers []*syncer
 	for _, t := range targets {
 		done, _ := t.Log.addFlushWaiter(t.UpTo)
 		if done == nil {
 			continue
 		}
-		waits = append(waits, done)
+		f.waits = append(f.waits, done)
 		s := t.Log.syncer
 		s.enqueue(t.Log)
 		if !slices.Contains(syncers, s) {
@@ -783,7 +789,14 @@ func FlushAll(ctx context.Context, targets []FlushTarget) {
 	for _, s := range syncers {
 		s.wake()
 	}
-	for _, done := range waits {
+	return f
+}
+
+// Wait returns once every log is durable up to its target, has failed, or
+// ctx is done; the caller reads each log's DurableOffset and Err for the
+// outcome.
+func (f *Flushing) Wait(ctx context.Context) {
+	for _, done := range f.waits {
 		select {
 		case <-done:
 		case <-ctx.Done():
