@@ -243,6 +243,11 @@ func runBench(cmd *cobra.Command, o *clientOptions, b *benchOptions, mode string
 		return err
 	}
 	popts = append(popts, kgo.DefaultProduceTopic(b.topic), kgo.ProducerLinger(b.linger), kgo.ProducerBatchMaxBytes(b.batchMaxBytes))
+	// Unkeyed records stay on one partition until a batch's worth has gone
+	// to it, as with the Java producer's built-in partitioner (KIP-794
+	// sticks for batch.size bytes); franz-go's default moves on after
+	// 64 KiB, which with thousands of partitions makes every batch small.
+	popts = append(popts, kgo.RecordPartitioner(kgo.UniformBytesPartitioner(int(b.batchMaxBytes), true, true, nil)))
 	if b.acks != "all" && b.acks != "-1" {
 		popts = append(popts, kgo.MaxProduceRequestsInflightPerBroker(b.maxInFlight))
 	}
