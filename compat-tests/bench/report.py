@@ -4,6 +4,8 @@
     report.py record --file F.jsonl --kind KIND --output OUT --rc N --set k=v ...
         parse one load generator's output and append one record to F.jsonl
     report.py last --file F.jsonl --field NAME      the field of F's last record
+    report.py merge --into F.jsonl --new N.jsonl --modes "M ..." --tools "T ..."
+        replace F's records of those modes and tools by N's, keep the rest
     report.py w3rate        half of Kafka's W2 default-mode median records/s
     report.py w1bytes       the median bytes of Gregor's W1 produce runs
     report.py render        results/*.jsonl -> RESULTS.md
@@ -381,6 +383,25 @@ def goals(g):
     return L
 
 
+def cmd_merge(a):
+    """Replaces, in --into, the records of the modes and tools just run
+    (--modes, --tools: space-separated) by those of --new; records of
+    other modes and tools stay, so a rerun of one tool keeps the other's."""
+    modes, tools = set(a.modes.split()), set(a.tools.split())
+    kept = []
+    if os.path.exists(a.into):
+        with open(a.into) as f:
+            for line in f:
+                if line.strip():
+                    r = json.loads(line)
+                    if r.get("mode") not in modes or r.get("tool") not in tools:
+                        kept.append(line if line.endswith("\n") else line + "\n")
+    with open(a.new) as f:
+        new = [line for line in f if line.strip()]
+    with open(a.into, "w") as f:
+        f.writelines(kept + new)
+
+
 def main():
     p = argparse.ArgumentParser()
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -393,6 +414,11 @@ def main():
     la = sub.add_parser("last")
     la.add_argument("--file", required=True)
     la.add_argument("--field", required=True)
+    mg = sub.add_parser("merge")
+    mg.add_argument("--into", required=True)
+    mg.add_argument("--new", required=True)
+    mg.add_argument("--modes", required=True)
+    mg.add_argument("--tools", required=True)
     sub.add_parser("w3rate")
     sub.add_parser("w1bytes")
     sub.add_parser("render")
@@ -401,6 +427,8 @@ def main():
         cmd_record(a)
     elif a.cmd == "last":
         cmd_last(a)
+    elif a.cmd == "merge":
+        cmd_merge(a)
     elif a.cmd == "w3rate":
         cmd_w3rate(a)
     elif a.cmd == "w1bytes":

@@ -26,8 +26,9 @@
 #   KAFKA_HEAP        Kafka's -Xms/-Xmx (default 4g, for a 24 GiB machine)
 #   KEEP_WORK=1       keep the work dir (logs, data) afterwards
 #
-# The records of each (workload, target) pair run are replaced in
-# results/<workload>-<target>.jsonl; pairs not run keep their old records.
+# The records of each (workload, target, mode, tool) run replace that
+# combination's in results/<workload>-<target>.jsonl; the others keep their
+# old records (so BENCH_TOOLS=gregor-bench keeps the Kafka tools' records).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -420,7 +421,8 @@ run_workload() {
 				done
 			done
 		done
-		cp "$OUT" "$here/results/$w-$TARGET.jsonl"
+		python3 "$here/report.py" merge --into "$here/results/$w-$TARGET.jsonl" --new "$OUT" \
+			--modes "$(modes_of "$TARGET" "$w")" --tools "$TOOLS"
 	done
 }
 
