@@ -756,13 +756,8 @@ type FlushTarget struct {
 	UpTo int64
 }
 
-// FlushAll is Flush for many logs at once, as a produce request that
-// touched many partitions needs: StartFlush, then Wait.
-func FlushAll(ctx context.Context, targets []FlushTarget) {
-	StartFlush(targets).Wait(ctx)
-}
-
-// Flushing is a flush of many logs under way.
+// Flushing is a flush of many logs under way (Flush for many logs at
+// once, as a produce request that touched many partitions needs).
 type Flushing struct {
 	waits []<-chan error
 }

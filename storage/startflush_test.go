@@ -32,9 +32,9 @@ func (o *roundObserver) take() []int {
 	return r
 }
 
-// TestFlushAllOneRound: the logs of one FlushAll share one group-commit
+// TestStartFlushOneRound: the logs of one StartFlush share one group-commit
 // round however many there are, and each is durable to its target after.
-func TestFlushAllOneRound(t *testing.T) {
+func TestStartFlushOneRound(t *testing.T) {
 	t.Parallel()
 	obs := &roundObserver{}
 	mc := DefaultManagerConfig(t.TempDir())
@@ -67,15 +67,15 @@ func TestFlushAllOneRound(t *testing.T) {
 		}
 		obs.take() // rounds of the creations, if any
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		FlushAll(ctx, targets)
+		StartFlush(targets).Wait(ctx)
 		cancel()
 		for i, l := range logs {
 			if d := l.DurableOffset(); d != targets[i].UpTo {
-				t.Fatalf("%d logs: log %d durable to %d after FlushAll, want %d", n, i, d, targets[i].UpTo)
+				t.Fatalf("%d logs: log %d durable to %d after StartFlush and Wait, want %d", n, i, d, targets[i].UpTo)
 			}
 		}
 		if got := obs.take(); !slices.Equal(got, []int{n}) {
-			t.Errorf("FlushAll of %d logs ran rounds %v, want one of %d", n, got, n)
+			t.Errorf("StartFlush of %d logs ran rounds %v, want one of %d", n, got, n)
 		}
 	}
 }
