@@ -560,6 +560,13 @@ func testBench(t *testing.T, c *cli) {
 	checkLatency("produce", r.Produce.Latency)
 	checkLatency("end-to-end", r.Consume.Latency)
 
+	// At full speed every record is counted and some are timed.
+	r, _ = bench("produce", "--topic", "cli-bench-max", "--duration", "300ms")
+	if p := r.Produce; p == nil || p.Records < latencySampleEvery || p.Errors != 0 || p.Bytes != 64*p.Records {
+		t.Fatalf("bench produce at full speed: %+v, want at least %d records of 64 bytes, no errors", p, latencySampleEvery)
+	}
+	checkLatency("full-speed produce", r.Produce.Latency)
+
 	out := c.run(append([]string{"bench", "produce", "--duration", "300ms", "--rate", "20"}, common...)...)
 	if !regexp.MustCompile(`RECORDS +ERRORS +RECORDS/S +MiB/S +MEAN\(ms\) +P50\(ms\) +P99\(ms\) +P99.9\(ms\) +MAX\(ms\)\nproduce +\d+ +0 `).MatchString(out) {
 		t.Errorf("bench produce table:\n%s", out)
