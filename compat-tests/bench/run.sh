@@ -107,12 +107,19 @@ if ((needs_kafka_tools)); then
 fi
 [[ " $TARGETS " != *" kafka "* ]] || "$root/compat-tests/kafka/kafka.sh" fetch >/dev/null
 
+# The commit measured; -dirty when source differs from it (the results this
+# run writes do not count).
+commit=$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)
+if [[ -n $(git -C "$root" status --porcelain --untracked-files=no -- . \
+	':!compat-tests/bench/results' ':!compat-tests/bench/RESULTS.md' 2>/dev/null) ]]; then
+	commit+=-dirty
+fi
 cat >"$here/results/env-$(hostname -s 2>/dev/null || echo host).json" <<EOF
 {"session": "$session", "nproc": $(nproc), "mem_kib": $(awk '/MemTotal/{print $2}' /proc/meminfo),
  "cpu": "$(sed -nE 's/^model name\s*:\s*//p' /proc/cpuinfo | head -n1)", "kernel": "$(uname -r)",
  "fs": "$(df -T "$work" | awk 'NR==2{print $2}')", "loadavg_start": "$(cut -d' ' -f1-3 /proc/loadavg)",
  "go": "$(go env GOVERSION)", "java": "$(java -version 2>&1 | head -n1 | tr -d '"')",
- "gregor_commit": "$(git -C "$root" describe --always --dirty 2>/dev/null || echo unknown)",
+ "gregor_commit": "$commit",
  "kafka_heap": "$KAFKA_HEAP", "runs": $RUNS, "duration_s": $DUR}
 EOF
 
