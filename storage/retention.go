@@ -132,6 +132,11 @@ type deleter struct {
 	logger *slog.Logger
 	wake   chan struct{}
 
+	// removing is held over a whole removeDue, so that a caller returns
+	// only once the files due are gone, even when the background loop
+	// took them off the list first.
+	removing sync.Mutex
+
 	mu struct {
 		sync.Mutex
 		pending []pendingDelete
@@ -164,6 +169,8 @@ func (d *deleter) schedule(paths []string, due time.Time) {
 // removeDue removes the files due by now. It returns the earliest due time
 // of what is left, and false when nothing is.
 func (d *deleter) removeDue() (time.Time, bool, error) {
+	d.removing.Lock()
+	defer d.removing.Unlock()
 	now := d.now()
 	var due []pendingDelete
 	var next time.Time

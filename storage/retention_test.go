@@ -2,7 +2,11 @@ package storage
 
 import (
 	"bytes"
+	"context"
 	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -531,5 +535,43 @@ func TestRetentionConfigValidate(t *testing.T) {
 	if d.RetentionMs != 604_800_000 || d.RetentionBytes != -1 || d.FileDeleteDelayMs != 60_000 || !d.CleanupDelete {
 		t.Errorf("defaults: retention.ms %d, retention.bytes %d, file.delete.delay.ms %d, delete %v; want Kafka's",
 			d.RetentionMs, d.RetentionBytes, d.FileDeleteDelayMs, d.CleanupDelete)
+	}
+}
+
+// TestRemoveDueWaitsForTheBackgroundLoop: files due are gone when
+// removeDue returns, even when the background loop, woken by schedule,
+// took them off the list first and is still removing them.
+func TestRemoveDueWaitsForTheBackgroundLoop(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	clock := newFakeClock(1 << 40)
+	d := newDeleter(clock.now, slog.New(slog.DiscardHandler))
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		d.run(ctx)
+	}()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	for i := range 500 {
+		paths := make([]string, 4)
+		for j := range paths {
+			paths[j] = filepath.Join(dir, fmt.Sprintf("%d-%d.log.deleted", i, j))
+			if err := os.WriteFile(paths[j], []byte("x"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		d.schedule(paths, clock.now())
+		if _, _, err := d.removeDue(); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range paths {
+			if _, err := os.Stat(p); !errors.Is(err, fs.ErrNotExist) {
+				t.Fatalf("round %d: %s still there after removeDue (stat: %v)", i, filepath.Base(p), err)
+			}
+		}
 	}
 }
