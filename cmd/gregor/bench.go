@@ -473,8 +473,10 @@ func produceBench(ctx, flushCtx context.Context, o *clientOptions, opts []kgo.Op
 	// only every latencySampleEvery-th record of a producer is timed, as
 	// Kafka's ProducerPerformance samples its latencies too; the records
 	// between carry the last timed one's send time. A timed record is
-	// marked by its context, which the client never replaces.
-	timedCtx := context.WithValue(flushCtx, timedRecordKey{}, true)
+	// marked by its context, a child of flushCtx that only tells it apart
+	// (the client never replaces a record's context).
+	timedCtx, stopTimed := context.WithCancel(flushCtx)
+	defer stopTimed()
 	sampleEvery := latencySampleEvery
 	if b.rate > 0 || stamp {
 		sampleEvery = 1
@@ -561,9 +563,6 @@ func produceBench(ctx, flushCtx context.Context, o *clientOptions, opts []kgo.Op
 // latencySampleEvery is how many records of a producer running without a
 // rate share one clock reading; one of them is timed.
 const latencySampleEvery = 16
-
-// timedRecordKey marks the context of a record whose latency is measured.
-type timedRecordKey struct{}
 
 // storeMax raises a to v if v is larger.
 func storeMax(a *atomic.Int64, v int64) {

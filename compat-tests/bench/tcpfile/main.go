@@ -45,11 +45,13 @@ func main() {
 	fsync := flag.Bool("fsync", false, "fsync after every -chunk bytes written")
 	pagecost := flag.Bool("pagecost", false, "measure the CPU cost of page-cache writes instead (see above)")
 	flag.Parse()
-	run := run
+	var err error
 	if *pagecost {
-		run = func(total int64, chunk int, dir string, _ bool) error { return pageCost(total, chunk, dir) }
+		err = pageCost(*total, *chunk, *dir)
+	} else {
+		err = run(*total, *chunk, *dir, *fsync)
 	}
-	if err := run(*total, *chunk, *dir, *fsync); err != nil {
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "tcpfile:", err)
 		os.Exit(1)
 	}
