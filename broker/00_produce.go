@@ -23,7 +23,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -54,7 +53,6 @@ func (b *Broker) handleProduce(ctx context.Context, c *conn, hdr protocol.Reques
 	}
 	var waits []flushWait
 	failed := false
-	var jobs []produceJob
 	resp.Topics = make([]kmsg.ProduceResponseTopic, len(req.Topics))
 	for i := range req.Topics {
 		rt := &req.Topics[i]
@@ -67,33 +65,28 @@ func (b *Broker) handleProduce(ctx context.Context, c *conn, hdr protocol.Reques
 			*rp = kmsg.NewProduceResponseTopicPartition()
 			rp.Partition = rt.Partitions[j].Partition
 			rp.BaseOffset, rp.LogAppendTime, rp.LogStartOffset = -1, -1, -1
+			var code protocol.ErrorCode
 			switch {
 			case hdr.APIVersion < 3:
-				rp.ErrorCode = int16(protocol.UnsupportedVersion)
+				code = protocol.UnsupportedVersion
 			case req.Acks != -1 && req.Acks != 0 && req.Acks != 1:
-				rp.ErrorCode = int16(protocol.InvalidRequiredAcks)
+				code = protocol.InvalidRequiredAcks
 			default:
-				jobs = append(jobs, produceJob{rp: rp, topic: rt.Topic, topicID: rt.TopicID, records: rt.Partitions[j].Records})
+				var res storage.AppendResult
+				var l *storage.Log
+				l, res, code = b.produceTo(rp, hdr.APIVersion, rt.Topic, rt.TopicID, byID, rt.Partitions[j].Records, req.Acks, now, c)
+				if code == protocol.None && res.NeedsFlush {
+					if req.Acks == 0 {
+						l.FlushAsync()
+					} else {
+						waits = append(waits, flushWait{rp: rp, log: l, upTo: res.LastOffset + 1})
+					}
+				}
 			}
-			if rp.ErrorCode != 0 {
+			if code != protocol.None {
 				failed = true
-			}
-		}
-	}
-	b.produceAll(jobs, hdr.APIVersion, byID, req.Acks, now, c)
-	for i := range jobs {
-		j := &jobs[i]
-		if j.code != protocol.None {
-			failed = true
-			j.rp.ErrorCode = int16(j.code)
-			j.rp.BaseOffset = -1
-			continue
-		}
-		if j.res.NeedsFlush {
-			if req.Acks == 0 {
-				j.log.FlushAsync()
-			} else {
-				waits = append(waits, flushWait{rp: j.rp, log: j.log, upTo: j.res.LastOffset + 1})
+				rp.ErrorCode = int16(code)
+				rp.BaseOffset = -1
 			}
 		}
 	}
@@ -153,84 +146,6 @@ func (b *Broker) handleProduce(ctx context.Context, c *conn, hdr protocol.Reques
 type pendingResponse struct {
 	kmsg.Response
 	settle func(abandon bool)
-}
-
-// produceJob is one partition's records of a produce request, and what
-// appending them came to.
-type produceJob struct {
-	rp      *kmsg.ProduceResponseTopicPartition
-	topic   string
-	topicID [16]byte
-	records []byte
-
-	log  *storage.Log
-	res  storage.AppendResult
-	code protocol.ErrorCode
-}
-
-// parallelProduceMin is the request size, in record bytes, from which the
-// partitions of one produce are appended on more than one goroutine. Below
-// it, handing work to another goroutine costs more than it saves.
-const parallelProduceMin = 64 << 10
-
-// maxProduceWorkers bounds the goroutines one produce request uses.
-const maxProduceWorkers = 4
-
-// produceAll validates and appends the jobs' records. A request's
-// partitions are independent, and copying a batch into its segment file is
-// most of a large produce's cost, so a large request for several
-// partitions is split into runs of about equal bytes, appended side by
-// side: one connection's producer is then not held to one core. A request
-// naming a partition twice is appended in order, one job after the other,
-// as is a small one.
-func (b *Broker) produceAll(jobs []produceJob, version int16, byID bool, acks int16, now int64, c *conn) {
-	run := func(js []produceJob) {
-		for i := range js {
-			j := &js[i]
-			j.log, j.res, j.code = b.produceTo(j.rp, version, j.topic, j.topicID, byID, j.records, acks, now, c)
-		}
-	}
-	total := 0
-	for i := range jobs {
-		total += len(jobs[i].records)
-	}
-	workers := min(runtime.GOMAXPROCS(0), maxProduceWorkers, len(jobs))
-	if workers < 2 || total < parallelProduceMin || repeatsPartition(jobs) {
-		run(jobs)
-		return
-	}
-	var wg sync.WaitGroup
-	share := total / workers
-	start, acc := 0, 0
-	for i := range jobs {
-		acc += len(jobs[i].records)
-		if acc >= share && workers > 1 && i+1 < len(jobs) {
-			part := jobs[start : i+1]
-			wg.Go(func() { run(part) })
-			start, acc = i+1, 0
-			workers--
-		}
-	}
-	run(jobs[start:])
-	wg.Wait()
-}
-
-// repeatsPartition reports whether the jobs name one partition twice.
-func repeatsPartition(jobs []produceJob) bool {
-	type key struct {
-		topic   string
-		topicID [16]byte
-		part    int32
-	}
-	seen := make(map[key]struct{}, len(jobs))
-	for i := range jobs {
-		k := key{jobs[i].topic, jobs[i].topicID, jobs[i].rp.Partition}
-		if _, ok := seen[k]; ok {
-			return true
-		}
-		seen[k] = struct{}{}
-	}
-	return false
 }
 
 // produceTo validates and appends one partition's records, filling rp.
