@@ -75,169 +75,53 @@ type key struct {
 
 // keys are serve's own settings, in the order the help lists them.
 var keys = []key{
-	{
-		name: "node.id", aliases: []string{"broker.id"}, placeholder: "ID",
-		usage:      "id of this broker in the cluster",
-		aliasUsage: "Kafka's older name of node.id; must equal it when both are set in one place",
-		get:        func(c *serveConfig) string { return strconv.Itoa(int(c.broker.NodeID)) },
-		set: func(c *serveConfig, s string) (err error) {
-			c.broker.NodeID, err = parseInt32(s)
-			return err
-		},
-	},
-	{
-		name: "listeners", placeholder: "LISTENERS",
-		usage: "comma-separated NAME://host:port the Kafka protocol is served on; port 0 picks a free port",
-		get:   func(c *serveConfig) string { return strings.Join(c.broker.Listeners, ",") },
-		set: func(c *serveConfig, s string) error {
-			c.broker.Listeners = parseList(s)
-			return nil
-		},
-	},
-	{
-		name: "advertised.listeners", placeholder: "LISTENERS",
-		usage: "comma-separated NAME://host:port clients are told to use, one per listener; empty means listeners",
-		get:   func(c *serveConfig) string { return strings.Join(c.broker.AdvertisedListeners, ",") },
-		set: func(c *serveConfig, s string) error {
-			c.broker.AdvertisedListeners = parseList(s)
-			return nil
-		},
-	},
-	{
-		name: "broker.rack", placeholder: "RACK",
-		usage: "rack (or zone) of this broker, for clients that fetch from the closest replica",
-		get:   func(c *serveConfig) string { return c.broker.Rack },
-		set: func(c *serveConfig, s string) error {
-			c.broker.Rack = strings.TrimSpace(s)
-			return nil
-		},
-	},
-	{
-		name: "log.dirs", aliases: []string{"log.dir"}, placeholder: "DIRS",
-		usage:      "comma-separated directories for the partition logs; the first also holds the embedded etcd member's data",
-		aliasUsage: "Kafka's older name of log.dirs; log.dirs wins when both are set in one place",
-		get:        func(c *serveConfig) string { return strings.Join(c.broker.LogDirs, ",") },
-		set: func(c *serveConfig, s string) error {
-			c.broker.LogDirs = parseList(s)
-			return nil
-		},
-	},
-	{
-		name: "admin.listener", placeholder: "HOST:PORT",
-		usage: "address of the HTTP admin server (/metrics, /healthz, /readyz); empty disables it",
-		get:   func(c *serveConfig) string { return c.broker.AdminListener },
-		set: func(c *serveConfig, s string) error {
-			c.broker.AdminListener = strings.TrimSpace(s)
-			return nil
-		},
-	},
-	{
-		name: "etcd.endpoints", placeholder: "URLS",
-		usage: "comma-separated client URLs of an external etcd cluster; empty starts an embedded member in the first log dir",
-		get:   func(c *serveConfig) string { return strings.Join(c.broker.EtcdEndpoints, ",") },
-		set: func(c *serveConfig, s string) error {
-			c.broker.EtcdEndpoints = parseList(s)
-			return nil
-		},
-	},
-	{
-		name: "etcd.client.addr", placeholder: "HOST:PORT",
-		usage: "client listen address of the embedded etcd member; port 0 picks a free port",
-		get:   func(c *serveConfig) string { return c.broker.EtcdClientAddr },
-		set: func(c *serveConfig, s string) error {
-			c.broker.EtcdClientAddr = strings.TrimSpace(s)
-			return nil
-		},
-	},
-	{
-		name: "etcd.peer.addr", placeholder: "HOST:PORT",
-		usage: "peer listen address of the embedded etcd member; port 0 picks a free port",
-		get:   func(c *serveConfig) string { return c.broker.EtcdPeerAddr },
-		set: func(c *serveConfig, s string) error {
-			c.broker.EtcdPeerAddr = strings.TrimSpace(s)
-			return nil
-		},
-	},
-	{
-		name: "broker.session.timeout.ms", placeholder: "MS",
-		usage: "how long a broker that stopped sending heartbeats stays registered",
-		get:   func(c *serveConfig) string { return strconv.FormatInt(c.broker.SessionTimeout.Milliseconds(), 10) },
-		set: func(c *serveConfig, s string) error {
-			ms, err := parseInt(s, 64)
-			if err != nil {
-				return err
-			}
-			if ms < 0 || ms > math.MaxInt64/int64(time.Millisecond) {
-				return fmt.Errorf("invalid value %q: out of range", s)
-			}
-			c.broker.SessionTimeout = time.Duration(ms) * time.Millisecond
-			return nil
-		},
-	},
-	{
-		name: "num.partitions", placeholder: "N",
-		usage: "partition count of topics created automatically or without a partition count",
-		get:   func(c *serveConfig) string { return strconv.Itoa(int(c.broker.NumPartitions)) },
-		set: func(c *serveConfig, s string) (err error) {
-			c.broker.NumPartitions, err = parseInt32(s)
-			return err
-		},
-	},
-	{
-		name: "default.replication.factor", placeholder: "N",
-		usage: "replication factor of topics created automatically or without a replication factor",
-		get:   func(c *serveConfig) string { return strconv.Itoa(int(c.broker.DefaultReplicationFactor)) },
-		set: func(c *serveConfig, s string) error {
-			n, err := parseInt(s, 16)
-			c.broker.DefaultReplicationFactor = int16(n)
-			return err
-		},
-	},
-	{
-		name: "auto.create.topics.enable", placeholder: "BOOL",
-		usage: "whether a Metadata request for a missing topic creates it",
-		get:   func(c *serveConfig) string { return strconv.FormatBool(c.broker.AutoCreateTopicsEnable) },
-		set: func(c *serveConfig, s string) (err error) {
-			c.broker.AutoCreateTopicsEnable, err = parseBool(s)
-			return err
-		},
-	},
-	{
-		name: "message.max.bytes", placeholder: "BYTES",
-		usage: "largest record batch accepted, after compression; the default of topics' max.message.bytes",
-		get:   func(c *serveConfig) string { return strconv.Itoa(int(c.broker.MessageMaxBytes)) },
-		set: func(c *serveConfig, s string) (err error) {
-			c.broker.MessageMaxBytes, err = parseInt32(s)
-			return err
-		},
-	},
-	{
-		name: "socket.request.max.bytes", placeholder: "BYTES",
-		usage: "largest request frame accepted; a larger one closes the connection",
-		get:   func(c *serveConfig) string { return strconv.Itoa(int(c.broker.SocketRequestMaxBytes)) },
-		set: func(c *serveConfig, s string) (err error) {
-			c.broker.SocketRequestMaxBytes, err = parseInt32(s)
-			return err
-		},
-	},
-	{
-		name: "max.connections", placeholder: "N",
-		usage: "most client connections open at once; at the limit the listeners stop accepting until one closes",
-		get:   func(c *serveConfig) string { return strconv.Itoa(int(c.broker.MaxConnections)) },
-		set: func(c *serveConfig, s string) (err error) {
-			c.broker.MaxConnections, err = parseInt32(s)
-			return err
-		},
-	},
-	{
-		name: "max.connections.per.ip", placeholder: "N",
-		usage: "most connections from one IP address; a connection beyond it is closed at once",
-		get:   func(c *serveConfig) string { return strconv.Itoa(int(c.broker.MaxConnectionsPerIP)) },
-		set: func(c *serveConfig, s string) (err error) {
-			c.broker.MaxConnectionsPerIP, err = parseInt32(s)
-			return err
-		},
-	},
+	withAliases(intField("node.id", "ID", "id of this broker in the cluster",
+		func(c *serveConfig) *int32 { return &c.broker.NodeID }),
+		"Kafka's older name of node.id; must equal it when both are set in one place", "broker.id"),
+	listField("listeners", "LISTENERS",
+		"comma-separated NAME://host:port the Kafka protocol is served on; port 0 picks a free port",
+		func(c *serveConfig) *[]string { return &c.broker.Listeners }),
+	listField("advertised.listeners", "LISTENERS",
+		"comma-separated NAME://host:port clients are told to use, one per listener; empty means listeners",
+		func(c *serveConfig) *[]string { return &c.broker.AdvertisedListeners }),
+	stringField("broker.rack", "RACK", "rack (or zone) of this broker, for clients that fetch from the closest replica",
+		func(c *serveConfig) *string { return &c.broker.Rack }),
+	withAliases(listField("log.dirs", "DIRS",
+		"comma-separated directories for the partition logs; the first also holds the embedded etcd member's data",
+		func(c *serveConfig) *[]string { return &c.broker.LogDirs }),
+		"Kafka's older name of log.dirs; log.dirs wins when both are set in one place", "log.dir"),
+	stringField("admin.listener", "HOST:PORT",
+		"address of the HTTP admin server (/metrics, /healthz, /readyz); empty disables it",
+		func(c *serveConfig) *string { return &c.broker.AdminListener }),
+	listField("etcd.endpoints", "URLS",
+		"comma-separated client URLs of an external etcd cluster; empty starts an embedded member in the first log dir",
+		func(c *serveConfig) *[]string { return &c.broker.EtcdEndpoints }),
+	stringField("etcd.client.addr", "HOST:PORT",
+		"client listen address of the embedded etcd member; port 0 picks a free port",
+		func(c *serveConfig) *string { return &c.broker.EtcdClientAddr }),
+	stringField("etcd.peer.addr", "HOST:PORT",
+		"peer listen address of the embedded etcd member; port 0 picks a free port",
+		func(c *serveConfig) *string { return &c.broker.EtcdPeerAddr }),
+	msField("broker.session.timeout.ms", 64, "how long a broker that stopped sending heartbeats stays registered",
+		func(c *serveConfig) *time.Duration { return &c.broker.SessionTimeout }),
+	intField("num.partitions", "N", "partition count of topics created automatically or without a partition count",
+		func(c *serveConfig) *int32 { return &c.broker.NumPartitions }),
+	intField("default.replication.factor", "N",
+		"replication factor of topics created automatically or without a replication factor",
+		func(c *serveConfig) *int16 { return &c.broker.DefaultReplicationFactor }),
+	boolField("auto.create.topics.enable", "whether a Metadata request for a missing topic creates it",
+		func(c *serveConfig) *bool { return &c.broker.AutoCreateTopicsEnable }),
+	intField("message.max.bytes", "BYTES",
+		"largest record batch accepted, after compression; the default of topics' max.message.bytes",
+		func(c *serveConfig) *int32 { return &c.broker.MessageMaxBytes }),
+	intField("socket.request.max.bytes", "BYTES", "largest request frame accepted; a larger one closes the connection",
+		func(c *serveConfig) *int32 { return &c.broker.SocketRequestMaxBytes }),
+	intField("max.connections", "N",
+		"most client connections open at once; at the limit the listeners stop accepting until one closes",
+		func(c *serveConfig) *int32 { return &c.broker.MaxConnections }),
+	intField("max.connections.per.ip", "N",
+		"most connections from one IP address; a connection beyond it is closed at once",
+		func(c *serveConfig) *int32 { return &c.broker.MaxConnectionsPerIP }),
 	{
 		name: "max.connections.per.ip.overrides", placeholder: "HOST:N,...",
 		usage: "comma-separated host:count or ip:count exceptions to max.connections.per.ip",
@@ -254,96 +138,35 @@ var keys = []key{
 			return err
 		},
 	},
-	{
-		name: "connections.max.idle.ms", placeholder: "MS",
-		usage: "close a connection that has sent or taken no bytes for this long",
-		get:   func(c *serveConfig) string { return strconv.FormatInt(c.broker.ConnectionsMaxIdle.Milliseconds(), 10) },
-		set: func(c *serveConfig, s string) error {
-			ms, err := parseInt(s, 64)
-			if err != nil {
-				return err
-			}
-			if ms < 0 || ms > math.MaxInt64/int64(time.Millisecond) {
-				return fmt.Errorf("invalid value %q: out of range", s)
-			}
-			c.broker.ConnectionsMaxIdle = time.Duration(ms) * time.Millisecond
-			return nil
-		},
-	},
-	{
-		name: "queued.max.requests", placeholder: "N",
-		usage: "most requests read but not yet handled, broker-wide; at the limit connections stop reading",
-		get:   func(c *serveConfig) string { return strconv.Itoa(int(c.broker.QueuedMaxRequests)) },
-		set: func(c *serveConfig, s string) (err error) {
-			c.broker.QueuedMaxRequests, err = parseInt32(s)
-			return err
-		},
-	},
-	{
-		name: "offsets.topic.num.partitions", placeholder: "N",
-		usage: "partitions of __consumer_offsets, fixed when it is created",
-		get:   func(c *serveConfig) string { return strconv.Itoa(int(c.broker.OffsetsTopicNumPartitions)) },
-		set: func(c *serveConfig, s string) (err error) {
-			c.broker.OffsetsTopicNumPartitions, err = parseInt32(s)
-			return err
-		},
-	},
-	{
-		name: "offsets.topic.replication.factor", placeholder: "N",
-		usage: "replication factor of __consumer_offsets (capped at the live brokers)",
-		get:   func(c *serveConfig) string { return strconv.Itoa(int(c.broker.OffsetsTopicReplicationFactor)) },
-		set: func(c *serveConfig, s string) error {
-			n, err := parseInt(s, 16)
-			c.broker.OffsetsTopicReplicationFactor = int16(n)
-			return err
-		},
-	},
-	{
-		name: "offsets.topic.segment.bytes", placeholder: "BYTES",
-		usage: "segment size of __consumer_offsets",
-		get:   func(c *serveConfig) string { return strconv.FormatInt(c.broker.OffsetsTopicSegmentBytes, 10) },
-		set: func(c *serveConfig, s string) (err error) {
-			c.broker.OffsetsTopicSegmentBytes, err = parseInt(s, 64)
-			return err
-		},
-	},
-	msField("log.retention.check.interval.ms", "how often each log's retention (retention.ms, retention.bytes) runs",
+	msField("connections.max.idle.ms", 64, "close a connection that has sent or taken no bytes for this long",
+		func(c *serveConfig) *time.Duration { return &c.broker.ConnectionsMaxIdle }),
+	intField("queued.max.requests", "N",
+		"most requests read but not yet handled, broker-wide; at the limit connections stop reading",
+		func(c *serveConfig) *int32 { return &c.broker.QueuedMaxRequests }),
+	intField("offsets.topic.num.partitions", "N", "partitions of __consumer_offsets, fixed when it is created",
+		func(c *serveConfig) *int32 { return &c.broker.OffsetsTopicNumPartitions }),
+	intField("offsets.topic.replication.factor", "N",
+		"replication factor of __consumer_offsets (capped at the live brokers)",
+		func(c *serveConfig) *int16 { return &c.broker.OffsetsTopicReplicationFactor }),
+	intField("offsets.topic.segment.bytes", "BYTES", "segment size of __consumer_offsets",
+		func(c *serveConfig) *int64 { return &c.broker.OffsetsTopicSegmentBytes }),
+	msField("log.retention.check.interval.ms", 32, "how often each log's retention (retention.ms, retention.bytes) runs",
 		func(c *serveConfig) *time.Duration { return &c.broker.LogRetentionCheckInterval }),
-	{
-		name: "log.cleaner.enable", placeholder: "BOOL",
-		usage: "whether the log cleaner compacts topics with cleanup.policy=compact (__consumer_offsets too)",
-		get:   func(c *serveConfig) string { return strconv.FormatBool(c.broker.LogCleanerEnable) },
-		set: func(c *serveConfig, s string) (err error) {
-			c.broker.LogCleanerEnable, err = parseBool(s)
-			return err
-		},
-	},
-	msField("log.cleaner.backoff.ms", "how long the log cleaner sleeps when no log needs cleaning",
+	boolField("log.cleaner.enable",
+		"whether the log cleaner compacts topics with cleanup.policy=compact (__consumer_offsets too)",
+		func(c *serveConfig) *bool { return &c.broker.LogCleanerEnable }),
+	msField("log.cleaner.backoff.ms", 32, "how long the log cleaner sleeps when no log needs cleaning",
 		func(c *serveConfig) *time.Duration { return &c.broker.LogCleanerBackoff }),
-	{
-		name: "log.cleaner.dedupe.buffer.size", placeholder: "BYTES",
-		usage: "memory bound of the log cleaner's key-to-offset map",
-		get:   func(c *serveConfig) string { return strconv.FormatInt(c.broker.LogCleanerDedupeBufferSize, 10) },
-		set: func(c *serveConfig, s string) (err error) {
-			c.broker.LogCleanerDedupeBufferSize, err = parseInt(s, 64)
-			return err
-		},
-	},
-	msField("group.min.session.timeout.ms", "shortest session timeout a group member may ask for",
+	intField("log.cleaner.dedupe.buffer.size", "BYTES", "memory bound of the log cleaner's key-to-offset map",
+		func(c *serveConfig) *int64 { return &c.broker.LogCleanerDedupeBufferSize }),
+	msField("group.min.session.timeout.ms", 32, "shortest session timeout a group member may ask for",
 		func(c *serveConfig) *time.Duration { return &c.broker.Groups.MinSessionTimeout }),
-	msField("group.max.session.timeout.ms", "longest session timeout a group member may ask for",
+	msField("group.max.session.timeout.ms", 32, "longest session timeout a group member may ask for",
 		func(c *serveConfig) *time.Duration { return &c.broker.Groups.MaxSessionTimeout }),
-	msField("group.initial.rebalance.delay.ms", "how long a new group waits for more members before its first rebalance",
+	msField("group.initial.rebalance.delay.ms", 32, "how long a new group waits for more members before its first rebalance",
 		func(c *serveConfig) *time.Duration { return &c.broker.Groups.InitialRebalanceDelay }),
-	{
-		name: "group.max.size", placeholder: "N",
-		usage: "most members a group may have",
-		get:   func(c *serveConfig) string { return strconv.Itoa(int(c.broker.Groups.MaxSize)) },
-		set: func(c *serveConfig, s string) (err error) {
-			c.broker.Groups.MaxSize, err = parseInt32(s)
-			return err
-		},
-	},
+	intField("group.max.size", "N", "most members a group may have",
+		func(c *serveConfig) *int32 { return &c.broker.Groups.MaxSize }),
 	{
 		name: "offsets.retention.minutes", placeholder: "MINUTES",
 		usage: "how long the offsets of an empty group are kept",
@@ -794,11 +617,6 @@ func parseInt(s string, bits int) (int64, error) {
 	return n, nil
 }
 
-func parseInt32(s string) (int32, error) {
-	n, err := parseInt(s, 32)
-	return int32(n), err
-}
-
 // parseBool accepts true and false in any case, as Kafka does.
 func parseBool(s string) (bool, error) {
 	switch strings.ToLower(strings.TrimSpace(s)) {
@@ -810,21 +628,94 @@ func parseBool(s string) (bool, error) {
 	return false, fmt.Errorf("invalid value %q: want true or false", s)
 }
 
-// msField is a setting in milliseconds backed by a time.Duration.
-func msField(name, usage string, field func(*serveConfig) *time.Duration) key {
+// msField is a setting in milliseconds backed by a time.Duration; bits is
+// the size of Kafka's type for it (32 for an int config, 64 for a long).
+func msField(name string, bits int, usage string, field func(*serveConfig) *time.Duration) key {
 	return key{
 		name: name, placeholder: "MS", usage: usage,
 		get: func(c *serveConfig) string { return strconv.FormatInt(field(c).Milliseconds(), 10) },
 		set: func(c *serveConfig, s string) error {
-			ms, err := parseInt(s, 32)
+			ms, err := parseInt(s, bits)
 			if err != nil {
 				return err
 			}
 			if ms < 0 {
 				return fmt.Errorf("invalid value %q: below 0", s)
 			}
+			if ms > math.MaxInt64/int64(time.Millisecond) {
+				return fmt.Errorf("invalid value %q: out of range", s)
+			}
 			*field(c) = time.Duration(ms) * time.Millisecond
 			return nil
 		},
 	}
+}
+
+// intField is an integer setting, parsed with the bounds of its type.
+func intField[T int16 | int32 | int64](name, placeholder, usage string, field func(*serveConfig) *T) key {
+	bits := 64
+	switch any(T(0)).(type) {
+	case int16:
+		bits = 16
+	case int32:
+		bits = 32
+	}
+	return key{
+		name: name, placeholder: placeholder, usage: usage,
+		get: func(c *serveConfig) string { return strconv.FormatInt(int64(*field(c)), 10) },
+		set: func(c *serveConfig, s string) error {
+			n, err := parseInt(s, bits)
+			if err != nil {
+				return err
+			}
+			*field(c) = T(n)
+			return nil
+		},
+	}
+}
+
+// boolField is a true or false setting.
+func boolField(name, usage string, field func(*serveConfig) *bool) key {
+	return key{
+		name: name, placeholder: "BOOL", usage: usage,
+		get: func(c *serveConfig) string { return strconv.FormatBool(*field(c)) },
+		set: func(c *serveConfig, s string) error {
+			b, err := parseBool(s)
+			if err != nil {
+				return err
+			}
+			*field(c) = b
+			return nil
+		},
+	}
+}
+
+// stringField is a setting taken as written, less surrounding spaces.
+func stringField(name, placeholder, usage string, field func(*serveConfig) *string) key {
+	return key{
+		name: name, placeholder: placeholder, usage: usage,
+		get: func(c *serveConfig) string { return *field(c) },
+		set: func(c *serveConfig, s string) error {
+			*field(c) = strings.TrimSpace(s)
+			return nil
+		},
+	}
+}
+
+// listField is a comma-separated setting; empty items are dropped.
+func listField(name, placeholder, usage string, field func(*serveConfig) *[]string) key {
+	return key{
+		name: name, placeholder: placeholder, usage: usage,
+		get: func(c *serveConfig) string { return strings.Join(*field(c), ",") },
+		set: func(c *serveConfig, s string) error {
+			*field(c) = parseList(s)
+			return nil
+		},
+	}
+}
+
+// withAliases gives k older names, with the help of their flags.
+func withAliases(k key, aliasUsage string, aliases ...string) key {
+	k.aliases, k.aliasUsage = aliases, aliasUsage
+	return k
 }
