@@ -2,8 +2,8 @@ package broker
 
 // kill -9 of a real broker process while an idempotent producer writes to
 // it. TestBrokerCrash re-executes this test binary as the broker
-// (TestBrokerCrashChild, told its data dir and fixed ports by an
-// environment variable), produces with acks=all through one kgo client that
+// (TestChildBroker, told its data dir and fixed ports by an environment
+// variable), produces with acks=all through one kgo client that
 // lives across every crash, SIGKILLs the child at a random point, restarts
 // it on the same data dir and ports (its embedded etcd included) and goes
 // on producing. At the end it reads everything back and checks that every
@@ -25,21 +25,14 @@ package broker
 // crashCycles; `make crash-test` runs 100).
 
 import (
-	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"log/slog"
 	"math/rand/v2"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -51,140 +44,23 @@ import (
 )
 
 const (
-	crashChildEnv   = "GREGOR_CRASH_CHILD"
-	crashReadyLine  = "GREGOR_CRASH_CHILD_READY"
 	crashCycles     = 5  // GREGOR_CRASH_CYCLES overrides
 	crashIndexProbe = 20 // acknowledged records whose index entries are checked per cycle
 	crashPartitions = 4
 	crashTopic      = "crash"
 )
 
-// crashChildSpec is what the parent tells the child broker.
-type crashChildSpec struct {
-	Dir            string `json:"dir"`
-	KafkaPort      int    `json:"kafka_port"`
-	EtcdClientPort int    `json:"etcd_client_port"`
-	EtcdPeerPort   int    `json:"etcd_peer_port"`
-}
-
-// TestBrokerCrashChild is the broker process of TestBrokerCrash; run on
-// its own it skips. It starts a broker and blocks until it is killed.
-func TestBrokerCrashChild(t *testing.T) {
-	raw := os.Getenv(crashChildEnv)
-	if raw == "" {
-		t.Skip("the broker process of TestBrokerCrash; runs only when re-executed by it")
-	}
-	var spec crashChildSpec
-	if err := json.Unmarshal([]byte(raw), &spec); err != nil {
-		t.Fatalf("bad %s: %v", crashChildEnv, err)
-	}
-	cfg := DefaultConfig()
-	cfg.Listeners = []string{fmt.Sprintf("PLAINTEXT://127.0.0.1:%d", spec.KafkaPort)}
-	cfg.LogDirs = []string{spec.Dir}
-	cfg.AdminListener = ""
-	cfg.EtcdClientAddr = fmt.Sprintf("127.0.0.1:%d", spec.EtcdClientPort)
-	cfg.EtcdPeerAddr = fmt.Sprintf("127.0.0.1:%d", spec.EtcdPeerPort)
-	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+// crashHarness picks a data dir and free ports for a child broker and
+// returns a function starting it (again) on them. Child logs are shown
+// when the test fails and scanned for race reports.
+func crashHarness(t *testing.T) (childBrokerSpec, func() *childBroker) {
+	logDir := t.TempDir()
 	// A broker killed with -9 leaves its registration in etcd under a
 	// lease that lives on until the session timeout passes (etcd renews
 	// every lease when it restarts, too), and Start waits for it. A short
 	// timeout keeps each restart short.
-	cfg.SessionTimeout = 2 * time.Second
-
-	b, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	if err := b.Start(ctx); err != nil {
-		t.Fatalf("start broker: %v", err)
-	}
-	fmt.Println(crashReadyLine)
-	select {} // until SIGKILL
-}
-
-// crashChild is one run of the child broker process.
-type crashChild struct {
-	cmd     *exec.Cmd
-	logPath string
-	exited  chan struct{}
-	waitErr error
-}
-
-func startCrashChild(t *testing.T, spec crashChildSpec, logPath string) (*crashChild, time.Duration) {
-	t.Helper()
-	raw, err := json.Marshal(spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestBrokerCrashChild$", "-test.count=1", "-test.timeout=30m")
-	cmd.Env = append(os.Environ(), crashChildEnv+"="+string(raw))
-	cmd.Stdout, cmd.Stderr = f, f
-	// Killed with the test process if that dies first.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	start := time.Now()
-	if err := cmd.Start(); err != nil {
-		f.Close()
-		t.Fatalf("start child broker: %v", err)
-	}
-	c := &crashChild{cmd: cmd, logPath: logPath, exited: make(chan struct{})}
-	go func() {
-		c.waitErr = cmd.Wait()
-		f.Close()
-		close(c.exited)
-	}()
-	t.Cleanup(c.kill)
-	waitFor(t, 3*time.Minute, "child broker ready", func() error {
-		select {
-		case <-c.exited:
-			t.Fatalf("child broker exited before it was ready (%v); its log:\n%s", c.waitErr, tail(c.logPath, 60))
-		default:
-		}
-		if strings.Contains(readFile(c.logPath), crashReadyLine) {
-			return nil
-		}
-		return errors.New("no ready line yet")
-	})
-	return c, time.Since(start)
-}
-
-// kill sends SIGKILL and waits for the process to be gone.
-func (c *crashChild) kill() {
-	select {
-	case <-c.exited:
-		return
-	default:
-	}
-	c.cmd.Process.Signal(syscall.SIGKILL)
-	<-c.exited
-}
-
-func readFile(path string) string {
-	b, _ := os.ReadFile(path)
-	return string(b)
-}
-
-func tail(path string, lines int) string {
-	all := strings.Split(strings.TrimRight(readFile(path), "\n"), "\n")
-	return strings.Join(all[max(0, len(all)-lines):], "\n")
-}
-
-// addr is the child broker's Kafka listener.
-func (s crashChildSpec) addr() string {
-	return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.KafkaPort))
-}
-
-// crashHarness picks a data dir and free ports for a child broker and
-// returns a function starting it (again) on them. Child logs are shown
-// when the test fails and scanned for race reports.
-func crashHarness(t *testing.T) (crashChildSpec, func() *crashChild) {
-	logDir := t.TempDir()
-	spec := crashChildSpec{Dir: t.TempDir(), KafkaPort: freePort(t), EtcdClientPort: freePort(t), EtcdPeerPort: freePort(t)}
+	spec := childBrokerSpec{Dir: t.TempDir(), KafkaPort: freePort(t), EtcdClientPort: freePort(t), EtcdPeerPort: freePort(t),
+		SessionTimeout: 2 * time.Second}
 	var logs []string
 	t.Cleanup(func() {
 		for _, p := range logs {
@@ -197,11 +73,11 @@ func crashHarness(t *testing.T) (crashChildSpec, func() *crashChild) {
 		}
 	})
 	run := 0
-	return spec, func() *crashChild {
+	return spec, func() *childBroker {
 		logPath := filepath.Join(logDir, fmt.Sprintf("child-%d.log", run))
 		run++
 		logs = append(logs, logPath)
-		c, took := startCrashChild(t, spec, logPath)
+		c, took := startChild(t, spec, logPath)
 		t.Logf("child broker run %d ready in %s", run, took.Round(time.Millisecond))
 		return c
 	}

@@ -17,177 +17,43 @@ package broker
 
 import (
 	"bufio"
-	"context"
 	"encoding/binary"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"log/slog"
-	"math"
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-const (
-	childBrokerEnv   = "GREGOR_CHILD_BROKER"
-	childBrokerReady = "GREGOR_CHILD_BROKER_READY"
-)
-
-// childBrokerSpec is what a parent test tells TestChildBroker.
-type childBrokerSpec struct {
-	Dir            string `json:"dir"`
-	KafkaPort      int    `json:"kafka_port"`
-	AdminPort      int    `json:"admin_port"`
-	EtcdClientPort int    `json:"etcd_client_port"`
-	EtcdPeerPort   int    `json:"etcd_peer_port"`
-}
-
-// TestChildBroker is the broker process of TestConnectionLoad and
-// TestHostileRSS; run on its own it skips. It serves until it is killed.
-func TestChildBroker(t *testing.T) {
-	raw := os.Getenv(childBrokerEnv)
-	if raw == "" {
-		t.Skip("the broker process of TestConnectionLoad and TestHostileRSS; runs only when re-executed by them")
-	}
-	var spec childBrokerSpec
-	if err := json.Unmarshal([]byte(raw), &spec); err != nil {
-		t.Fatalf("bad %s: %v", childBrokerEnv, err)
-	}
-	cfg := DefaultConfig()
-	cfg.Listeners = []string{fmt.Sprintf("PLAINTEXT://127.0.0.1:%d", spec.KafkaPort)}
-	cfg.LogDirs = []string{spec.Dir}
-	cfg.AdminListener = fmt.Sprintf("127.0.0.1:%d", spec.AdminPort)
-	cfg.EtcdClientAddr = fmt.Sprintf("127.0.0.1:%d", spec.EtcdClientPort)
-	cfg.EtcdPeerAddr = fmt.Sprintf("127.0.0.1:%d", spec.EtcdPeerPort)
-	// Kafka's defaults, which are Gregor's, already allow the load: no
-	// limit on connections in all or per address, and connections idle
-	// for 10 minutes, longer than any test here runs. They are set anyway
-	// so that a change of defaults does not turn these tests into tests
-	// of the limits.
-	cfg.MaxConnections = math.MaxInt32
-	cfg.MaxConnectionsPerIP = math.MaxInt32
-	cfg.ConnectionsMaxIdle = 10 * time.Minute
-	reg := prometheus.NewRegistry()
-	// The Go runtime's metrics tell the heap in use from memory the
-	// runtime freed but has not yet returned to the OS.
-	reg.MustRegister(collectors.NewGoCollector())
-	cfg.Registerer, cfg.Gatherer = reg, reg
-	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-
-	b, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	if err := b.Start(ctx); err != nil {
-		t.Fatalf("start broker: %v", err)
-	}
-	fmt.Println(childBrokerReady)
-	select {} // until SIGKILL
-}
-
-// childBroker is a running TestChildBroker process.
-type childBroker struct {
-	spec    childBrokerSpec
-	cmd     *exec.Cmd
-	pid     int
-	logPath string
-	exited  chan struct{}
-	waitErr error
-}
-
 // startChildBroker starts a broker process on a fresh data dir and free
-// ports and waits until it serves. It is killed when the test ends; its log
-// is shown if the test failed.
+// ports, with an admin server, without connection limits and with the Go
+// runtime's metrics, and waits until it serves. It is killed when the test
+// ends; its log is shown if the test failed.
 func startChildBroker(t *testing.T) *childBroker {
 	t.Helper()
 	spec := childBrokerSpec{Dir: t.TempDir(), KafkaPort: freePort(t), AdminPort: freePort(t),
-		EtcdClientPort: freePort(t), EtcdPeerPort: freePort(t)}
-	raw, err := json.Marshal(spec)
-	if err != nil {
-		t.Fatal(err)
-	}
+		EtcdClientPort: freePort(t), EtcdPeerPort: freePort(t), Unlimited: true, RuntimeMetrics: true}
 	logPath := filepath.Join(t.TempDir(), "child.log")
-	f, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestChildBroker$", "-test.count=1", "-test.timeout=30m")
-	cmd.Env = append(os.Environ(), childBrokerEnv+"="+string(raw))
-	cmd.Stdout, cmd.Stderr = f, f
-	// Killed with the test process if that dies first.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	start := time.Now()
-	if err := cmd.Start(); err != nil {
-		f.Close()
-		t.Fatalf("start child broker: %v", err)
-	}
-	c := &childBroker{spec: spec, cmd: cmd, pid: cmd.Process.Pid, logPath: logPath, exited: make(chan struct{})}
-	go func() {
-		c.waitErr = cmd.Wait()
-		f.Close()
-		close(c.exited)
-	}()
+	c, took := startChild(t, spec, logPath)
 	t.Cleanup(func() {
-		c.kill()
 		if t.Failed() {
 			t.Logf("--- child broker log (last lines)\n%s", tail(logPath, 40))
 		}
 	})
-	waitFor(t, 3*time.Minute, "child broker ready", func() error {
-		if err := c.alive(); err != nil {
-			t.Fatalf("%v; its log:\n%s", err, tail(logPath, 60))
-		}
-		if strings.Contains(readFile(logPath), childBrokerReady) {
-			return nil
-		}
-		return errors.New("no ready line yet")
-	})
-	t.Logf("child broker (pid %d) ready in %s", c.pid, time.Since(start).Round(time.Millisecond))
+	t.Logf("child broker (pid %d) ready in %s", c.pid, took.Round(time.Millisecond))
 	return c
-}
-
-// alive fails once the process has exited.
-func (c *childBroker) alive() error {
-	select {
-	case <-c.exited:
-		return fmt.Errorf("child broker exited: %w", c.waitErr)
-	default:
-		return nil
-	}
-}
-
-func (c *childBroker) kill() {
-	select {
-	case <-c.exited:
-		return
-	default:
-	}
-	c.cmd.Process.Signal(syscall.SIGKILL)
-	<-c.exited
-}
-
-func (c *childBroker) addr() string {
-	return net.JoinHostPort("127.0.0.1", strconv.Itoa(c.spec.KafkaPort))
 }
 
 // procMem is a process's resident memory, from /proc/<pid>/status.
