@@ -165,6 +165,7 @@ func (b *Broker) Start(ctx context.Context) (err error) {
 	mcfg.CleanerEnable = b.cfg.LogCleanerEnable
 	mcfg.CleanerBackoff = b.cfg.LogCleanerBackoff
 	mcfg.CleanerDedupeBufferSize = b.cfg.LogCleanerDedupeBufferSize
+	mcfg.WritebackBytes = b.cfg.LogWritebackBytes
 	mcfg.Observer = b.metrics
 	logs, err := storage.OpenManager(mcfg)
 	if err != nil {

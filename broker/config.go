@@ -112,6 +112,12 @@ type Config struct {
 	// LogCleanerDedupeBufferSize bounds the cleaner's key-to-offset map
 	// (log.cleaner.dedupe.buffer.size).
 	LogCleanerDedupeBufferSize int64
+	// LogWritebackBytes is Gregor's own (log.writeback.bytes): in logs
+	// whose appends are not fsynced before they are acknowledged, writeback
+	// of a log's newest bytes to disk is started each time this many have
+	// been appended, so that dirty data never piles up into the kernel's
+	// writeback bursts and writer throttling. 0 leaves it to the kernel.
+	LogWritebackBytes int64
 
 	// StaticTopicDefaults are broker-level settings of topic-config
 	// synonyms given at start-up (log.segment.bytes, log.retention.hours,
@@ -153,6 +159,7 @@ func DefaultConfig() Config {
 		LogCleanerEnable:           true,
 		LogCleanerBackoff:          15 * time.Second,
 		LogCleanerDedupeBufferSize: 128 << 20,
+		LogWritebackBytes:          4 << 20,
 
 		OffsetsTopicNumPartitions:     50,
 		OffsetsTopicReplicationFactor: 3,
@@ -254,6 +261,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: log.cleaner.backoff.ms below 0", ErrInvalidConfig)
 	case c.LogCleanerDedupeBufferSize < 1<<20:
 		return fmt.Errorf("%w: log.cleaner.dedupe.buffer.size %d below 1048576", ErrInvalidConfig, c.LogCleanerDedupeBufferSize)
+	case c.LogWritebackBytes < 0:
+		return fmt.Errorf("%w: log.writeback.bytes %d below 0", ErrInvalidConfig, c.LogWritebackBytes)
 	case c.OffsetsTopicNumPartitions < 1:
 		return fmt.Errorf("%w: offsets.topic.num.partitions %d below 1", ErrInvalidConfig, c.OffsetsTopicNumPartitions)
 	case c.OffsetsTopicReplicationFactor < 1:

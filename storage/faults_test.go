@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/gregor-io/gregor/protocol/record"
 )
 
@@ -53,6 +55,24 @@ type faultDisk struct {
 	fired   int  // faults fired
 	syncfs  int  // syncfs calls
 	crashed bool // after crash: writes and fsyncs reach nothing
+	// writebacks are the writeback starts asked for, in order.
+	writebacks []writebackCall
+}
+
+// writebackCall is one startWriteback of a file under a fault disk.
+type writebackCall struct {
+	name   string // base name of the file
+	off, n int64
+}
+
+// faultWriteback records the call and passes it on.
+func faultWriteback(f *os.File, off, n int64) error {
+	if d := diskOf(f.Name()); d != nil {
+		d.mu.Lock()
+		d.writebacks = append(d.writebacks, writebackCall{filepath.Base(f.Name()), off, n})
+		d.mu.Unlock()
+	}
+	return unix.SyncFileRange(int(f.Fd()), off, n, unix.SYNC_FILE_RANGE_WRITE)
 }
 
 var faultDisks struct {
@@ -66,7 +86,7 @@ var faultDisks struct {
 func newFaultDisk(t *testing.T, root string) *faultDisk {
 	faultDisks.once.Do(func() {
 		faultDisks.m = map[string]*faultDisk{}
-		testIO.Store(&ioHooks{writeAt: faultWriteAt, sync: faultSync, syncFS: faultSyncFS})
+		testIO.Store(&ioHooks{writeAt: faultWriteAt, sync: faultSync, syncFS: faultSyncFS, writeback: faultWriteback})
 	})
 	d := &faultDisk{root: filepath.Clean(root) + string(filepath.Separator), synced: map[string]int64{}}
 	faultDisks.Lock()

@@ -18,6 +18,8 @@ type ioHooks struct {
 	sync func(f *os.File, data bool) error
 	// syncFS replaces a syncfs of the file system holding dir.
 	syncFS func(dir string) error
+	// writeback, when set, replaces starting writeback of a range of f.
+	writeback func(f *os.File, off, n int64) error
 }
 
 var testIO atomic.Pointer[ioHooks]
@@ -44,6 +46,22 @@ func fsyncFile(f *os.File) error {
 		return h.sync(f, false)
 	}
 	return f.Sync()
+}
+
+// startWriteback asks the kernel to start writing n bytes of f from off to
+// disk, and returns without waiting for them (sync_file_range(2) with
+// SYNC_FILE_RANGE_WRITE). It makes nothing durable; that stays the job of
+// fdatasync, which also reports any error the writeback meets.
+func startWriteback(f *os.File, off, n int64) error {
+	if h := testIO.Load(); h != nil && h.writeback != nil {
+		return h.writeback(f, off, n)
+	}
+	for {
+		err := unix.SyncFileRange(int(f.Fd()), off, n, unix.SYNC_FILE_RANGE_WRITE)
+		if err != unix.EINTR {
+			return err
+		}
+	}
 }
 
 func rawFdatasync(f *os.File) error {

@@ -74,6 +74,14 @@ type Log struct {
 	// dirFailed takes the log's dir offline (logEnv.dirFailed); nil
 	// outside a Manager.
 	dirFailed func(error)
+	// writebackBytes is logEnv.writebackBytes (see writeBehindLocked).
+	writebackBytes int64
+	// wb is where writeBehindLocked last started writeback: seg's bytes
+	// below from. Guarded by mu.
+	wb struct {
+		seg  *segment
+		from int64
+	}
 
 	cfg atomic.Pointer[Config]
 
@@ -146,6 +154,9 @@ type logEnv struct {
 	// dirFailed is told the first error that fails the log, to take the
 	// log's dir offline; nil for a log outside a Manager.
 	dirFailed func(error)
+	// writebackBytes is ManagerConfig.WritebackBytes; 0 for a log outside
+	// a Manager.
+	writebackBytes int64
 }
 
 func openLog(dir string, tp TopicPartition, cfg Config, st OpenState, logger *slog.Logger, env logEnv) (*Log, error) {
@@ -159,7 +170,8 @@ func openLog(dir string, tp TopicPartition, cfg Config, st OpenState, logger *sl
 		env.now = time.Now
 	}
 	l := &Log{dir: dir, tp: tp, logger: logger.With("partition", tp.String()),
-		syncer: env.syncer, deleter: env.deleter, now: env.now, dirFailed: env.dirFailed}
+		syncer: env.syncer, deleter: env.deleter, now: env.now, dirFailed: env.dirFailed,
+		writebackBytes: env.writebackBytes}
 	l.cfg.Store(&cfg)
 	l.firstDirty.Store(-1)
 	l.deleteHorizon.Store(math.MaxInt64)
@@ -627,6 +639,7 @@ func (l *Log) Append(set []byte, opts AppendOptions) (AppendResult, error) {
 		}
 	}
 	seg.size.Store(pos + int64(len(set)))
+	l.writeBehindLocked(cfg, seg, f, pos+int64(len(set)))
 	l.leo.Store(next)
 	if l.firstUnsynced.Load() == 0 {
 		l.firstUnsynced.Store(time.Now().UnixMilli())
@@ -639,6 +652,32 @@ func (l *Log) Append(set []byte, opts AppendOptions) (AppendResult, error) {
 	}
 	l.notify.broadcast()
 	return res, nil
+}
+
+// writeBehindLocked starts writeback of the active segment's new bytes once
+// writebackBytes of them have been appended since the last start, when
+// appends are not fsynced before they are acknowledged (flush.messages
+// above 1). Left to itself, the kernel writes dirty pages back in bursts
+// once they pass its background threshold, and makes writers sleep (up to
+// 200 ms a write) once they near its limit: at a steady produce rate after
+// a burst of writes that showed as produce and end-to-end stalls of
+// 100-600 ms. Started as the log grows, writeback keeps each log's dirty
+// data small, as RocksDB's bytes_per_sync and PostgreSQL's *_flush_after
+// settings do. Nothing waits for it; a failed writeback is reported by the
+// next fsync of the file (flush.ms, a roll, shutdown), so the error of the
+// call itself is not kept.
+func (l *Log) writeBehindLocked(cfg *Config, seg *segment, f *os.File, end int64) {
+	if l.writebackBytes <= 0 || cfg.syncBeforeAck() {
+		return
+	}
+	if l.wb.seg != seg || l.wb.from > end {
+		l.wb.seg, l.wb.from = seg, 0
+	}
+	if end-l.wb.from < l.writebackBytes {
+		return
+	}
+	_ = startWriteback(f, l.wb.from, end-l.wb.from)
+	l.wb.from = end
 }
 
 // maybeRollLocked returns the segment to append to, rolling a new one when

@@ -40,6 +40,11 @@ type ManagerConfig struct {
 	RetentionCheckInterval time.Duration
 	// SyncParallelism bounds the fsyncs in flight in one group-commit round.
 	SyncParallelism int
+	// WritebackBytes starts writeback of a log's newest bytes each time
+	// this many have been appended, in logs whose appends are not fsynced
+	// before they are acknowledged; 0 leaves writeback to the kernel (see
+	// Log.writeBehindLocked).
+	WritebackBytes int64
 	// CleanerEnable runs the log cleaner, which compacts logs whose
 	// cleanup.policy has "compact" (log.cleaner.enable).
 	CleanerEnable bool
@@ -71,6 +76,7 @@ func DefaultManagerConfig(dirs ...string) ManagerConfig {
 		FlushCheckInterval:              time.Second,
 		RetentionCheckInterval:          5 * time.Minute,
 		SyncParallelism:                 16,
+		WritebackBytes:                  4 << 20,
 		CleanerEnable:                   true,
 		CleanerBackoff:                  15 * time.Second,
 		CleanerDedupeBufferSize:         128 << 20,
@@ -99,6 +105,9 @@ func (c ManagerConfig) Validate() error {
 	if c.CheckpointInterval <= 0 || c.HighWatermarkCheckpointInterval <= 0 || c.FlushCheckInterval <= 0 ||
 		c.RetentionCheckInterval <= 0 || c.CleanerBackoff <= 0 {
 		return fmt.Errorf("%w: intervals must be positive", ErrInvalidConfig)
+	}
+	if c.WritebackBytes < 0 {
+		return fmt.Errorf("%w: writeback bytes %d below 0", ErrInvalidConfig, c.WritebackBytes)
 	}
 	if c.CleanerDedupeBufferSize < offsetMapEntrySize*2 {
 		return fmt.Errorf("%w: log.cleaner.dedupe.buffer.size %d too small", ErrInvalidConfig, c.CleanerDedupeBufferSize)
@@ -200,7 +209,8 @@ func OpenManager(cfg ManagerConfig) (*Manager, error) {
 
 // env is what the logs of dir d share.
 func (m *Manager) env(d *logDir) logEnv {
-	return logEnv{syncer: m.sy, deleter: m.del, now: m.now, dirFailed: func(err error) { m.failDir(d, err) }}
+	return logEnv{syncer: m.sy, deleter: m.del, now: m.now, dirFailed: func(err error) { m.failDir(d, err) },
+		writebackBytes: m.cfg.WritebackBytes}
 }
 
 // failDir takes dir d offline after an I/O error in it: every log in the dir

@@ -159,6 +159,10 @@ var keys = []key{
 		func(c *serveConfig) *time.Duration { return &c.broker.LogCleanerBackoff }),
 	intField("log.cleaner.dedupe.buffer.size", "BYTES", "memory bound of the log cleaner's key-to-offset map",
 		func(c *serveConfig) *int64 { return &c.broker.LogCleanerDedupeBufferSize }),
+	intField("log.writeback.bytes", "BYTES",
+		"Gregor's own: where appends are not fsynced before the ack (log.flush.interval.messages above 1), "+
+			"start writing a log's data to disk each time this many bytes were appended; 0 leaves it to the OS",
+		func(c *serveConfig) *int64 { return &c.broker.LogWritebackBytes }),
 	msField("group.min.session.timeout.ms", 32, "shortest session timeout a group member may ask for",
 		func(c *serveConfig) *time.Duration { return &c.broker.Groups.MinSessionTimeout }),
 	msField("group.max.session.timeout.ms", 32, "longest session timeout a group member may ask for",

@@ -1,0 +1,78 @@
+package storage
+
+import (
+	"math"
+	"testing"
+
+	"github.com/gregor-io/gregor/protocol/record"
+)
+
+// TestWriteBehind: where appends are not fsynced before the ack, writeback
+// of each segment's newest bytes is started every writebackBytes, over
+// consecutive ranges from the segment's start; with fsync before the ack,
+// or with writebackBytes 0, it is left to the kernel.
+func TestWriteBehind(t *testing.T) {
+	t.Parallel()
+	const every = 8 << 10
+	for _, tc := range []struct {
+		name  string
+		flush int64
+		bytes int64
+		want  bool
+	}{
+		{"page cache", math.MaxInt64, every, true},
+		{"flush every 1000", 1000, every, true},
+		{"durable", 1, every, false},
+		{"off", math.MaxInt64, 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			disk := newFaultDisk(t, dir)
+			cfg := testConfig() // 16 KiB segments: several rolls
+			cfg.FlushMessages = tc.flush
+			l, err := openLog(dir, TopicPartition{Topic: "t", Partition: 0}, cfg, OpenState{}, nil, logEnv{writebackBytes: tc.bytes})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			for i := range 40 {
+				if _, err := l.Append(makeBatch(t, 3, 500, 1000, uint64(i), record.CodecNone), AppendOptions{AssignOffsets: true}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			disk.mu.Lock()
+			calls := append([]writebackCall(nil), disk.writebacks...)
+			disk.mu.Unlock()
+			if !tc.want {
+				if len(calls) != 0 {
+					t.Fatalf("writeback started %d times, want none: %+v", len(calls), calls)
+				}
+				return
+			}
+
+			// Per segment file: ranges of at least every bytes, each
+			// starting where the last ended, the first at 0, and
+			// everything but the last (active) segment's tail covered
+			// within every bytes of its end.
+			next := map[string]int64{}
+			for _, c := range calls {
+				if c.off != next[c.name] || c.n < every {
+					t.Fatalf("writeback of %s [%d, +%d) after %d: want consecutive ranges of at least %d bytes",
+						c.name, c.off, c.n, next[c.name], every)
+				}
+				next[c.name] = c.off + c.n
+			}
+			segs := *l.segs.Load()
+			if len(segs) < 3 {
+				t.Fatalf("%d segments, want several", len(segs))
+			}
+			for _, s := range segs {
+				name := segmentFileName(s.base, logSuffix)
+				if size := s.size.Load(); size-next[name] >= every || next[name] > size {
+					t.Errorf("%s: %d bytes, writeback started up to %d", name, size, next[name])
+				}
+			}
+		})
+	}
+}
