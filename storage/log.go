@@ -86,8 +86,9 @@ type Log struct {
 	cfg atomic.Pointer[Config]
 
 	// mu serialises appends, rolls, truncation and segment deletion. The
-	// append path writes to the page cache while holding it; no fsync and
-	// no directory scan happen under it.
+	// append path writes to the page cache while holding it, and may start
+	// (not wait for) writeback (writeBehindLocked); no fsync and no
+	// directory scan happen under it.
 	mu struct {
 		sync.Mutex
 		closed bool
