@@ -166,6 +166,7 @@ func (b *Broker) Start(ctx context.Context) (err error) {
 	mcfg.CleanerBackoff = b.cfg.LogCleanerBackoff
 	mcfg.CleanerDedupeBufferSize = b.cfg.LogCleanerDedupeBufferSize
 	mcfg.WritebackBytes = b.cfg.LogWritebackBytes
+	mcfg.PageCacheKeepBytes = b.cfg.LogPageCacheKeepBytes
 	mcfg.Observer = b.metrics
 	logs, err := storage.OpenManager(mcfg)
 	if err != nil {

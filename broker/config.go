@@ -118,6 +118,14 @@ type Config struct {
 	// been appended, so that dirty data never piles up into the kernel's
 	// writeback bursts and writer throttling. 0 leaves it to the kernel.
 	LogWritebackBytes int64
+	// LogPageCacheKeepBytes is Gregor's own (log.pagecache.keep.bytes):
+	// what the broker appended to a log more than this many bytes before
+	// the log's end is dropped from the page cache, so that the cache
+	// reuses its own pages instead of growing. It pays where new memory is
+	// slow to get (a VM whose free memory goes back to the host); readers
+	// further behind read from disk. 0, the default, leaves the page cache
+	// to the kernel, as Kafka does.
+	LogPageCacheKeepBytes int64
 
 	// StaticTopicDefaults are broker-level settings of topic-config
 	// synonyms given at start-up (log.segment.bytes, log.retention.hours,
@@ -263,6 +271,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: log.cleaner.dedupe.buffer.size %d below 1048576", ErrInvalidConfig, c.LogCleanerDedupeBufferSize)
 	case c.LogWritebackBytes < 0:
 		return fmt.Errorf("%w: log.writeback.bytes %d below 0", ErrInvalidConfig, c.LogWritebackBytes)
+	case c.LogPageCacheKeepBytes < 0:
+		return fmt.Errorf("%w: log.pagecache.keep.bytes %d below 0", ErrInvalidConfig, c.LogPageCacheKeepBytes)
 	case c.OffsetsTopicNumPartitions < 1:
 		return fmt.Errorf("%w: offsets.topic.num.partitions %d below 1", ErrInvalidConfig, c.OffsetsTopicNumPartitions)
 	case c.OffsetsTopicReplicationFactor < 1:

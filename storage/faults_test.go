@@ -56,11 +56,14 @@ type faultDisk struct {
 	syncfs  int  // syncfs calls
 	crashed bool // after crash: writes and fsyncs reach nothing
 	// writebacks are the writeback starts asked for, in order.
-	writebacks []writebackCall
+	writebacks []rangeCall
+	// drops are the page-cache drops asked for, in order.
+	drops []rangeCall
 }
 
-// writebackCall is one startWriteback of a file under a fault disk.
-type writebackCall struct {
+// rangeCall is one startWriteback or dropCache of a file under a fault
+// disk.
+type rangeCall struct {
 	name   string // base name of the file
 	off, n int64
 }
@@ -69,10 +72,20 @@ type writebackCall struct {
 func faultWriteback(f *os.File, off, n int64) error {
 	if d := diskOf(f.Name()); d != nil {
 		d.mu.Lock()
-		d.writebacks = append(d.writebacks, writebackCall{filepath.Base(f.Name()), off, n})
+		d.writebacks = append(d.writebacks, rangeCall{filepath.Base(f.Name()), off, n})
 		d.mu.Unlock()
 	}
 	return unix.SyncFileRange(int(f.Fd()), off, n, unix.SYNC_FILE_RANGE_WRITE)
+}
+
+// faultDropCache records the call and passes it on.
+func faultDropCache(f *os.File, off, n int64) error {
+	if d := diskOf(f.Name()); d != nil {
+		d.mu.Lock()
+		d.drops = append(d.drops, rangeCall{filepath.Base(f.Name()), off, n})
+		d.mu.Unlock()
+	}
+	return unix.Fadvise(int(f.Fd()), off, n, unix.FADV_DONTNEED)
 }
 
 var faultDisks struct {
@@ -86,7 +99,8 @@ var faultDisks struct {
 func newFaultDisk(t *testing.T, root string) *faultDisk {
 	faultDisks.once.Do(func() {
 		faultDisks.m = map[string]*faultDisk{}
-		testIO.Store(&ioHooks{writeAt: faultWriteAt, sync: faultSync, syncFS: faultSyncFS, writeback: faultWriteback})
+		testIO.Store(&ioHooks{writeAt: faultWriteAt, sync: faultSync, syncFS: faultSyncFS, writeback: faultWriteback,
+			dropCache: faultDropCache})
 	})
 	d := &faultDisk{root: filepath.Clean(root) + string(filepath.Separator), synced: map[string]int64{}}
 	faultDisks.Lock()

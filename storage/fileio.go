@@ -20,6 +20,9 @@ type ioHooks struct {
 	syncFS func(dir string) error
 	// writeback, when set, replaces starting writeback of a range of f.
 	writeback func(f *os.File, off, n int64) error
+	// dropCache, when set, replaces dropping a range of f from the page
+	// cache.
+	dropCache func(f *os.File, off, n int64) error
 }
 
 var testIO atomic.Pointer[ioHooks]
@@ -58,6 +61,22 @@ func startWriteback(f *os.File, off, n int64) error {
 	}
 	for {
 		err := unix.SyncFileRange(int(f.Fd()), off, n, unix.SYNC_FILE_RANGE_WRITE)
+		if err != unix.EINTR {
+			return err
+		}
+	}
+}
+
+// dropCache asks the kernel to drop n bytes of f from off out of the page
+// cache (posix_fadvise(2) with POSIX_FADV_DONTNEED). Clean pages are freed;
+// dirty ones stay and have their writeback started. The data on disk is
+// untouched: a later read of the range reads it from there.
+func dropCache(f *os.File, off, n int64) error {
+	if h := testIO.Load(); h != nil && h.dropCache != nil {
+		return h.dropCache(f, off, n)
+	}
+	for {
+		err := unix.Fadvise(int(f.Fd()), off, n, unix.FADV_DONTNEED)
 		if err != unix.EINTR {
 			return err
 		}

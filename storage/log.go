@@ -82,6 +82,11 @@ type Log struct {
 		seg  *segment
 		from int64
 	}
+	// cacheKeepBytes is logEnv.cacheKeepBytes (see dropBehindLocked).
+	cacheKeepBytes int64
+	// sinceDrop is the bytes appended since dropBehindLocked's last pass.
+	// Guarded by mu.
+	sinceDrop int64
 
 	cfg atomic.Pointer[Config]
 
@@ -158,6 +163,9 @@ type logEnv struct {
 	// writebackBytes is ManagerConfig.WritebackBytes; 0 for a log outside
 	// a Manager.
 	writebackBytes int64
+	// cacheKeepBytes is ManagerConfig.PageCacheKeepBytes; 0 for a log
+	// outside a Manager.
+	cacheKeepBytes int64
 }
 
 func openLog(dir string, tp TopicPartition, cfg Config, st OpenState, logger *slog.Logger, env logEnv) (*Log, error) {
@@ -172,7 +180,7 @@ func openLog(dir string, tp TopicPartition, cfg Config, st OpenState, logger *sl
 	}
 	l := &Log{dir: dir, tp: tp, logger: logger.With("partition", tp.String()),
 		syncer: env.syncer, deleter: env.deleter, now: env.now, dirFailed: env.dirFailed,
-		writebackBytes: env.writebackBytes}
+		writebackBytes: env.writebackBytes, cacheKeepBytes: env.cacheKeepBytes}
 	l.cfg.Store(&cfg)
 	l.firstDirty.Store(-1)
 	l.deleteHorizon.Store(math.MaxInt64)
@@ -621,6 +629,9 @@ func (l *Log) Append(set []byte, opts AppendOptions) (AppendResult, error) {
 		return res, err
 	}
 	pos := seg.size.Load()
+	if seg.uncached < 0 || seg.uncached > pos {
+		seg.uncached = pos
+	}
 	if _, err := writeAt(f, set, pos); err != nil {
 		// The bytes past pos are not counted and the next append overwrites
 		// them, but a failed write may mean a failing disk: stop here.
@@ -641,6 +652,7 @@ func (l *Log) Append(set []byte, opts AppendOptions) (AppendResult, error) {
 	}
 	seg.size.Store(pos + int64(len(set)))
 	l.writeBehindLocked(cfg, seg, f, pos+int64(len(set)))
+	l.dropBehindLocked(int64(len(set)))
 	l.leo.Store(next)
 	if l.firstUnsynced.Load() == 0 {
 		l.firstUnsynced.Store(time.Now().UnixMilli())
@@ -679,6 +691,49 @@ func (l *Log) writeBehindLocked(cfg *Config, seg *segment, f *os.File, end int64
 	}
 	_ = startWriteback(f, l.wb.from, end-l.wb.from)
 	l.wb.from = end
+}
+
+// dropBehindLocked drops from the page cache what this process appended to
+// the log more than cacheKeepBytes before its end, in passes every quarter
+// of cacheKeepBytes appended (0: off, the kernel keeps what it likes, as
+// for Kafka). Where memory the page cache has not used yet is slow to get,
+// as on a VM whose free memory goes back to the host, each new page of a
+// growing cache costs a fault on the host, and that was most of the
+// broker's CPU time for a fast producer; with the cache held to a window
+// per log, appends reuse the pages the window frees. The price: a reader
+// further behind than the window reads from disk, into pages the kernel
+// keeps as it likes. Pages still dirty stay (the call starts their
+// writeback).
+func (l *Log) dropBehindLocked(n int64) {
+	keep := l.cacheKeepBytes
+	if keep <= 0 {
+		return
+	}
+	l.sinceDrop += n
+	if l.sinceDrop < max(keep/4, 1) {
+		return
+	}
+	l.sinceDrop = 0
+	segs := *l.segs.Load()
+	newer := int64(0) // bytes of the segments after segs[i]
+	for i := len(segs) - 1; i >= 0; i-- {
+		s := segs[i]
+		size := s.size.Load()
+		u := s.uncached
+		if u < 0 || (u >= size && i < len(segs)-1) {
+			// Not appended to by this process, or dropped whole by an
+			// earlier pass: so are the segments before it.
+			break
+		}
+		// The bytes of s more than keep before the log end.
+		if to := size - max(keep-newer, 0); to > u {
+			if f, err := s.file(); err == nil {
+				_ = dropCache(f, u, to-u)
+			}
+			s.uncached = to
+		}
+		newer += size
+	}
 }
 
 // maybeRollLocked returns the segment to append to, rolling a new one when

@@ -45,6 +45,10 @@ type ManagerConfig struct {
 	// before they are acknowledged; 0 leaves writeback to the kernel (see
 	// Log.writeBehindLocked).
 	WritebackBytes int64
+	// PageCacheKeepBytes drops from the page cache what was appended to a
+	// log more than this many bytes before its end; 0 leaves the page
+	// cache to the kernel (see Log.dropBehindLocked).
+	PageCacheKeepBytes int64
 	// CleanerEnable runs the log cleaner, which compacts logs whose
 	// cleanup.policy has "compact" (log.cleaner.enable).
 	CleanerEnable bool
@@ -108,6 +112,9 @@ func (c ManagerConfig) Validate() error {
 	}
 	if c.WritebackBytes < 0 {
 		return fmt.Errorf("%w: writeback bytes %d below 0", ErrInvalidConfig, c.WritebackBytes)
+	}
+	if c.PageCacheKeepBytes < 0 {
+		return fmt.Errorf("%w: page cache keep bytes %d below 0", ErrInvalidConfig, c.PageCacheKeepBytes)
 	}
 	if c.CleanerDedupeBufferSize < offsetMapEntrySize*2 {
 		return fmt.Errorf("%w: log.cleaner.dedupe.buffer.size %d too small", ErrInvalidConfig, c.CleanerDedupeBufferSize)
@@ -210,7 +217,7 @@ func OpenManager(cfg ManagerConfig) (*Manager, error) {
 // env is what the logs of dir d share.
 func (m *Manager) env(d *logDir) logEnv {
 	return logEnv{syncer: m.sy, deleter: m.del, now: m.now, dirFailed: func(err error) { m.failDir(d, err) },
-		writebackBytes: m.cfg.WritebackBytes}
+		writebackBytes: m.cfg.WritebackBytes, cacheKeepBytes: m.cfg.PageCacheKeepBytes}
 }
 
 // failDir takes dir d offline after an I/O error in it: every log in the dir

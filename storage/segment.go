@@ -63,15 +63,22 @@ type segment struct {
 	ib      indexBuilder
 	created time.Time
 	sealed  bool // no longer the active segment
+	// uncached is where the bytes this process appended to the segment
+	// begin to be in the page cache: below it dropBehindLocked dropped
+	// them (or the segment held them before its first append here). -1
+	// until the first append: a segment only read is left to the kernel.
+	// Guarded by Log.mu.
+	uncached int64
 }
 
 func newSegment(dir string, base, interval int64) *segment {
 	s := &segment{
-		base:    base,
-		logPath: filepath.Join(dir, segmentFileName(base, logSuffix)),
-		idx:     newIndex(filepath.Join(dir, segmentFileName(base, indexSuffix)), base, offsetEntrySize),
-		tidx:    newIndex(filepath.Join(dir, segmentFileName(base, timeIndexSuffix)), base, timeEntrySize),
-		created: time.Now(),
+		base:     base,
+		logPath:  filepath.Join(dir, segmentFileName(base, logSuffix)),
+		idx:      newIndex(filepath.Join(dir, segmentFileName(base, indexSuffix)), base, offsetEntrySize),
+		tidx:     newIndex(filepath.Join(dir, segmentFileName(base, timeIndexSuffix)), base, timeEntrySize),
+		created:  time.Now(),
+		uncached: -1,
 	}
 	s.ib = newIndexBuilder(base, interval)
 	s.maxTS.Store(-1)

@@ -42,7 +42,7 @@ func TestWriteBehind(t *testing.T) {
 				}
 			}
 			disk.mu.Lock()
-			calls := append([]writebackCall(nil), disk.writebacks...)
+			calls := append([]rangeCall(nil), disk.writebacks...)
 			disk.mu.Unlock()
 			if !tc.want {
 				if len(calls) != 0 {
@@ -73,6 +73,85 @@ func TestWriteBehind(t *testing.T) {
 					t.Errorf("%s: %d bytes, writeback started up to %d", name, size, next[name])
 				}
 			}
+		})
+	}
+}
+
+// TestDropBehind: with a page-cache window, what was appended more than the
+// window before the log's end is dropped from the page cache, over
+// consecutive ranges of each segment from its start, and never the
+// window's bytes; in a pass every quarter window, whether appends are
+// fsynced or not. Without a window nothing is dropped.
+func TestDropBehind(t *testing.T) {
+	t.Parallel()
+	const keep = 8 << 10
+	for _, tc := range []struct {
+		name  string
+		flush int64
+		keep  int64
+	}{
+		{"page cache", math.MaxInt64, keep},
+		{"durable", 1, keep},
+		{"off", math.MaxInt64, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			disk := newFaultDisk(t, dir)
+			cfg := testConfig() // 16 KiB segments: several rolls
+			cfg.FlushMessages = tc.flush
+			l, err := openLog(dir, TopicPartition{Topic: "t", Partition: 0}, cfg, OpenState{}, nil, logEnv{cacheKeepBytes: tc.keep})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			largest := 0
+			for i := range 40 {
+				b := makeBatch(t, 3, 500, 1000, uint64(i), record.CodecNone)
+				largest = max(largest, len(b))
+				if _, err := l.Append(b, AppendOptions{AssignOffsets: true}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			disk.mu.Lock()
+			calls := append([]rangeCall(nil), disk.drops...)
+			disk.mu.Unlock()
+			if tc.keep == 0 {
+				if len(calls) != 0 {
+					t.Fatalf("page cache dropped %d times, want never: %+v", len(calls), calls)
+				}
+				return
+			}
+			next := map[string]int64{}
+			for _, c := range calls {
+				if c.off != next[c.name] || c.n <= 0 {
+					t.Fatalf("drop of %s [%d, +%d) after %d: want consecutive ranges", c.name, c.off, c.n, next[c.name])
+				}
+				next[c.name] = c.off + c.n
+			}
+			segs := *l.segs.Load()
+			if len(segs) < 4 {
+				t.Fatalf("%d segments, want several", len(segs))
+			}
+			// Segment by segment from the newest: never a byte of the last
+			// keep dropped, and everything older than keep plus what a
+			// quarter window and a batch add between passes dropped.
+			newer := int64(0)
+			for i := len(segs) - 1; i >= 0; i-- {
+				s := segs[i]
+				name := segmentFileName(s.base, logSuffix)
+				size := s.size.Load()
+				most := size - max(tc.keep-newer, 0)
+				least := size - max(tc.keep+tc.keep/4+int64(largest)-newer, 0)
+				if next[name] > max(most, 0) || next[name] < least {
+					t.Errorf("%s: %d bytes, %d after it; dropped up to %d, want [%d, %d]", name, size, newer, next[name], least, most)
+				}
+				newer += size
+			}
+			if len(next) < 2 {
+				t.Errorf("drops in %d segments, want older segments dropped whole: %+v", len(next), calls)
+			}
+
 		})
 	}
 }

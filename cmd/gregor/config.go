@@ -163,6 +163,11 @@ var keys = []key{
 		"Gregor's own: where appends are not fsynced before the ack (log.flush.interval.messages above 1), "+
 			"start writing a log's data to disk each time this many bytes were appended; 0 leaves it to the OS",
 		func(c *serveConfig) *int64 { return &c.broker.LogWritebackBytes }),
+	intField("log.pagecache.keep.bytes", "BYTES",
+		"Gregor's own: drop from the page cache what was appended to a log more than this many bytes before its end, "+
+			"so the cache reuses its pages instead of growing (pays on VMs whose free memory goes back to the host; "+
+			"readers further behind read from disk); 0 leaves the page cache to the OS",
+		func(c *serveConfig) *int64 { return &c.broker.LogPageCacheKeepBytes }),
 	msField("group.min.session.timeout.ms", 32, "shortest session timeout a group member may ask for",
 		func(c *serveConfig) *time.Duration { return &c.broker.Groups.MinSessionTimeout }),
 	msField("group.max.session.timeout.ms", 32, "longest session timeout a group member may ask for",
