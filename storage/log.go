@@ -629,8 +629,8 @@ func (l *Log) Append(set []byte, opts AppendOptions) (AppendResult, error) {
 		return res, err
 	}
 	pos := seg.size.Load()
-	if seg.uncached < 0 || seg.uncached > pos {
-		seg.uncached = pos
+	if u := seg.uncached.Load(); u < 0 || u > pos {
+		seg.uncached.Store(pos)
 	}
 	if _, err := writeAt(f, set, pos); err != nil {
 		// The bytes past pos are not counted and the next append overwrites
@@ -701,9 +701,8 @@ func (l *Log) writeBehindLocked(cfg *Config, seg *segment, f *os.File, end int64
 // growing cache costs a fault on the host, and that was most of the
 // broker's CPU time for a fast producer; with the cache held to a window
 // per log, appends reuse the pages the window frees. The price: a reader
-// further behind than the window reads from disk, into pages the kernel
-// keeps as it likes. Pages still dirty stay (the call starts their
-// writeback).
+// further behind than the window reads from disk, and drops what it read
+// (Log.Read). Pages still dirty stay (the call starts their writeback).
 func (l *Log) dropBehindLocked(n int64) {
 	keep := l.cacheKeepBytes
 	if keep <= 0 {
@@ -719,7 +718,7 @@ func (l *Log) dropBehindLocked(n int64) {
 	for i := len(segs) - 1; i >= 0; i-- {
 		s := segs[i]
 		size := s.size.Load()
-		u := s.uncached
+		u := s.uncached.Load()
 		if u < 0 || (u >= size && i < len(segs)-1) {
 			// Not appended to by this process, or dropped whole by an
 			// earlier pass: so are the segments before it.
@@ -730,9 +729,25 @@ func (l *Log) dropBehindLocked(n int64) {
 			if f, err := s.file(); err == nil {
 				_ = dropCache(f, u, to-u)
 			}
-			s.uncached = to
+			s.uncached.Store(to)
 		}
 		newer += size
+	}
+}
+
+// readBehindBytes is how far before a read behind the page-cache window
+// dropReadBehind drops: the reads a sequential reader made before this one.
+const readBehindBytes = 8 << 20
+
+// dropReadBehind drops from the page cache the readBehindBytes of f before
+// pos, when a read at pos lies behind the log's page-cache window, so that a
+// reader catching up does not grow the cache either. Not the slice about to
+// be read: that is sent from the cache's pages after this returns, and a
+// reader's earlier slices are the ones it has received by the time it asks
+// for more.
+func dropReadBehind(f *os.File, pos int64) {
+	if from := max(pos-readBehindBytes, 0); pos > from {
+		_ = dropCache(f, from, pos-from)
 	}
 }
 
@@ -1253,6 +1268,9 @@ func (l *Log) readFrom(segs []*segment, opts ReadOptions, res ReadResult, hw *of
 		if n == 0 {
 			s.release()
 			return res, false, nil
+		}
+		if l.cacheKeepBytes > 0 && pos+n <= s.uncached.Load() {
+			dropReadBehind(f, pos)
 		}
 		res.Slice = Slice{seg: s, f: f, Pos: pos, Len: n, BaseOffset: base}
 		return res, false, nil

@@ -67,19 +67,19 @@ type segment struct {
 	// begin to be in the page cache: below it dropBehindLocked dropped
 	// them (or the segment held them before its first append here). -1
 	// until the first append: a segment only read is left to the kernel.
-	// Guarded by Log.mu.
-	uncached int64
+	// Written under Log.mu; read by Log.Read.
+	uncached atomic.Int64
 }
 
 func newSegment(dir string, base, interval int64) *segment {
 	s := &segment{
-		base:     base,
-		logPath:  filepath.Join(dir, segmentFileName(base, logSuffix)),
-		idx:      newIndex(filepath.Join(dir, segmentFileName(base, indexSuffix)), base, offsetEntrySize),
-		tidx:     newIndex(filepath.Join(dir, segmentFileName(base, timeIndexSuffix)), base, timeEntrySize),
-		created:  time.Now(),
-		uncached: -1,
+		base:    base,
+		logPath: filepath.Join(dir, segmentFileName(base, logSuffix)),
+		idx:     newIndex(filepath.Join(dir, segmentFileName(base, indexSuffix)), base, offsetEntrySize),
+		tidx:    newIndex(filepath.Join(dir, segmentFileName(base, timeIndexSuffix)), base, timeEntrySize),
+		created: time.Now(),
 	}
+	s.uncached.Store(-1)
 	s.ib = newIndexBuilder(base, interval)
 	s.maxTS.Store(-1)
 	s.maxTSOffset.Store(-1)

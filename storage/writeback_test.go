@@ -2,6 +2,7 @@ package storage
 
 import (
 	"math"
+	"path/filepath"
 	"testing"
 
 	"github.com/gregor-io/gregor/protocol/record"
@@ -81,7 +82,8 @@ func TestWriteBehind(t *testing.T) {
 // window before the log's end is dropped from the page cache, over
 // consecutive ranges of each segment from its start, and never the
 // window's bytes; in a pass every quarter window, whether appends are
-// fsynced or not. Without a window nothing is dropped.
+// fsynced or not; and a read behind the window drops what lies before it.
+// Without a window nothing is dropped.
 func TestDropBehind(t *testing.T) {
 	t.Parallel()
 	const keep = 8 << 10
@@ -152,6 +154,32 @@ func TestDropBehind(t *testing.T) {
 				t.Errorf("drops in %d segments, want older segments dropped whole: %+v", len(next), calls)
 			}
 
+			// A read behind the window drops what lies before it in its
+			// segment (up to readBehindBytes); one inside the window
+			// drops nothing.
+			for _, rc := range []struct {
+				offset int64
+				want   bool
+			}{{6, true}, {l.LogEndOffset() - 1, false}} {
+				disk.mu.Lock()
+				before := len(disk.drops)
+				disk.mu.Unlock()
+				r, err := l.Read(ReadOptions{Offset: rc.offset, MaxBytes: 1 << 20, MaxOffset: l.LogEndOffset()})
+				if err != nil || r.Len == 0 || r.Pos == 0 {
+					t.Fatalf("read at %d: [%d, +%d), %v; want bytes past the segment's start", rc.offset, r.Pos, r.Len, err)
+				}
+				want := rangeCall{filepath.Base(r.File().Name()), 0, r.Pos}
+				r.Release()
+				disk.mu.Lock()
+				got := append([]rangeCall(nil), disk.drops[before:]...)
+				disk.mu.Unlock()
+				if rc.want && (len(got) != 1 || got[0] != want) {
+					t.Errorf("read at %d: drops %+v, want %+v", rc.offset, got, want)
+				}
+				if !rc.want && len(got) != 0 {
+					t.Errorf("read at %d, inside the window: drops %+v, want none", rc.offset, got)
+				}
+			}
 		})
 	}
 }
