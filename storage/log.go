@@ -92,8 +92,9 @@ type Log struct {
 
 	// mu serialises appends, rolls, truncation and segment deletion. The
 	// append path writes to the page cache while holding it, and may start
-	// (not wait for) writeback (writeBehindLocked); no fsync and no
-	// directory scan happen under it.
+	// (not wait for) writeback (writeBehindLocked) or drop older pages from
+	// the page cache (dropBehindLocked); no fsync and no directory scan
+	// happen under it.
 	mu struct {
 		sync.Mutex
 		closed bool
