@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"errors"
 	"os"
 	"sync/atomic"
 
@@ -59,12 +60,7 @@ func startWriteback(f *os.File, off, n int64) error {
 	if h := testIO.Load(); h != nil && h.writeback != nil {
 		return h.writeback(f, off, n)
 	}
-	for {
-		err := unix.SyncFileRange(int(f.Fd()), off, n, unix.SYNC_FILE_RANGE_WRITE)
-		if err != unix.EINTR {
-			return err
-		}
-	}
+	return retryEINTR(func() error { return unix.SyncFileRange(int(f.Fd()), off, n, unix.SYNC_FILE_RANGE_WRITE) })
 }
 
 // dropCache asks the kernel to drop n bytes of f from off out of the page
@@ -75,18 +71,17 @@ func dropCache(f *os.File, off, n int64) error {
 	if h := testIO.Load(); h != nil && h.dropCache != nil {
 		return h.dropCache(f, off, n)
 	}
-	for {
-		err := unix.Fadvise(int(f.Fd()), off, n, unix.FADV_DONTNEED)
-		if err != unix.EINTR {
-			return err
-		}
-	}
+	return retryEINTR(func() error { return unix.Fadvise(int(f.Fd()), off, n, unix.FADV_DONTNEED) })
 }
 
 func rawFdatasync(f *os.File) error {
+	return retryEINTR(func() error { return unix.Fdatasync(int(f.Fd())) })
+}
+
+// retryEINTR calls call again for as long as a signal interrupts it.
+func retryEINTR(call func() error) error {
 	for {
-		err := unix.Fdatasync(int(f.Fd()))
-		if err != unix.EINTR {
+		if err := call(); !errors.Is(err, unix.EINTR) {
 			return err
 		}
 	}
@@ -108,13 +103,8 @@ func rawSyncFS(dir string) error {
 		return err
 	}
 	defer d.Close()
-	for {
-		err := unix.Syncfs(int(d.Fd()))
-		if err != unix.EINTR {
-			if err != nil {
-				return &os.PathError{Op: "syncfs", Path: dir, Err: err}
-			}
-			return nil
-		}
+	if err := retryEINTR(func() error { return unix.Syncfs(int(d.Fd())) }); err != nil {
+		return &os.PathError{Op: "syncfs", Path: dir, Err: err}
 	}
+	return nil
 }

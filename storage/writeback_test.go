@@ -28,20 +28,7 @@ func TestWriteBehind(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			dir := t.TempDir()
-			disk := newFaultDisk(t, dir)
-			cfg := testConfig() // 16 KiB segments: several rolls
-			cfg.FlushMessages = tc.flush
-			l, err := openLog(dir, TopicPartition{Topic: "t", Partition: 0}, cfg, OpenState{}, nil, logEnv{writebackBytes: tc.bytes})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer l.Close()
-			for i := range 40 {
-				if _, err := l.Append(makeBatch(t, 3, 500, 1000, uint64(i), record.CodecNone), AppendOptions{AssignOffsets: true}); err != nil {
-					t.Fatal(err)
-				}
-			}
+			l, disk, _ := appendUnderFaultDisk(t, tc.flush, logEnv{writebackBytes: tc.bytes})
 			disk.mu.Lock()
 			calls := append([]rangeCall(nil), disk.writebacks...)
 			disk.mu.Unlock()
@@ -56,14 +43,7 @@ func TestWriteBehind(t *testing.T) {
 			// starting where the last ended, the first at 0, and
 			// everything but the last (active) segment's tail covered
 			// within every bytes of its end.
-			next := map[string]int64{}
-			for _, c := range calls {
-				if c.off != next[c.name] || c.n < every {
-					t.Fatalf("writeback of %s [%d, +%d) after %d: want consecutive ranges of at least %d bytes",
-						c.name, c.off, c.n, next[c.name], every)
-				}
-				next[c.name] = c.off + c.n
-			}
+			next := consecutiveRanges(t, "writeback", calls, every)
 			segs := *l.segs.Load()
 			if len(segs) < 3 {
 				t.Fatalf("%d segments, want several", len(segs))
@@ -76,6 +56,49 @@ func TestWriteBehind(t *testing.T) {
 			}
 		})
 	}
+}
+
+// appendUnderFaultDisk opens a log with flush.messages flush and env in a
+// new dir under a fault disk, with 16 KiB segments, and appends 40 batches
+// of 3 records of 500 bytes, so that the log rolls several times. It
+// returns the log (closed at the end of the test), the disk and the size of
+// the largest batch.
+func appendUnderFaultDisk(t *testing.T, flush int64, env logEnv) (*Log, *faultDisk, int) {
+	t.Helper()
+	dir := t.TempDir()
+	disk := newFaultDisk(t, dir)
+	cfg := testConfig()
+	cfg.FlushMessages = flush
+	l, err := openLog(dir, TopicPartition{Topic: "t", Partition: 0}, cfg, OpenState{}, nil, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	largest := 0
+	for i := range 40 {
+		b := makeBatch(t, 3, 500, 1000, uint64(i), record.CodecNone)
+		largest = max(largest, len(b))
+		if _, err := l.Append(b, AppendOptions{AssignOffsets: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return l, disk, largest
+}
+
+// consecutiveRanges checks that calls cover each file in ranges of at least
+// least bytes, each starting where the file's last ended, the first at 0,
+// and returns where each file's ranges end.
+func consecutiveRanges(t *testing.T, what string, calls []rangeCall, least int64) map[string]int64 {
+	t.Helper()
+	next := map[string]int64{}
+	for _, c := range calls {
+		if c.off != next[c.name] || c.n < least {
+			t.Fatalf("%s of %s [%d, +%d) after %d: want consecutive ranges of at least %d bytes",
+				what, c.name, c.off, c.n, next[c.name], least)
+		}
+		next[c.name] = c.off + c.n
+	}
+	return next
 }
 
 // TestDropBehind: with a page-cache window, what was appended more than the
@@ -98,23 +121,7 @@ func TestDropBehind(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			dir := t.TempDir()
-			disk := newFaultDisk(t, dir)
-			cfg := testConfig() // 16 KiB segments: several rolls
-			cfg.FlushMessages = tc.flush
-			l, err := openLog(dir, TopicPartition{Topic: "t", Partition: 0}, cfg, OpenState{}, nil, logEnv{cacheKeepBytes: tc.keep})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer l.Close()
-			largest := 0
-			for i := range 40 {
-				b := makeBatch(t, 3, 500, 1000, uint64(i), record.CodecNone)
-				largest = max(largest, len(b))
-				if _, err := l.Append(b, AppendOptions{AssignOffsets: true}); err != nil {
-					t.Fatal(err)
-				}
-			}
+			l, disk, largest := appendUnderFaultDisk(t, tc.flush, logEnv{cacheKeepBytes: tc.keep})
 			disk.mu.Lock()
 			calls := append([]rangeCall(nil), disk.drops...)
 			disk.mu.Unlock()
@@ -124,13 +131,7 @@ func TestDropBehind(t *testing.T) {
 				}
 				return
 			}
-			next := map[string]int64{}
-			for _, c := range calls {
-				if c.off != next[c.name] || c.n <= 0 {
-					t.Fatalf("drop of %s [%d, +%d) after %d: want consecutive ranges", c.name, c.off, c.n, next[c.name])
-				}
-				next[c.name] = c.off + c.n
-			}
+			next := consecutiveRanges(t, "drop", calls, 1)
 			segs := *l.segs.Load()
 			if len(segs) < 4 {
 				t.Fatalf("%d segments, want several", len(segs))
