@@ -167,6 +167,7 @@ func (b *Broker) Start(ctx context.Context) (err error) {
 	mcfg.CleanerDedupeBufferSize = b.cfg.LogCleanerDedupeBufferSize
 	mcfg.WritebackBytes = b.cfg.LogWritebackBytes
 	mcfg.PageCacheKeepBytes = b.cfg.LogPageCacheKeepBytes
+	mcfg.PrefaultBytes = b.cfg.LogPrefaultBytes
 	mcfg.Observer = b.metrics
 	logs, err := storage.OpenManager(mcfg)
 	if err != nil {

@@ -126,6 +126,15 @@ type Config struct {
 	// further behind read from disk. 0, the default, leaves the page cache
 	// to the kernel, as Kafka does.
 	LogPageCacheKeepBytes int64
+	// LogPrefaultBytes is Gregor's own (log.prefault.bytes): a log that
+	// takes appends fast has its active segment file extended this far
+	// ahead of its end and those pages read into the page cache in the
+	// background, so that appends copy into pages already there instead
+	// of allocating them (costly where new memory is slow to get, as on a
+	// VM whose free memory goes back to the host). The tail is cut off
+	// when the segment is sealed or the broker stops. 0 turns it off: the
+	// file grows with each append, as Kafka's do.
+	LogPrefaultBytes int64
 
 	// StaticTopicDefaults are broker-level settings of topic-config
 	// synonyms given at start-up (log.segment.bytes, log.retention.hours,
@@ -168,6 +177,7 @@ func DefaultConfig() Config {
 		LogCleanerBackoff:          15 * time.Second,
 		LogCleanerDedupeBufferSize: 128 << 20,
 		LogWritebackBytes:          4 << 20,
+		LogPrefaultBytes:           16 << 20,
 
 		OffsetsTopicNumPartitions:     50,
 		OffsetsTopicReplicationFactor: 3,
@@ -271,6 +281,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: log.cleaner.dedupe.buffer.size %d below 1048576", ErrInvalidConfig, c.LogCleanerDedupeBufferSize)
 	case c.LogWritebackBytes < 0:
 		return fmt.Errorf("%w: log.writeback.bytes %d below 0", ErrInvalidConfig, c.LogWritebackBytes)
+	case c.LogPrefaultBytes < 0:
+		return fmt.Errorf("%w: log.prefault.bytes %d below 0", ErrInvalidConfig, c.LogPrefaultBytes)
 	case c.LogPageCacheKeepBytes < 0:
 		return fmt.Errorf("%w: log.pagecache.keep.bytes %d below 0", ErrInvalidConfig, c.LogPageCacheKeepBytes)
 	case c.OffsetsTopicNumPartitions < 1:

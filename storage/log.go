@@ -87,6 +87,12 @@ type Log struct {
 	// sinceDrop is the bytes appended since dropBehindLocked's last pass.
 	// Guarded by mu.
 	sinceDrop int64
+	// prefault is logEnv.prefault (see prefault.go); appended is what was
+	// appended since the log was opened, tail the log's share of the
+	// prefault budget. Guarded by mu.
+	prefault *prefaulter
+	appended int64
+	tail     int64
 
 	cfg atomic.Pointer[Config]
 
@@ -167,6 +173,9 @@ type logEnv struct {
 	// cacheKeepBytes is ManagerConfig.PageCacheKeepBytes; 0 for a log
 	// outside a Manager.
 	cacheKeepBytes int64
+	// prefault extends hot logs' files ahead of their end; nil: off (a
+	// log outside a Manager, or ManagerConfig.PrefaultBytes 0).
+	prefault *prefaulter
 }
 
 func openLog(dir string, tp TopicPartition, cfg Config, st OpenState, logger *slog.Logger, env logEnv) (*Log, error) {
@@ -181,7 +190,7 @@ func openLog(dir string, tp TopicPartition, cfg Config, st OpenState, logger *sl
 	}
 	l := &Log{dir: dir, tp: tp, logger: logger.With("partition", tp.String()),
 		syncer: env.syncer, deleter: env.deleter, now: env.now, dirFailed: env.dirFailed,
-		writebackBytes: env.writebackBytes, cacheKeepBytes: env.cacheKeepBytes}
+		writebackBytes: env.writebackBytes, cacheKeepBytes: env.cacheKeepBytes, prefault: env.prefault}
 	l.cfg.Store(&cfg)
 	l.firstDirty.Store(-1)
 	l.deleteHorizon.Store(math.MaxInt64)
@@ -349,11 +358,15 @@ func (l *Log) recoverLocked(recoveryPoint int64) error {
 				return err
 			}
 		}
-		if res.validBytes < res.fileSize {
+		// A tail of zeros is where batches were not yet written (an
+		// extended segment, see prefault.go, or a size that reached the
+		// disk before the data): the segment ends before it.
+		damaged := res.validBytes < res.fileSize && !res.zeroTail
+		if damaged {
 			l.logger.Warn("truncated a damaged log tail", "segment", s.logPath,
 				"valid_bytes", res.validBytes, "cut_bytes", res.fileSize-res.validBytes)
 		}
-		if res.validBytes < res.fileSize || (i+1 < len(segs) && segs[i+1].base != s.ib.next) {
+		if damaged || (i+1 < len(segs) && segs[i+1].base != s.ib.next) {
 			// Everything after a damaged batch goes: later segments no
 			// longer continue this one. So does everything after a gap: a
 			// crash can keep a later segment's data while the tail of this
@@ -654,6 +667,7 @@ func (l *Log) Append(set []byte, opts AppendOptions) (AppendResult, error) {
 	seg.size.Store(pos + int64(len(set)))
 	l.writeBehindLocked(cfg, seg, f, pos+int64(len(set)))
 	l.dropBehindLocked(int64(len(set)))
+	l.extendLocked(cfg, seg, f, pos+int64(len(set)), int64(len(set)))
 	l.leo.Store(next)
 	if l.firstUnsynced.Load() == 0 {
 		l.firstUnsynced.Store(time.Now().UnixMilli())
@@ -789,6 +803,10 @@ func (l *Log) rollLocked(base int64) (*segment, error) {
 	segs := *l.segs.Load()
 	old := segs[len(segs)-1]
 	cfg := l.cfg.Load()
+	// A sealed segment's file ends at its last batch.
+	if err := l.trimLocked(old); err != nil {
+		return nil, l.fail(err)
+	}
 	s, err := createSegment(l.dir, base, cfg.IndexIntervalBytes)
 	if err != nil {
 		return nil, l.fail(err)

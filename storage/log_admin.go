@@ -84,6 +84,9 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 
 func (l *Log) afterTruncateLocked(leo int64) error {
 	l.mu.gen++
+	segs := *l.segs.Load()
+	active := segs[len(segs)-1]
+	l.settleTailLocked(max(active.allocEnd-active.size.Load(), 0))
 	l.leo.Store(leo)
 	// Producer state: from the newest snapshot below the new end, then the
 	// batches that remain after it, as Kafka reloads it after truncation.
@@ -218,10 +221,13 @@ func (l *Log) Close() error {
 	l.mu.closed = true
 	segs := *l.segs.Load()
 	segs[len(segs)-1].sealLocked()
-	snapErr := l.writeSnapshotLocked()
+	// A clean open takes each segment's size from its file.
+	err := l.trimLocked(segs[len(segs)-1])
+	if err == nil {
+		err = l.writeSnapshotLocked()
+	}
 	l.mu.Unlock()
 
-	err := snapErr
 	if err == nil {
 		err = l.sync()
 	}
@@ -257,6 +263,7 @@ func (l *Log) closeFiles() {
 func (l *Log) Delete() error {
 	l.mu.Lock()
 	l.mu.closed = true
+	l.settleTailLocked(0)
 	l.mu.Unlock()
 	l.closeFiles()
 	l.wakeWaiters(0, ErrClosed)

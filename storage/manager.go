@@ -49,6 +49,11 @@ type ManagerConfig struct {
 	// log more than this many bytes before its end; 0 leaves the page
 	// cache to the kernel (see Log.dropBehindLocked).
 	PageCacheKeepBytes int64
+	// PrefaultBytes is how far ahead of a hot log's end its active
+	// segment's file is extended and its pages read into the page cache
+	// in the background, so that appends do not allocate them; 0: off,
+	// the file grows with each append (see prefault.go).
+	PrefaultBytes int64
 	// CleanerEnable runs the log cleaner, which compacts logs whose
 	// cleanup.policy has "compact" (log.cleaner.enable).
 	CleanerEnable bool
@@ -81,6 +86,7 @@ func DefaultManagerConfig(dirs ...string) ManagerConfig {
 		RetentionCheckInterval:          5 * time.Minute,
 		SyncParallelism:                 16,
 		WritebackBytes:                  4 << 20,
+		PrefaultBytes:                   16 << 20,
 		CleanerEnable:                   true,
 		CleanerBackoff:                  15 * time.Second,
 		CleanerDedupeBufferSize:         128 << 20,
@@ -116,6 +122,9 @@ func (c ManagerConfig) Validate() error {
 	if c.PageCacheKeepBytes < 0 {
 		return fmt.Errorf("%w: page cache keep bytes %d below 0", ErrInvalidConfig, c.PageCacheKeepBytes)
 	}
+	if c.PrefaultBytes < 0 {
+		return fmt.Errorf("%w: prefault bytes %d below 0", ErrInvalidConfig, c.PrefaultBytes)
+	}
 	if c.CleanerDedupeBufferSize < offsetMapEntrySize*2 {
 		return fmt.Errorf("%w: log.cleaner.dedupe.buffer.size %d too small", ErrInvalidConfig, c.CleanerDedupeBufferSize)
 	}
@@ -137,6 +146,7 @@ type Manager struct {
 	now    func() time.Time
 	sy     *syncer
 	del    *deleter
+	pf     *prefaulter // nil: PrefaultBytes 0
 	cl     *cleaner
 	dirs   []*logDir
 
@@ -195,6 +205,9 @@ func OpenManager(cfg ManagerConfig) (*Manager, error) {
 	}
 	m := &Manager{cfg: cfg, logger: logger, now: now, sy: newSyncer(cfg.SyncParallelism, obs), del: newDeleter(now, logger)}
 	m.cl = &cleaner{now: now, maxEntries: max(int(float64(cfg.CleanerDedupeBufferSize)*offsetMapLoadFactor/offsetMapEntrySize), 1)}
+	if cfg.PrefaultBytes > 0 {
+		m.pf = newPrefaulter(cfg.PrefaultBytes)
+	}
 	m.mu.logs = map[TopicPartition]*Log{}
 	m.mu.dirOf = map[TopicPartition]*logDir{}
 	if err := m.openDirs(); err != nil {
@@ -208,6 +221,9 @@ func OpenManager(cfg ManagerConfig) (*Manager, error) {
 	m.goTracked(func() { m.flushLoop(ctx) })
 	m.goTracked(func() { m.del.run(ctx) })
 	m.goTracked(func() { m.retentionLoop(ctx) })
+	if m.pf != nil {
+		m.goTracked(func() { m.pf.run(ctx) })
+	}
 	if cfg.CleanerEnable {
 		m.goTracked(func() { m.cleanerLoop(ctx) })
 	}
@@ -217,7 +233,7 @@ func OpenManager(cfg ManagerConfig) (*Manager, error) {
 // env is what the logs of dir d share.
 func (m *Manager) env(d *logDir) logEnv {
 	return logEnv{syncer: m.sy, deleter: m.del, now: m.now, dirFailed: func(err error) { m.failDir(d, err) },
-		writebackBytes: m.cfg.WritebackBytes, cacheKeepBytes: m.cfg.PageCacheKeepBytes}
+		writebackBytes: m.cfg.WritebackBytes, cacheKeepBytes: m.cfg.PageCacheKeepBytes, prefault: m.pf}
 }
 
 // failDir takes dir d offline after an I/O error in it: every log in the dir

@@ -69,6 +69,9 @@ type segment struct {
 	// until the first append: a segment only read is left to the kernel.
 	// Written under Log.mu; read by Log.Read.
 	uncached atomic.Int64
+	// allocEnd is the file's size when Log.extendLocked extended it past
+	// size (a tail for appends, see prefault.go); 0 otherwise.
+	allocEnd int64
 }
 
 func newSegment(dir string, base, interval int64) *segment {
@@ -348,9 +351,13 @@ func (s *segment) findPosition(f io.ReaderAt, target, end int64) (pos, base int6
 type scanResult struct {
 	validBytes int64 // bytes of valid batches from the start
 	fileSize   int64
-	ib         indexBuilder
-	idx, tidx  []byte
-	epochs     []epochEntry // leader epochs in the order they start
+	// zeroTail: the bytes after validBytes are all zero, an extended
+	// segment's tail (see prefault.go) rather than damage. Set by
+	// segment.recoverLocked only.
+	zeroTail  bool
+	ib        indexBuilder
+	idx, tidx []byte
+	epochs    []epochEntry // leader epochs in the order they start
 }
 
 // scanSegment reads a segment's log file from the start and builds its
@@ -417,6 +424,7 @@ func (s *segment) recoverLocked(interval int64) (scanResult, error) {
 	}
 	res := scanSegment(f, st.Size(), s.base, interval, true)
 	if res.validBytes < res.fileSize {
+		res.zeroTail = zeroFrom(f, res.validBytes, res.fileSize)
 		if err := f.Truncate(res.validBytes); err != nil {
 			return res, fmt.Errorf("truncate segment: %w", err)
 		}
@@ -480,6 +488,7 @@ func (s *segment) truncateLocked(offset int64) (int64, error) {
 	if err := f.Truncate(pos); err != nil {
 		return 0, fmt.Errorf("truncate segment: %w", err)
 	}
+	s.allocEnd = 0
 	s.size.Store(pos)
 	if s.synced.Load() > pos {
 		s.synced.Store(pos)

@@ -168,6 +168,10 @@ var keys = []key{
 			"so the cache reuses its pages instead of growing (pays on VMs whose free memory goes back to the host; "+
 			"readers further behind read from disk); 0 leaves the page cache to the OS",
 		func(c *serveConfig) *int64 { return &c.broker.LogPageCacheKeepBytes }),
+	intField("log.prefault.bytes", "BYTES",
+		"Gregor's own: extend the segment file of a log taking fast appends this far ahead of its end and read "+
+			"those pages into the page cache in the background, so appends need not allocate them; 0 lets files grow with each write",
+		func(c *serveConfig) *int64 { return &c.broker.LogPrefaultBytes }),
 	msField("group.min.session.timeout.ms", 32, "shortest session timeout a group member may ask for",
 		func(c *serveConfig) *time.Duration { return &c.broker.Groups.MinSessionTimeout }),
 	msField("group.max.session.timeout.ms", 32, "longest session timeout a group member may ask for",
