@@ -157,10 +157,13 @@
 // log scans its segments from the one holding its recovery point: every
 // batch must be whole, of magic 2, match its CRC-32C and start above the
 // previous batch's end. The file is cut at the first batch that fails,
-// later segments are deleted, the indexes and leader epochs are rebuilt from
-// what remains; so are the segments after one that does not reach the next
-// one's base offset (its unsynced tail was lost while a later segment's
-// data survived). Every batch that was fsynced before the crash remains:
+// later segments are deleted, the indexes and leader epochs are rebuilt
+// from what remains; so are the segments after one that does not reach the
+// next one's base offset (its unsynced tail was lost while a later
+// segment's data survived). Nothing but zeros after the last batch is no
+// damage, only where batches were not written yet (a segment file extended
+// ahead of its end, see prefault.go): it is cut, and the segments after
+// stay. Every batch that was fsynced before the crash remains:
 // fsynced bytes lie before any torn or lost write.
 //
 // # Disk errors

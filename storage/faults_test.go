@@ -49,8 +49,12 @@ type fault struct {
 type faultDisk struct {
 	root string
 
-	mu      sync.Mutex
-	synced  map[string]int64 // fsynced bytes of each file written since reset
+	mu     sync.Mutex
+	synced map[string]int64 // fsynced bytes of each file written since reset
+	// written is where each segment file's written bytes end: an extended
+	// segment (prefault.go) is larger, and an fsync makes no more than
+	// its written bytes durable.
+	written map[string]int64
 	fault   *fault
 	fired   int  // faults fired
 	syncfs  int  // syncfs calls
@@ -102,7 +106,7 @@ func newFaultDisk(t *testing.T, root string) *faultDisk {
 		testIO.Store(&ioHooks{writeAt: faultWriteAt, sync: faultSync, syncFS: faultSyncFS, writeback: faultWriteback,
 			dropCache: faultDropCache})
 	})
-	d := &faultDisk{root: filepath.Clean(root) + string(filepath.Separator), synced: map[string]int64{}}
+	d := &faultDisk{root: filepath.Clean(root) + string(filepath.Separator), synced: map[string]int64{}, written: map[string]int64{}}
 	faultDisks.Lock()
 	faultDisks.m[d.root] = d
 	faultDisks.Unlock()
@@ -170,6 +174,16 @@ func (d *faultDisk) track(f *os.File) {
 		size = st.Size()
 	}
 	d.synced[f.Name()] = size
+	d.written[f.Name()] = size
+}
+
+// durableSize is how much of path an fsync now makes durable: its size, or
+// for a segment file no more than its written bytes.
+func (d *faultDisk) durableSize(path string, size int64) int64 {
+	if w, ok := d.written[path]; ok && strings.HasSuffix(path, logSuffix) {
+		return min(size, w)
+	}
+	return size
 }
 
 func faultWriteAt(f *os.File, p []byte, off int64) (int, error) {
@@ -183,6 +197,7 @@ func faultWriteAt(f *os.File, p []byte, off int64) (int, error) {
 		return len(p), nil
 	}
 	d.track(f)
+	d.written[f.Name()] = max(d.written[f.Name()], off+int64(len(p)))
 	if ft, ok := d.take(opWrite, f.Name()); ok {
 		if !ft.short {
 			return 0, &os.PathError{Op: "write", Path: f.Name(), Err: ft.err}
@@ -223,7 +238,7 @@ func faultSync(f *os.File, data bool) error {
 	}
 	if err == nil {
 		if st, serr := f.Stat(); serr == nil {
-			d.synced[f.Name()] = st.Size()
+			d.synced[f.Name()] = d.durableSize(f.Name(), st.Size())
 		}
 	}
 	return err
@@ -253,7 +268,7 @@ func faultSyncFS(dir string) error {
 	}
 	for path := range d.synced {
 		if st, err := os.Stat(path); err == nil {
-			d.synced[path] = st.Size()
+			d.synced[path] = d.durableSize(path, st.Size())
 		}
 	}
 	return nil
@@ -309,6 +324,7 @@ func (d *faultDisk) reset() {
 	defer d.mu.Unlock()
 	d.crashed, d.fault = false, nil
 	d.synced = map[string]int64{}
+	d.written = map[string]int64{}
 }
 
 // abandon stops m as a killed process stops: no flush, no checkpoint, no
@@ -405,6 +421,9 @@ func faultManager(t *testing.T, cfg Config, dirs ...string) *Manager {
 	mc := DefaultManagerConfig(dirs...)
 	mc.Log = cfg
 	mc.CleanerEnable = false
+	// Extended segments (prefault.go) from a log's first 8 KiB on, so
+	// that crashes meet their tails.
+	mc.PrefaultBytes = 8 << 10
 	// A child process another test is starting holds a copy of every fd
 	// between its fork and its exec, the dir lock of an abandoned Manager
 	// too: wait for that to pass.
