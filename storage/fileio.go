@@ -24,9 +24,6 @@ type ioHooks struct {
 	// dropCache, when set, replaces dropping a range of f from the page
 	// cache.
 	dropCache func(f *os.File, off, n int64) error
-	// prefault, when set, replaces reading a range of f into the page
-	// cache.
-	prefault func(f *os.File, off, n int64) error
 }
 
 var testIO atomic.Pointer[ioHooks]
@@ -81,9 +78,6 @@ func dropCache(f *os.File, off, n int64) error {
 // cache (posix_fadvise(2) with POSIX_FADV_WILLNEED, which reads them before
 // it returns where they are a hole: zero-filled pages, no disk read).
 func prefault(f *os.File, off, n int64) error {
-	if h := testIO.Load(); h != nil && h.prefault != nil {
-		return h.prefault(f, off, n)
-	}
 	return retryEINTR(func() error { return unix.Fadvise(int(f.Fd()), off, n, unix.FADV_WILLNEED) })
 }
 
