@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/gregor-io/gregor/broker/configs"
@@ -181,6 +182,7 @@ func (b *Broker) syncPartitions(md *cluster.Metadata) error {
 	next := &partitionTable{byName: map[string][]*partition{}, names: map[cluster.TopicID]string{}}
 	keep := map[storage.TopicPartition]bool{}
 	var errs []error
+	var jobs []syncJob
 	for name, t := range md.Topics {
 		set, err := b.resolveSettings(t, md)
 		if err != nil {
@@ -203,16 +205,32 @@ func (b *Broker) syncPartitions(md *cluster.Metadata) error {
 				continue
 			}
 			tp := storage.TopicPartition{Topic: name, Partition: int32(i)}
-			p, err := b.syncPartition(old, tp, t, st, set)
-			if err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			ps[i] = p
-			keep[tp] = true
+			jobs = append(jobs, syncJob{tp: tp, t: t, st: st, set: set, into: &ps[i]})
 		}
 		next.byName[name] = ps
 		next.names[t.ID] = name
+	}
+	// The partitions are synced in parallel: a new log costs a few fsyncs,
+	// and a topic's worth of them in flight at once share the file
+	// system's journal commits.
+	jobErrs := make([]error, len(jobs))
+	sem := make(chan struct{}, syncParallelism)
+	var wg sync.WaitGroup
+	for i, j := range jobs {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			*j.into, jobErrs[i] = b.syncPartition(old, j.tp, j.t, j.st, j.set)
+		}()
+	}
+	wg.Wait()
+	for i, j := range jobs {
+		if jobErrs[i] != nil {
+			errs = append(errs, jobErrs[i])
+			continue
+		}
+		keep[j.tp] = true
 	}
 	for _, l := range b.logs.Logs() {
 		tp := l.TopicPartition()
@@ -231,6 +249,18 @@ func (b *Broker) syncPartitions(md *cluster.Metadata) error {
 	}
 	b.groups.sync(next)
 	return errors.Join(errs...)
+}
+
+// syncParallelism bounds the partitions syncPartitions works on at once.
+const syncParallelism = 32
+
+// syncJob is one partition for syncPartitions; its result goes to into.
+type syncJob struct {
+	tp   storage.TopicPartition
+	t    *cluster.Topic
+	st   *cluster.PartitionState
+	set  *topicSettings
+	into **partition
 }
 
 func (b *Broker) syncPartition(old *partitionTable, tp storage.TopicPartition, t *cluster.Topic,

@@ -160,10 +160,16 @@ type Manager struct {
 
 	mu struct {
 		sync.RWMutex
-		logs   map[TopicPartition]*Log
-		dirOf  map[TopicPartition]*logDir
-		closed bool
+		logs  map[TopicPartition]*Log
+		dirOf map[TopicPartition]*logDir
+		// pending holds the partitions whose Create is under way, with
+		// the dir each was given.
+		pending map[TopicPartition]*logDir
+		closed  bool
 	}
+	// creating counts the Creates under way; Add is only called under mu
+	// while the Manager is open, so Close can wait for them.
+	creating sync.WaitGroup
 }
 
 type logDir struct {
@@ -210,6 +216,7 @@ func OpenManager(cfg ManagerConfig) (*Manager, error) {
 	}
 	m.mu.logs = map[TopicPartition]*Log{}
 	m.mu.dirOf = map[TopicPartition]*logDir{}
+	m.mu.pending = map[TopicPartition]*logDir{}
 	if err := m.openDirs(); err != nil {
 		m.abort()
 		return nil, err
@@ -456,7 +463,10 @@ func (m *Manager) Logs() []*Log {
 }
 
 // Create creates an empty log for tp in the online dir holding the fewest
-// logs.
+// logs. Creates of different partitions run in parallel: the files are
+// made and fsynced outside the Manager's lock, so that many partitions
+// created at once (a topic's) share the file system's journal commits
+// instead of queueing for one each.
 func (m *Manager) Create(tp TopicPartition, cfg Config) (*Log, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -464,6 +474,38 @@ func (m *Manager) Create(tp TopicPartition, cfg Config) (*Log, error) {
 	if _, ok := ParseDirName(tp.DirName()); !ok || tp.Topic == "" {
 		return nil, fmt.Errorf("%w: bad partition name %q", ErrInvalidConfig, tp.DirName())
 	}
+	d, err := m.reserve(tp)
+	if err != nil {
+		return nil, err
+	}
+	defer m.creating.Done()
+	path := filepath.Join(d.path, tp.DirName())
+	// A new log: no recovery needed, and its directory entry made durable.
+	l, err := openLog(path, tp, cfg, OpenState{Clean: true}, m.logger, m.env(d))
+	if err == nil {
+		if err = syncDir(d.path); err != nil {
+			l.closeFiles()
+			m.failDir(d, err)
+		}
+	} else {
+		m.failDirOnIO(d, err)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.mu.pending, tp)
+	if err != nil {
+		return nil, err
+	}
+	// Close waits for the creates in flight before it lists the logs to
+	// close, so the log is added even if Close has begun.
+	m.mu.logs[tp] = l
+	m.mu.dirOf[tp] = d
+	return l, nil
+}
+
+// reserve picks the dir of a new log for tp and holds tp's name until the
+// create ends (m.creating.Done).
+func (m *Manager) reserve(tp TopicPartition) (*logDir, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.mu.closed {
@@ -472,8 +514,14 @@ func (m *Manager) Create(tp TopicPartition, cfg Config) (*Log, error) {
 	if _, ok := m.mu.logs[tp]; ok {
 		return nil, fmt.Errorf("%w: %s", ErrPartitionExists, tp)
 	}
+	if _, ok := m.mu.pending[tp]; ok {
+		return nil, fmt.Errorf("%w: %s (being created)", ErrPartitionExists, tp)
+	}
 	count := map[*logDir]int{}
 	for _, d := range m.mu.dirOf {
+		count[d]++
+	}
+	for _, d := range m.mu.pending {
 		count[d]++
 	}
 	var d *logDir
@@ -485,21 +533,9 @@ func (m *Manager) Create(tp TopicPartition, cfg Config) (*Log, error) {
 	if d == nil {
 		return nil, fmt.Errorf("%w: every log dir is offline", ErrLogFailed)
 	}
-	path := filepath.Join(d.path, tp.DirName())
-	// A new log: no recovery needed, and its directory entry made durable.
-	l, err := openLog(path, tp, cfg, OpenState{Clean: true}, m.logger, m.env(d))
-	if err != nil {
-		m.failDirOnIO(d, err)
-		return nil, err
-	}
-	if err := syncDir(d.path); err != nil {
-		l.closeFiles()
-		m.failDir(d, err)
-		return nil, err
-	}
-	m.mu.logs[tp] = l
-	m.mu.dirOf[tp] = d
-	return l, nil
+	m.mu.pending[tp] = d
+	m.creating.Add(1)
+	return d, nil
 }
 
 // GetOrCreate returns tp's log, creating it with cfg if there is none.
@@ -653,6 +689,9 @@ func (m *Manager) Close() error {
 		return nil
 	}
 	m.mu.closed = true
+	m.mu.Unlock()
+	m.creating.Wait()
+	m.mu.Lock()
 	logs := make([]*Log, 0, len(m.mu.logs))
 	for _, l := range m.mu.logs {
 		logs = append(logs, l)

@@ -2,9 +2,12 @@ package storage
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/gregor-io/gregor/protocol/record"
@@ -393,4 +396,92 @@ func TestManagerReopenAndCleanMarker(t *testing.T) {
 	if err := m.Close(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestManagerCreateConcurrent: creates of many partitions at once, of one
+// partition twice at once, and a Close racing with creates. Each partition
+// is created once, the dirs stay balanced, and every create that returned
+// a log left it durable: it is there after the Close and a reopen.
+func TestManagerCreateConcurrent(t *testing.T) {
+	t.Parallel()
+	dirs := []string{t.TempDir(), t.TempDir()}
+	cfg := DefaultManagerConfig(dirs...)
+	cfg.Log = testConfig()
+	m, err := OpenManager(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const parts = 64
+	var wg sync.WaitGroup
+	created := make([]atomic.Int32, parts)
+	for p := range int32(parts) {
+		for range 2 { // every partition asked for twice
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, err := m.Create(TopicPartition{Topic: "many", Partition: p}, cfg.Log)
+				switch {
+				case err == nil:
+					created[p].Add(1)
+				case !errors.Is(err, ErrPartitionExists):
+					t.Errorf("create %d: %v", p, err)
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	for p := range created {
+		if n := created[p].Load(); n != 1 {
+			t.Fatalf("partition %d created %d times", p, n)
+		}
+	}
+	perDir := map[string]int{}
+	for _, l := range m.Logs() {
+		perDir[filepath.Dir(l.dir)]++
+	}
+	for _, d := range dirs {
+		if perDir[d] != parts/2 {
+			t.Fatalf("logs per dir %v, want %d in each", perDir, parts/2)
+		}
+	}
+
+	// Creates racing with Close: each either fails with ErrClosed or
+	// returns a log that Close then closed and the reopen finds.
+	var ok sync.Map
+	for p := range int32(parts) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			tp := TopicPartition{Topic: "late", Partition: p}
+			l, err := m.Create(tp, cfg.Log)
+			switch {
+			case err == nil:
+				ok.Store(tp, l)
+			case !errors.Is(err, ErrClosed):
+				t.Errorf("create %s: %v", tp, err)
+			}
+		}()
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	m, err = OpenManager(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if len(m.Logs()) < parts {
+		t.Fatalf("%d logs after reopen, want at least %d", len(m.Logs()), parts)
+	}
+	ok.Range(func(k, v any) bool {
+		tp := k.(TopicPartition)
+		if _, err := v.(*Log).Append(makeBatch(t, 1, 10, 1, 0, record.CodecNone), AppendOptions{}); !errors.Is(err, ErrClosed) {
+			t.Errorf("%s: append after Close: %v, want ErrClosed", tp, err)
+		}
+		if _, found := m.Get(tp); !found {
+			t.Errorf("%s: created before Close, missing after reopen", tp)
+		}
+		return true
+	})
 }
