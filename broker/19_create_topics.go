@@ -16,6 +16,7 @@ package broker
 import (
 	"context"
 	"sort"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -29,6 +30,13 @@ var createTopicsAPI = handler{key: 19, min: 2, max: 7, handle: (*Broker).handleC
 func (b *Broker) handleCreateTopics(ctx context.Context, _ *conn, hdr protocol.RequestHeader, r kmsg.Request) (kmsg.Response, error) {
 	req := r.(*kmsg.CreateTopicsRequest)
 	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
+	// The request's timeout, when it has one, bounds the wait for this
+	// broker's logs of a new topic, as it bounds Kafka's wait for the
+	// topic's creation.
+	syncWait := topicSyncWait
+	if req.TimeoutMillis > 0 {
+		syncWait = min(syncWait, time.Duration(req.TimeoutMillis)*time.Millisecond)
+	}
 	count := map[string]int{}
 	total := int64(0)
 	for _, t := range req.Topics {
@@ -77,7 +85,7 @@ func (b *Broker) handleCreateTopics(ctx context.Context, _ *conn, hdr protocol.R
 		spec, err := b.planTopic(md, treq)
 		if err == nil && !req.ValidateOnly {
 			var t cluster.Topic
-			t, err = b.createTopic(ctx, spec)
+			t, err = b.createTopic(ctx, spec, syncWait)
 			spec.ID = t.ID
 			md = b.cluster.Snapshot()
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // startBroker starts an in-process broker on free ports with its data and
@@ -82,4 +83,37 @@ func TestProduceConsumeRoundTrip(t *testing.T) {
 	if got != n {
 		t.Fatalf("consumed %d records, want %d", got, n)
 	}
+}
+
+// TestCreateTopicsAnswersWithinTimeout: a create whose logs take longer
+// than the request's timeout to open here (held back by holding the
+// partition sync) is answered, successfully, within that time rather than
+// after the client has given up; the logs follow.
+func TestCreateTopicsAnswersWithinTimeout(t *testing.T) {
+	t.Parallel()
+	b := startBroker(t)
+	w := dialWire(t, b)
+	b.syncMu.Lock()
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.SetVersion(7)
+	req.TimeoutMillis = 100
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = "slow-logs", 3, 1
+	req.Topics = append(req.Topics, rt)
+	resp, err := w.roundTrip(req)
+	b.syncMu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := resp.(*kmsg.CreateTopicsResponse).Topics
+	if len(got) != 1 || got[0].ErrorCode != 0 || got[0].NumPartitions != 3 {
+		t.Fatalf("create topics answer %+v, want slow-logs created with 3 partitions", got)
+	}
+	waitFor(t, 30*time.Second, "produce to the new topic", func() error {
+		p := w.producePartition(-1, "slow-logs", 2, buildBatch(t, plainHeader(), "v", 1))
+		if p.ErrorCode != 0 {
+			return fmt.Errorf("error code %d", p.ErrorCode)
+		}
+		return nil
+	})
 }

@@ -415,7 +415,7 @@ func (b *Broker) ensureOffsetsTopic(ctx context.Context) error {
 			"segment.bytes":    fmt.Sprint(b.cfg.OffsetsTopicSegmentBytes),
 		},
 	}
-	_, err := b.createTopic(ctx, spec)
+	_, err := b.createTopic(ctx, spec, topicSyncWait)
 	var te *topicError
 	if errors.As(err, &te) && te.code == protocol.TopicAlreadyExists {
 		return nil

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"time"
 
 	"github.com/gregor-io/gregor/broker/configs"
 	"github.com/gregor-io/gregor/coordinator/cluster"
@@ -159,9 +160,18 @@ func collidingTopic(md *cluster.Metadata, name string) string {
 	return ""
 }
 
+// topicSyncWait bounds how long a topic create waits for this broker to
+// open the new topic's logs: more than a few thousand partitions take,
+// less than clients' request timeouts (the Java clients' is 30 s), so that
+// a large topic is not reported as failed and created again.
+const topicSyncWait = 10 * time.Second
+
 // createTopic creates a planned topic and waits until this broker holds its
-// logs, so that the response to the creator is already true here.
-func (b *Broker) createTopic(ctx context.Context, spec cluster.TopicSpec) (cluster.Topic, error) {
+// logs, so that the response to the creator is already true here; or, for
+// at most wait, after which the logs are still being opened when it
+// returns (the topic exists: Kafka's controller answers once the metadata
+// is committed, before any broker has opened a log).
+func (b *Broker) createTopic(ctx context.Context, spec cluster.TopicSpec, wait time.Duration) (cluster.Topic, error) {
 	t, err := b.cluster.CreateTopic(ctx, spec)
 	if err != nil {
 		if errors.Is(err, cluster.ErrTopicExists) {
@@ -169,10 +179,18 @@ func (b *Broker) createTopic(ctx context.Context, spec cluster.TopicSpec) (clust
 		}
 		return t, err
 	}
-	if err := b.syncPartitions(b.cluster.Snapshot()); err != nil {
+	done := make(chan error, 1)
+	b.goTracked(func() { done <- b.syncPartitions(b.cluster.Snapshot()) })
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case err := <-done:
 		return t, err
+	case <-timer.C:
+		b.logger.Info("topic created; its logs are still being opened", "topic", spec.Name,
+			"partitions", len(spec.Assignments), "waited", wait)
+		return t, nil
 	}
-	return t, nil
 }
 
 // autoCreateTopic creates a topic with the broker's defaults.
@@ -181,7 +199,7 @@ func (b *Broker) autoCreateTopic(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	_, err = b.createTopic(ctx, spec)
+	_, err = b.createTopic(ctx, spec, topicSyncWait)
 	return err
 }
 
