@@ -49,28 +49,41 @@ func (b *Broker) handleAlterConfigs(ctx context.Context, _ *conn, _ protocol.Req
 	for i, rr := range req.Resources {
 		keys[i] = configResourceKey{rr.ResourceType, rr.ResourceName}
 	}
-	dup := duplicateResources(keys)
-	changed := false
-	for i, rr := range req.Resources {
+	b.alterEach(keys, func(i int) (bool, error) {
+		return b.replaceConfigs(ctx, req.Resources[i], req.ValidateOnly)
+	}, func(i int, err error) {
 		out := kmsg.NewAlterConfigsResponseResource()
-		out.ResourceType, out.ResourceName = rr.ResourceType, rr.ResourceName
-		var err error
-		if dup[keys[i]] {
-			err = errDuplicateResource
-		} else {
-			var wrote bool
-			wrote, err = b.replaceConfigs(ctx, rr, req.ValidateOnly)
-			changed = changed || wrote
-		}
+		out.ResourceType, out.ResourceName = keys[i].typ, keys[i].name
 		if err != nil {
 			setConfigsError(&out.ErrorCode, &out.ErrorMessage, err)
 		}
 		resp.Resources = append(resp.Resources, out)
+	})
+	return resp, nil
+}
+
+// alterEach runs an AlterConfigs-like request, keys naming its resources
+// in order: every copy of a resource named twice is refused, each other
+// resource goes to alter (which reports whether it wrote), and answer gets
+// each resource's outcome in order. Once any resource changed, the local
+// logs are brought in line with the new values, before the response.
+func (b *Broker) alterEach(keys []configResourceKey, alter func(i int) (bool, error), answer func(i int, err error)) {
+	dup := duplicateResources(keys)
+	changed := false
+	for i, k := range keys {
+		var err error
+		if dup[k] {
+			err = errDuplicateResource
+		} else {
+			var wrote bool
+			wrote, err = alter(i)
+			changed = changed || wrote
+		}
+		answer(i, err)
 	}
 	if changed {
 		b.applyConfigChanges()
 	}
-	return resp, nil
 }
 
 // replaceConfigs checks and, unless validateOnly, writes one resource's new

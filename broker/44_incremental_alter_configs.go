@@ -52,27 +52,16 @@ func (b *Broker) handleIncrementalAlterConfigs(ctx context.Context, _ *conn, _ p
 	for i, rr := range req.Resources {
 		keys[i] = configResourceKey{rr.ResourceType, rr.ResourceName}
 	}
-	dup := duplicateResources(keys)
-	changed := false
-	for i, rr := range req.Resources {
+	b.alterEach(keys, func(i int) (bool, error) {
+		return b.incrementalAlter(ctx, req.Resources[i], req.ValidateOnly)
+	}, func(i int, err error) {
 		out := kmsg.NewIncrementalAlterConfigsResponseResource()
-		out.ResourceType, out.ResourceName = rr.ResourceType, rr.ResourceName
-		var err error
-		if dup[keys[i]] {
-			err = errDuplicateResource
-		} else {
-			var wrote bool
-			wrote, err = b.incrementalAlter(ctx, rr, req.ValidateOnly)
-			changed = changed || wrote
-		}
+		out.ResourceType, out.ResourceName = keys[i].typ, keys[i].name
 		if err != nil {
 			setConfigsError(&out.ErrorCode, &out.ErrorMessage, err)
 		}
 		resp.Resources = append(resp.Resources, out)
-	}
-	if changed {
-		b.applyConfigChanges()
-	}
+	})
 	return resp, nil
 }
 
