@@ -239,7 +239,7 @@ func runBench(cmd *cobra.Command, o *clientOptions, b *benchOptions, mode string
 	case b.maxInFlight < 1:
 		return errors.New("--max-in-flight: want at least 1")
 	}
-	popts, err := producerOpts(b.acks, b.compression)
+	popts, err := producerOpts(b.acks, b.compression, b.maxInFlight)
 	if err != nil {
 		return err
 	}
@@ -249,9 +249,6 @@ func runBench(cmd *cobra.Command, o *clientOptions, b *benchOptions, mode string
 	// sticks for batch.size bytes); franz-go's default moves on after
 	// 64 KiB, which with thousands of partitions makes every batch small.
 	popts = append(popts, kgo.RecordPartitioner(kgo.UniformBytesPartitioner(int(b.batchMaxBytes), true, true, nil)))
-	if b.acks != "all" && b.acks != "-1" {
-		popts = append(popts, kgo.MaxProduceRequestsInflightPerBroker(b.maxInFlight))
-	}
 
 	setupCtx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
 	defer cancel()

@@ -199,9 +199,11 @@ func parseCompression(s string) (kgo.CompressionCodec, error) {
 	return kgo.CompressionCodec{}, fmt.Errorf("--compression %q: want none, gzip, snappy, lz4 or zstd", s)
 }
 
-// producerOpts are the kgo options of --acks and --compression. Only
-// acks=all can be idempotent.
-func producerOpts(acks, compression string) ([]kgo.Opt, error) {
+// producerOpts are the kgo options of --acks and --compression, and of
+// inflight produce requests per broker when that is more than 0. Only
+// acks=all can be idempotent, and an idempotent producer keeps its own
+// bound (5), so inflight applies to acks 1 and 0.
+func producerOpts(acks, compression string, inflight int) ([]kgo.Opt, error) {
 	a, err := parseAcks(acks)
 	if err != nil {
 		return nil, err
@@ -213,6 +215,9 @@ func producerOpts(acks, compression string) ([]kgo.Opt, error) {
 	opts := []kgo.Opt{kgo.RequiredAcks(a), kgo.ProducerBatchCompression(c)}
 	if a != kgo.AllISRAcks() {
 		opts = append(opts, kgo.DisableIdempotentWrite())
+		if inflight > 0 {
+			opts = append(opts, kgo.MaxProduceRequestsInflightPerBroker(inflight))
+		}
 	}
 	return opts, nil
 }

@@ -57,7 +57,7 @@ func newProduceCmd() *cobra.Command {
 			for _, h := range hs {
 				rh = append(rh, kgo.RecordHeader{Key: h[0], Value: []byte(h[1])})
 			}
-			opts, err := producerOpts(acks, compression)
+			opts, err := producerOpts(acks, compression, 0)
 			if err != nil {
 				return err
 			}
