@@ -189,6 +189,11 @@ func (b *Broker) createTopic(ctx context.Context, spec cluster.TopicSpec, wait t
 	case <-timer.C:
 		b.logger.Info("topic created; its logs are still being opened", "topic", spec.Name,
 			"partitions", len(spec.Assignments), "waited", wait)
+		b.goTracked(func() {
+			if err := <-done; err != nil {
+				b.logger.Error("opening the logs of a new topic failed", "topic", spec.Name, "err", err)
+			}
+		})
 		return t, nil
 	}
 }

@@ -162,14 +162,20 @@ type Manager struct {
 		sync.RWMutex
 		logs  map[TopicPartition]*Log
 		dirOf map[TopicPartition]*logDir
-		// pending holds the partitions whose Create is under way, with
-		// the dir each was given.
-		pending map[TopicPartition]*logDir
+		// pending holds the partitions whose Create is under way.
+		pending map[TopicPartition]*pendingCreate
 		closed  bool
 	}
 	// creating counts the Creates under way; Add is only called under mu
 	// while the Manager is open, so Close can wait for them.
 	creating sync.WaitGroup
+}
+
+// pendingCreate is a Create under way: the dir it was given, and a channel
+// closed when it ends.
+type pendingCreate struct {
+	dir  *logDir
+	done chan struct{}
 }
 
 type logDir struct {
@@ -216,7 +222,7 @@ func OpenManager(cfg ManagerConfig) (*Manager, error) {
 	}
 	m.mu.logs = map[TopicPartition]*Log{}
 	m.mu.dirOf = map[TopicPartition]*logDir{}
-	m.mu.pending = map[TopicPartition]*logDir{}
+	m.mu.pending = map[TopicPartition]*pendingCreate{}
 	if err := m.openDirs(); err != nil {
 		m.abort()
 		return nil, err
@@ -474,11 +480,13 @@ func (m *Manager) Create(tp TopicPartition, cfg Config) (*Log, error) {
 	if _, ok := ParseDirName(tp.DirName()); !ok || tp.Topic == "" {
 		return nil, fmt.Errorf("%w: bad partition name %q", ErrInvalidConfig, tp.DirName())
 	}
-	d, err := m.reserve(tp)
+	pc, err := m.reserve(tp)
 	if err != nil {
 		return nil, err
 	}
 	defer m.creating.Done()
+	defer close(pc.done)
+	d := pc.dir
 	path := filepath.Join(d.path, tp.DirName())
 	// A new log: no recovery needed, and its directory entry made durable.
 	l, err := openLog(path, tp, cfg, OpenState{Clean: true}, m.logger, m.env(d))
@@ -504,8 +512,8 @@ func (m *Manager) Create(tp TopicPartition, cfg Config) (*Log, error) {
 }
 
 // reserve picks the dir of a new log for tp and holds tp's name until the
-// create ends (m.creating.Done).
-func (m *Manager) reserve(tp TopicPartition) (*logDir, error) {
+// create ends (m.creating.Done, and closing done).
+func (m *Manager) reserve(tp TopicPartition) (*pendingCreate, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.mu.closed {
@@ -521,8 +529,8 @@ func (m *Manager) reserve(tp TopicPartition) (*logDir, error) {
 	for _, d := range m.mu.dirOf {
 		count[d]++
 	}
-	for _, d := range m.mu.pending {
-		count[d]++
+	for _, pc := range m.mu.pending {
+		count[pc.dir]++
 	}
 	var d *logDir
 	for _, x := range m.dirs {
@@ -533,23 +541,30 @@ func (m *Manager) reserve(tp TopicPartition) (*logDir, error) {
 	if d == nil {
 		return nil, fmt.Errorf("%w: every log dir is offline", ErrLogFailed)
 	}
-	m.mu.pending[tp] = d
+	pc := &pendingCreate{dir: d, done: make(chan struct{})}
+	m.mu.pending[tp] = pc
 	m.creating.Add(1)
-	return d, nil
+	return pc, nil
 }
 
-// GetOrCreate returns tp's log, creating it with cfg if there is none.
+// GetOrCreate returns tp's log, creating it with cfg if there is none; a
+// Create of tp already under way is waited for.
 func (m *Manager) GetOrCreate(tp TopicPartition, cfg Config) (*Log, error) {
-	if l, ok := m.Get(tp); ok {
-		return l, nil
-	}
-	l, err := m.Create(tp, cfg)
-	if errors.Is(err, ErrPartitionExists) {
+	for {
 		if l, ok := m.Get(tp); ok {
 			return l, nil
 		}
+		l, err := m.Create(tp, cfg)
+		if !errors.Is(err, ErrPartitionExists) {
+			return l, err
+		}
+		m.mu.RLock()
+		pc := m.mu.pending[tp]
+		m.mu.RUnlock()
+		if pc != nil {
+			<-pc.done // then Get finds its log, or Create may try again
+		}
 	}
-	return l, err
 }
 
 // Delete closes tp's log and removes its files. The directory is first

@@ -445,6 +445,29 @@ func TestManagerCreateConcurrent(t *testing.T) {
 		}
 	}
 
+	// GetOrCreate racing for one partition: every caller gets its one log.
+	for p := range int32(8) {
+		tp := TopicPartition{Topic: "shared", Partition: p}
+		got := make([]*Log, 4)
+		for i := range got {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				l, err := m.GetOrCreate(tp, cfg.Log)
+				if err != nil {
+					t.Errorf("get or create %s: %v", tp, err)
+				}
+				got[i] = l
+			}()
+		}
+		wg.Wait()
+		for _, l := range got {
+			if l == nil || l != got[0] {
+				t.Fatalf("%s: GetOrCreate gave logs %p, want one", tp, got)
+			}
+		}
+	}
+
 	// Creates racing with Close: each either fails with ErrClosed or
 	// returns a log that Close then closed and the reopen finds.
 	var ok sync.Map
@@ -471,8 +494,8 @@ func TestManagerCreateConcurrent(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.Close()
-	if len(m.Logs()) < parts {
-		t.Fatalf("%d logs after reopen, want at least %d", len(m.Logs()), parts)
+	if len(m.Logs()) < parts+8 {
+		t.Fatalf("%d logs after reopen, want at least %d", len(m.Logs()), parts+8)
 	}
 	ok.Range(func(k, v any) bool {
 		tp := k.(TopicPartition)
