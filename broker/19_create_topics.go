@@ -31,12 +31,13 @@ func (b *Broker) handleCreateTopics(ctx context.Context, _ *conn, hdr protocol.R
 	req := r.(*kmsg.CreateTopicsRequest)
 	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
 	// The request's timeout, when it has one, bounds the wait for this
-	// broker's logs of a new topic, as it bounds Kafka's wait for the
-	// topic's creation.
+	// broker's logs of its new topics, all of them together, as it bounds
+	// Kafka's wait for the topics' creation.
 	syncWait := topicSyncWait
 	if req.TimeoutMillis > 0 {
 		syncWait = min(syncWait, time.Duration(req.TimeoutMillis)*time.Millisecond)
 	}
+	syncDeadline := time.Now().Add(syncWait)
 	count := map[string]int{}
 	total := int64(0)
 	for _, t := range req.Topics {
@@ -85,7 +86,7 @@ func (b *Broker) handleCreateTopics(ctx context.Context, _ *conn, hdr protocol.R
 		spec, err := b.planTopic(md, treq)
 		if err == nil && !req.ValidateOnly {
 			var t cluster.Topic
-			t, err = b.createTopic(ctx, spec, syncWait)
+			t, err = b.createTopic(ctx, spec, max(time.Until(syncDeadline), 0))
 			spec.ID = t.ID
 			md = b.cluster.Snapshot()
 		}

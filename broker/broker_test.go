@@ -88,31 +88,43 @@ func TestProduceConsumeRoundTrip(t *testing.T) {
 // TestCreateTopicsAnswersWithinTimeout: a create whose logs take longer
 // than the request's timeout to open here (held back by holding the
 // partition sync) is answered, successfully, within that time rather than
-// after the client has given up; the logs follow.
+// after the client has given up, and the timeout is one for all the
+// request's topics, not one each; the logs follow.
 func TestCreateTopicsAnswersWithinTimeout(t *testing.T) {
 	t.Parallel()
 	b := startBroker(t)
 	w := dialWire(t, b)
+	const topics = 20
 	b.syncMu.Lock()
 	req := kmsg.NewPtrCreateTopicsRequest()
 	req.SetVersion(7)
-	req.TimeoutMillis = 100
-	rt := kmsg.NewCreateTopicsRequestTopic()
-	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = "slow-logs", 3, 1
-	req.Topics = append(req.Topics, rt)
-	resp, err := w.roundTrip(req)
+	req.TimeoutMillis = 1000
+	for i := range topics {
+		rt := kmsg.NewCreateTopicsRequestTopic()
+		rt.Topic, rt.NumPartitions, rt.ReplicationFactor = fmt.Sprintf("slow-logs-%d", i), 3, 1
+		req.Topics = append(req.Topics, rt)
+	}
+	// A second each would be 20 s; the request's one second is the bound.
+	resp, err := w.roundTripWithin(req, 10*time.Second)
 	b.syncMu.Unlock()
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := resp.(*kmsg.CreateTopicsResponse).Topics
-	if len(got) != 1 || got[0].ErrorCode != 0 || got[0].NumPartitions != 3 {
-		t.Fatalf("create topics answer %+v, want slow-logs created with 3 partitions", got)
+	if len(got) != topics {
+		t.Fatalf("create topics answered %d topics, want %d", len(got), topics)
 	}
-	waitFor(t, 30*time.Second, "produce to the new topic", func() error {
-		p := w.producePartition(-1, "slow-logs", 2, buildBatch(t, plainHeader(), "v", 1))
-		if p.ErrorCode != 0 {
-			return fmt.Errorf("error code %d", p.ErrorCode)
+	for _, g := range got {
+		if g.ErrorCode != 0 || g.NumPartitions != 3 {
+			t.Fatalf("create topics answer %+v, want the topic created with 3 partitions", g)
+		}
+	}
+	waitFor(t, 30*time.Second, "produce to the new topics", func() error {
+		for i := range topics {
+			p := w.producePartition(-1, fmt.Sprintf("slow-logs-%d", i), 2, buildBatch(t, plainHeader(), "v", 1))
+			if p.ErrorCode != 0 {
+				return fmt.Errorf("slow-logs-%d: error code %d", i, p.ErrorCode)
+			}
 		}
 		return nil
 	})

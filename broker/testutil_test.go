@@ -109,12 +109,18 @@ func (w *wireConn) readFrame(timeout time.Duration) ([]byte, error) {
 // roundTrip sends req at the version set on it (req.SetVersion) and
 // decodes the response at the same version.
 func (w *wireConn) roundTrip(req kmsg.Request) (kmsg.Response, error) {
+	return w.roundTripWithin(req, 60*time.Second)
+}
+
+// roundTripWithin is roundTrip failing when the response has not come
+// within timeout.
+func (w *wireConn) roundTripWithin(req kmsg.Request, timeout time.Duration) (kmsg.Response, error) {
 	w.corr++
 	corr := w.corr
 	if err := w.writeRaw(w.fmt.AppendRequest(nil, req, corr)); err != nil {
 		return nil, fmt.Errorf("write %s v%d: %w", kmsg.NameForKey(req.Key()), req.GetVersion(), err)
 	}
-	frame, err := w.readFrame(60 * time.Second)
+	frame, err := w.readFrame(timeout)
 	if err != nil {
 		return nil, fmt.Errorf("read %s v%d response: %w", kmsg.NameForKey(req.Key()), req.GetVersion(), err)
 	}

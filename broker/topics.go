@@ -166,10 +166,10 @@ func collidingTopic(md *cluster.Metadata, name string) string {
 // a large topic is not reported as failed and created again.
 const topicSyncWait = 10 * time.Second
 
-// createTopic creates a planned topic and waits until this broker holds its
-// logs, so that the response to the creator is already true here; or, for
-// at most wait, after which the logs are still being opened when it
-// returns (the topic exists: Kafka's controller answers once the metadata
+// createTopic creates a planned topic and waits, for at most wait, until
+// this broker holds its logs, so that the response to the creator is
+// already true here. Past wait it returns with the logs still being
+// opened: the topic exists (Kafka's controller answers once the metadata
 // is committed, before any broker has opened a log).
 func (b *Broker) createTopic(ctx context.Context, spec cluster.TopicSpec, wait time.Duration) (cluster.Topic, error) {
 	t, err := b.cluster.CreateTopic(ctx, spec)
