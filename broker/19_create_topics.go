@@ -11,7 +11,10 @@ package broker
 // topic with POLICY_VIOLATION, as Kafka 4's controller does. A topic named twice in one request fails with INVALID_REQUEST.
 // v5+ responses carry the partition count, replication factor and every
 // topic config's resolved value and source; v7 the new topic id. The
-// response comes after this broker holds the new partitions' logs.
+// response comes after this broker holds the new partitions' logs, or once
+// the request's timeout (at most 10 s, for all its topics together) has
+// passed, with the logs still being opened: the topics exist by then, and
+// Kafka's controller answers once they are in the metadata.
 
 import (
 	"context"
