@@ -166,8 +166,9 @@ func (b *Broker) Start(ctx context.Context) (err error) {
 	mcfg.CleanerBackoff = b.cfg.LogCleanerBackoff
 	mcfg.CleanerDedupeBufferSize = b.cfg.LogCleanerDedupeBufferSize
 	mcfg.WritebackBytes = b.cfg.LogWritebackBytes
-	mcfg.PageCacheKeepBytes = b.cfg.LogPageCacheKeepBytes
-	mcfg.PrefaultBytes = b.cfg.LogPrefaultBytes
+	mcfg.PageCacheKeepBytes, mcfg.PrefaultBytes = pageCacheSettings(b.cfg.LogPageCacheKeepBytes, b.cfg.LogPrefaultBytes,
+		b.cfg.LogPageCacheKeepBytes < 0 && storage.FreePageReporting("/"))
+	b.logger.Info("page cache", "log.pagecache.keep.bytes", mcfg.PageCacheKeepBytes, "log.prefault.bytes", mcfg.PrefaultBytes)
 	mcfg.Observer = b.metrics
 	logs, err := storage.OpenManager(mcfg)
 	if err != nil {

@@ -119,12 +119,14 @@ type Config struct {
 	// writeback bursts and writer throttling. 0 leaves it to the kernel.
 	LogWritebackBytes int64
 	// LogPageCacheKeepBytes is Gregor's own (log.pagecache.keep.bytes):
-	// what the broker appended to a log more than this many bytes before
-	// the log's end is dropped from the page cache, so that the cache
-	// reuses its own pages instead of growing. It pays where new memory is
-	// slow to get (a VM whose free memory goes back to the host); readers
-	// further behind read from disk. 0, the default, leaves the page cache
-	// to the kernel, as Kafka does.
+	// what the logs appended is held in the page cache to the newest this
+	// many bytes appended to any of them, older appends dropped, so that
+	// the cache reuses its own pages instead of growing. It pays where new
+	// memory is slow to get (a VM whose free memory goes back to the host);
+	// readers further behind read from disk. 0 leaves the page cache to
+	// the kernel, as Kafka does; -1, the default, is AutoPageCacheKeepBytes
+	// where the kernel reports free pages to a hypervisor
+	// (storage.FreePageReporting) and 0 elsewhere.
 	LogPageCacheKeepBytes int64
 	// LogPrefaultBytes is Gregor's own (log.prefault.bytes): a log that
 	// takes appends fast has its active segment file extended this far
@@ -133,7 +135,9 @@ type Config struct {
 	// of allocating them (costly where new memory is slow to get, as on a
 	// VM whose free memory goes back to the host). The tail is cut off
 	// when the segment is sealed or the broker stops. 0 turns it off: the
-	// file grows with each append, as Kafka's do.
+	// file grows with each append, as Kafka's do; -1, the default, is
+	// AutoPrefaultBytes without a page-cache window and 0 with one, whose
+	// freed pages the appends reuse.
 	LogPrefaultBytes int64
 
 	// StaticTopicDefaults are broker-level settings of topic-config
@@ -149,6 +153,37 @@ type Config struct {
 	Registerer prometheus.Registerer
 	// Gatherer serves /metrics on the admin listener; nil serves none.
 	Gatherer prometheus.Gatherer
+}
+
+const (
+	// AutoPageCacheKeepBytes is log.pagecache.keep.bytes -1 where the
+	// kernel reports free pages to a hypervisor.
+	AutoPageCacheKeepBytes = 256 << 20
+	// AutoPrefaultBytes is log.prefault.bytes -1 without a page-cache
+	// window.
+	AutoPrefaultBytes = 16 << 20
+)
+
+// pageCacheSettings resolves log.pagecache.keep.bytes and log.prefault.bytes
+// of -1; reporting tells whether the kernel reports free pages to a
+// hypervisor. A window frees pages that appends reuse, so it has no use for
+// prefaulting, which zero-fills pages ahead of the appends (measured: a
+// 64 MiB window took one partition from 450 to 610-750 MiB/s with a 16 MiB
+// prefault and to 1,175-1,240 without).
+func pageCacheSettings(keep, prefault int64, reporting bool) (int64, int64) {
+	if keep < 0 {
+		keep = 0
+		if reporting {
+			keep = AutoPageCacheKeepBytes
+		}
+	}
+	if prefault < 0 {
+		prefault = 0
+		if keep == 0 {
+			prefault = AutoPrefaultBytes
+		}
+	}
+	return keep, prefault
 }
 
 // DefaultConfig returns Kafka's defaults for a single node with data in
@@ -177,7 +212,8 @@ func DefaultConfig() Config {
 		LogCleanerBackoff:          15 * time.Second,
 		LogCleanerDedupeBufferSize: 128 << 20,
 		LogWritebackBytes:          4 << 20,
-		LogPrefaultBytes:           16 << 20,
+		LogPageCacheKeepBytes:      -1,
+		LogPrefaultBytes:           -1,
 
 		OffsetsTopicNumPartitions:     50,
 		OffsetsTopicReplicationFactor: 3,
@@ -281,10 +317,10 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: log.cleaner.dedupe.buffer.size %d below 1048576", ErrInvalidConfig, c.LogCleanerDedupeBufferSize)
 	case c.LogWritebackBytes < 0:
 		return fmt.Errorf("%w: log.writeback.bytes %d below 0", ErrInvalidConfig, c.LogWritebackBytes)
-	case c.LogPrefaultBytes < 0:
-		return fmt.Errorf("%w: log.prefault.bytes %d below 0", ErrInvalidConfig, c.LogPrefaultBytes)
-	case c.LogPageCacheKeepBytes < 0:
-		return fmt.Errorf("%w: log.pagecache.keep.bytes %d below 0", ErrInvalidConfig, c.LogPageCacheKeepBytes)
+	case c.LogPrefaultBytes < -1:
+		return fmt.Errorf("%w: log.prefault.bytes %d below -1", ErrInvalidConfig, c.LogPrefaultBytes)
+	case c.LogPageCacheKeepBytes < -1:
+		return fmt.Errorf("%w: log.pagecache.keep.bytes %d below -1", ErrInvalidConfig, c.LogPageCacheKeepBytes)
 	case c.OffsetsTopicNumPartitions < 1:
 		return fmt.Errorf("%w: offsets.topic.num.partitions %d below 1", ErrInvalidConfig, c.OffsetsTopicNumPartitions)
 	case c.OffsetsTopicReplicationFactor < 1:

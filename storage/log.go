@@ -82,11 +82,15 @@ type Log struct {
 		seg  *segment
 		from int64
 	}
-	// cacheKeepBytes is logEnv.cacheKeepBytes (see dropBehindLocked).
-	cacheKeepBytes int64
-	// sinceDrop is the bytes appended since dropBehindLocked's last pass.
-	// Guarded by mu.
-	sinceDrop int64
+	// cache is logEnv.cache (see pagecache.go); marks are the log's
+	// appends the window has not dropped yet, oldest first, and drop the
+	// range it is about to drop. Guarded by mu.
+	cache *cacheWindow
+	marks []cacheMark
+	drop  struct {
+		seg *segment
+		to  int64
+	}
 	// prefault is logEnv.prefault (see prefault.go); appended is what was
 	// appended since the log was opened, tail the log's share of the
 	// prefault budget. Guarded by mu.
@@ -99,7 +103,7 @@ type Log struct {
 	// mu serialises appends, rolls, truncation and segment deletion. The
 	// append path writes to the page cache while holding it, and may start
 	// (not wait for) writeback (writeBehindLocked) or drop older pages from
-	// the page cache (dropBehindLocked); no fsync and no directory scan
+	// the page cache (holdCacheLocked); no fsync and no directory scan
 	// happen under it.
 	mu struct {
 		sync.Mutex
@@ -170,9 +174,9 @@ type logEnv struct {
 	// writebackBytes is ManagerConfig.WritebackBytes; 0 for a log outside
 	// a Manager.
 	writebackBytes int64
-	// cacheKeepBytes is ManagerConfig.PageCacheKeepBytes; 0 for a log
-	// outside a Manager.
-	cacheKeepBytes int64
+	// cache is the Manager's page-cache window; nil: none (a log outside
+	// a Manager, or ManagerConfig.PageCacheKeepBytes 0).
+	cache *cacheWindow
 	// prefault extends hot logs' files ahead of their end; nil: off (a
 	// log outside a Manager, or ManagerConfig.PrefaultBytes 0).
 	prefault *prefaulter
@@ -190,7 +194,7 @@ func openLog(dir string, tp TopicPartition, cfg Config, st OpenState, logger *sl
 	}
 	l := &Log{dir: dir, tp: tp, logger: logger.With("partition", tp.String()),
 		syncer: env.syncer, deleter: env.deleter, now: env.now, dirFailed: env.dirFailed,
-		writebackBytes: env.writebackBytes, cacheKeepBytes: env.cacheKeepBytes, prefault: env.prefault}
+		writebackBytes: env.writebackBytes, cache: env.cache, prefault: env.prefault}
 	l.cfg.Store(&cfg)
 	l.firstDirty.Store(-1)
 	l.deleteHorizon.Store(math.MaxInt64)
@@ -666,7 +670,7 @@ func (l *Log) Append(set []byte, opts AppendOptions) (AppendResult, error) {
 	}
 	seg.size.Store(pos + int64(len(set)))
 	l.writeBehindLocked(cfg, seg, f, pos+int64(len(set)))
-	l.dropBehindLocked(int64(len(set)))
+	l.holdCacheLocked(seg, pos+int64(len(set)), int64(len(set)))
 	l.extendLocked(cfg, seg, f, pos+int64(len(set)), int64(len(set)))
 	l.leo.Store(next)
 	if l.firstUnsynced.Load() == 0 {
@@ -706,64 +710,6 @@ func (l *Log) writeBehindLocked(cfg *Config, seg *segment, f *os.File, end int64
 	}
 	_ = startWriteback(f, l.wb.from, end-l.wb.from)
 	l.wb.from = end
-}
-
-// dropBehindLocked drops from the page cache what this process appended to
-// the log more than cacheKeepBytes before its end, in passes every quarter
-// of cacheKeepBytes appended (0: off, the kernel keeps what it likes, as
-// for Kafka). Where memory the page cache has not used yet is slow to get,
-// as on a VM whose free memory goes back to the host, each new page of a
-// growing cache costs a fault on the host, and that was most of the
-// broker's CPU time for a fast producer; with the cache held to a window
-// per log, appends reuse the pages the window frees. The price: a reader
-// further behind than the window reads from disk, and drops what it read
-// (Log.Read). Pages still dirty stay (the call starts their writeback).
-func (l *Log) dropBehindLocked(n int64) {
-	keep := l.cacheKeepBytes
-	if keep <= 0 {
-		return
-	}
-	l.sinceDrop += n
-	if l.sinceDrop < max(keep/4, 1) {
-		return
-	}
-	l.sinceDrop = 0
-	segs := *l.segs.Load()
-	newer := int64(0) // bytes of the segments after segs[i]
-	for i := len(segs) - 1; i >= 0; i-- {
-		s := segs[i]
-		size := s.size.Load()
-		u := s.uncached.Load()
-		if u < 0 || (u >= size && i < len(segs)-1) {
-			// Not appended to by this process, or dropped whole by an
-			// earlier pass: so are the segments before it.
-			break
-		}
-		// The bytes of s more than keep before the log end.
-		if to := size - max(keep-newer, 0); to > u {
-			if f, err := s.file(); err == nil {
-				_ = dropCache(f, u, to-u)
-			}
-			s.uncached.Store(to)
-		}
-		newer += size
-	}
-}
-
-// readBehindBytes is how far before a read behind the page-cache window
-// dropReadBehind drops: the reads a sequential reader made before this one.
-const readBehindBytes = 8 << 20
-
-// dropReadBehind drops from the page cache the readBehindBytes of f before
-// pos, when a read at pos lies behind the log's page-cache window, so that a
-// reader catching up does not grow the cache either. Not the slice about to
-// be read: that is sent from the cache's pages after this returns, and a
-// reader's earlier slices are the ones it has received by the time it asks
-// for more.
-func dropReadBehind(f *os.File, pos int64) {
-	if from := max(pos-readBehindBytes, 0); pos > from {
-		_ = dropCache(f, from, pos-from)
-	}
 }
 
 // maybeRollLocked returns the segment to append to, rolling a new one when
@@ -1288,7 +1234,7 @@ func (l *Log) readFrom(segs []*segment, opts ReadOptions, res ReadResult, hw *of
 			s.release()
 			return res, false, nil
 		}
-		if l.cacheKeepBytes > 0 && pos+n <= s.uncached.Load() {
+		if l.cache != nil && pos+n <= s.uncached.Load() {
 			dropReadBehind(f, pos)
 		}
 		res.Slice = Slice{seg: s, f: f, Pos: pos, Len: n, BaseOffset: base}

@@ -84,6 +84,7 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 
 func (l *Log) afterTruncateLocked(leo int64) error {
 	l.mu.gen++
+	l.forgetCacheLocked()
 	segs := *l.segs.Load()
 	active := segs[len(segs)-1]
 	l.settleTailLocked(max(active.allocEnd-active.size.Load(), 0))

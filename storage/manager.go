@@ -45,9 +45,10 @@ type ManagerConfig struct {
 	// before they are acknowledged; 0 leaves writeback to the kernel (see
 	// Log.writeBehindLocked).
 	WritebackBytes int64
-	// PageCacheKeepBytes drops from the page cache what was appended to a
-	// log more than this many bytes before its end; 0 leaves the page
-	// cache to the kernel (see Log.dropBehindLocked).
+	// PageCacheKeepBytes holds the page cache of what the logs append to
+	// the newest this many bytes appended to any of them: older appends
+	// are dropped from it; 0 leaves the page cache to the kernel (see
+	// pagecache.go).
 	PageCacheKeepBytes int64
 	// PrefaultBytes is how far ahead of a hot log's end its active
 	// segment's file is extended and its pages read into the page cache
@@ -146,7 +147,8 @@ type Manager struct {
 	now    func() time.Time
 	sy     *syncer
 	del    *deleter
-	pf     *prefaulter // nil: PrefaultBytes 0
+	pf     *prefaulter  // nil: PrefaultBytes 0
+	cache  *cacheWindow // nil: PageCacheKeepBytes 0
 	cl     *cleaner
 	dirs   []*logDir
 
@@ -220,6 +222,7 @@ func OpenManager(cfg ManagerConfig) (*Manager, error) {
 	if cfg.PrefaultBytes > 0 {
 		m.pf = newPrefaulter(cfg.PrefaultBytes)
 	}
+	m.cache = newCacheWindow(cfg.PageCacheKeepBytes)
 	m.mu.logs = map[TopicPartition]*Log{}
 	m.mu.dirOf = map[TopicPartition]*logDir{}
 	m.mu.pending = map[TopicPartition]*pendingCreate{}
@@ -246,7 +249,7 @@ func OpenManager(cfg ManagerConfig) (*Manager, error) {
 // env is what the logs of dir d share.
 func (m *Manager) env(d *logDir) logEnv {
 	return logEnv{syncer: m.sy, deleter: m.del, now: m.now, dirFailed: func(err error) { m.failDir(d, err) },
-		writebackBytes: m.cfg.WritebackBytes, cacheKeepBytes: m.cfg.PageCacheKeepBytes, prefault: m.pf}
+		writebackBytes: m.cfg.WritebackBytes, cache: m.cache, prefault: m.pf}
 }
 
 // failDir takes dir d offline after an I/O error in it: every log in the dir

@@ -64,7 +64,7 @@ type segment struct {
 	created time.Time
 	sealed  bool // no longer the active segment
 	// uncached is where the bytes this process appended to the segment
-	// begin to be in the page cache: below it dropBehindLocked dropped
+	// begin to be in the page cache: below it holdCacheLocked dropped
 	// them (or the segment held them before its first append here). -1
 	// until the first append: a segment only read is left to the kernel.
 	// Written under Log.mu; read by Log.Read.

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"math"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -104,8 +105,8 @@ func consecutiveRanges(t *testing.T, what string, calls []rangeCall, least int64
 // TestDropBehind: with a page-cache window, what was appended more than the
 // window before the log's end is dropped from the page cache, over
 // consecutive ranges of each segment from its start, and never the
-// window's bytes; in a pass every quarter window, whether appends are
-// fsynced or not; and a read behind the window drops what lies before it.
+// window's bytes; older bytes at the latest a mark's worth and a drop's
+// (a quarter window) later, whether appends are fsynced or not; and a read behind the window drops what lies before it.
 // Without a window nothing is dropped.
 func TestDropBehind(t *testing.T) {
 	t.Parallel()
@@ -121,7 +122,7 @@ func TestDropBehind(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			l, disk, largest := appendUnderFaultDisk(t, tc.flush, logEnv{cacheKeepBytes: tc.keep})
+			l, disk, largest := appendUnderFaultDisk(t, tc.flush, logEnv{cache: newCacheWindow(tc.keep)})
 			disk.mu.Lock()
 			calls := append([]rangeCall(nil), disk.drops...)
 			disk.mu.Unlock()
@@ -180,6 +181,96 @@ func TestDropBehind(t *testing.T) {
 				if !rc.want && len(got) != 0 {
 					t.Errorf("read at %d, inside the window: drops %+v, want none", rc.offset, got)
 				}
+			}
+		})
+	}
+}
+
+// TestCacheWindowSharedByLogs: the window is the newest bytes appended to any
+// of the logs that share it, not a window per log: two logs taking turns
+// each hold about half of it, together at least all of it.
+func TestCacheWindowSharedByLogs(t *testing.T) {
+	t.Parallel()
+	const keep = 16 << 10
+	w := newCacheWindow(keep)
+	var logs [2]*Log
+	var disks [2]*faultDisk
+	for i := range logs {
+		dir := t.TempDir()
+		disks[i] = newFaultDisk(t, dir)
+		cfg := testConfig()
+		cfg.FlushMessages = math.MaxInt64
+		l, err := openLog(dir, TopicPartition{Topic: "t", Partition: int32(i)}, cfg, OpenState{}, nil, logEnv{cache: w})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { l.Close() })
+		logs[i] = l
+	}
+	largest := 0
+	for i := range 80 {
+		b := makeBatch(t, 3, 500, 1000, uint64(i), record.CodecNone)
+		largest = max(largest, len(b))
+		if _, err := logs[i%2].Append(b, AppendOptions{AssignOffsets: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	total := int64(0)
+	for i, l := range logs {
+		appended := int64(0)
+		for _, s := range *l.segs.Load() {
+			appended += s.size.Load()
+		}
+		disks[i].mu.Lock()
+		calls := append([]rangeCall(nil), disks[i].drops...)
+		disks[i].mu.Unlock()
+		dropped := int64(0)
+		for _, n := range consecutiveRanges(t, "drop", calls, 1) {
+			dropped += n
+		}
+		held := appended - dropped
+		// Its half of the window, a mark's and a drop's worth of the
+		// clock, and a batch.
+		if most := int64(keep/2 + keep/4 + largest); held > most || held <= 0 {
+			t.Errorf("log %d: %d bytes appended, %d dropped: holds %d, want (0, %d]", i, appended, dropped, held, most)
+		}
+		total += held
+	}
+	if total < keep-int64(largest) {
+		t.Errorf("the logs hold %d bytes together, want at least the window's %d less a batch", total, keep)
+	}
+}
+
+// TestFreePageReporting reads a virtio balloon's features from sysfs: only
+// a balloon (device 0x0005) with feature bit 5 reports free pages.
+func TestFreePageReporting(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		devs map[string][2]string // virtioN: device, features
+		want bool
+	}{
+		{"reporting balloon", map[string][2]string{"virtio0": {"0x0002", "0000010000"}, "virtio1": {"0x0005\n", "0110010000\n"}}, true},
+		{"balloon without reporting", map[string][2]string{"virtio0": {"0x0005", "0110000000"}}, false},
+		{"bit 5 of another device", map[string][2]string{"virtio0": {"0x0002", "0000010000"}}, false},
+		{"no virtio", nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			root := t.TempDir()
+			for name, d := range tc.devs {
+				dir := filepath.Join(root, "sys/bus/virtio/devices", name)
+				if err := os.MkdirAll(dir, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				for file, v := range map[string]string{"device": d[0], "features": d[1]} {
+					if err := os.WriteFile(filepath.Join(dir, file), []byte(v), 0o644); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			if got := FreePageReporting(root); got != tc.want {
+				t.Errorf("FreePageReporting = %v, want %v", got, tc.want)
 			}
 		})
 	}

@@ -164,13 +164,15 @@ var keys = []key{
 			"start writing a log's data to disk each time this many bytes were appended; 0 leaves it to the OS",
 		func(c *serveConfig) *int64 { return &c.broker.LogWritebackBytes }),
 	intField("log.pagecache.keep.bytes", "BYTES",
-		"Gregor's own: drop from the page cache what was appended to a log more than this many bytes before its end, "+
+		"Gregor's own: hold the page cache of appended log data to the newest this many bytes appended to any log, "+
 			"so the cache reuses its pages instead of growing (pays on VMs whose free memory goes back to the host; "+
-			"readers further behind read from disk); 0 leaves the page cache to the OS",
+			"readers further behind read from disk); 0 leaves the page cache to the OS; "+
+			"-1: 256 MiB where the kernel reports free pages to a hypervisor, else 0",
 		func(c *serveConfig) *int64 { return &c.broker.LogPageCacheKeepBytes }),
 	intField("log.prefault.bytes", "BYTES",
 		"Gregor's own: extend the segment file of a log taking fast appends this far ahead of its end and read "+
-			"those pages into the page cache in the background, so appends need not allocate them; 0 lets files grow with each write",
+			"those pages into the page cache in the background, so appends need not allocate them; 0 lets files grow with each write; "+
+			"-1: 16 MiB without a page-cache window (log.pagecache.keep.bytes), else 0",
 		func(c *serveConfig) *int64 { return &c.broker.LogPrefaultBytes }),
 	msField("group.min.session.timeout.ms", 32, "shortest session timeout a group member may ask for",
 		func(c *serveConfig) *time.Duration { return &c.broker.Groups.MinSessionTimeout }),
