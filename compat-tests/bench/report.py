@@ -273,6 +273,14 @@ def render():
                      f"data on {e.get('fs')}; {e.get('go')}, {e.get('java')}; Gregor {e.get('gregor_commit')}; "
                      f"Kafka heap -Xms/-Xmx {e.get('kafka_heap')}; last session {e.get('session')}: {e.get('runs')} run(s) of "
                      f"{e.get('duration_s')} s, load average at start {e.get('loadavg_start')}.")
+            if "free_page_reporting" in e:
+                if e["free_page_reporting"]:
+                    L.append("- The kernel reports free pages to the hypervisor (virtio balloon), so Gregor's defaults hold "
+                             "its page cache to the newest 256 MiB appended (`log.pagecache.keep.bytes`) and do not prefault "
+                             "(`log.prefault.bytes` 0); Kafka's page cache is the kernel's.")
+                else:
+                    L.append("- The kernel does not report free pages to a hypervisor, so Gregor's page cache is the kernel's, "
+                             "as Kafka's (`log.pagecache.keep.bytes` 0), and hot logs prefault 16 MiB (`log.prefault.bytes`).")
         L.append("")
     L += ["## What an acknowledgement means", "", "| broker | mode | acknowledged when |", "|---|---|---|"]
     for (t, m), text in MODES.items():

@@ -114,13 +114,20 @@ if [[ -n $(git -C "$root" status --porcelain --untracked-files=no -- . \
 	':!compat-tests/bench/results' ':!compat-tests/bench/RESULTS.md' 2>/dev/null) ]]; then
 	commit+=-dirty
 fi
+# Whether the kernel reports free pages to a hypervisor (a virtio balloon,
+# device 0x0005, with feature bit 5): Gregor's default page-cache settings
+# depend on it (log.pagecache.keep.bytes, log.prefault.bytes).
+reporting=false
+for d in /sys/bus/virtio/devices/*; do
+	[[ $(cat "$d/device" 2>/dev/null) == 0x0005 && $(cut -c6 "$d/features" 2>/dev/null) == 1 ]] && reporting=true
+done
 cat >"$here/results/env-$(hostname -s 2>/dev/null || echo host).json" <<EOF
 {"session": "$session", "nproc": $(nproc), "mem_kib": $(awk '/MemTotal/{print $2}' /proc/meminfo),
  "cpu": "$(sed -nE 's/^model name\s*:\s*//p' /proc/cpuinfo | head -n1)", "kernel": "$(uname -r)",
  "fs": "$(df -T "$work" | awk 'NR==2{print $2}')", "loadavg_start": "$(cut -d' ' -f1-3 /proc/loadavg)",
  "go": "$(go env GOVERSION)", "java": "$(java -version 2>&1 | head -n1 | tr -d '"')",
  "gregor_commit": "$commit",
- "kafka_heap": "$KAFKA_HEAP", "runs": $RUNS, "duration_s": $DUR}
+ "kafka_heap": "$KAFKA_HEAP", "runs": $RUNS, "duration_s": $DUR, "free_page_reporting": $reporting}
 EOF
 
 # start_broker TARGET MODE DIR: starts a broker on free ports with its data
