@@ -431,7 +431,7 @@ func TestLimitQueuedMaxRequests(t *testing.T) {
 	poller := dialWire(t, b)
 	f := kmsg.NewPtrFetchRequest()
 	f.SetVersion(12)
-	f.MaxWaitMillis, f.MinBytes, f.MaxBytes = 3000, 1, 1<<20
+	f.MaxWaitMillis, f.MinBytes, f.MaxBytes = 60_000, 1, 1<<20
 	ft := kmsg.NewFetchRequestTopic()
 	ft.Topic = "polled"
 	fp := kmsg.NewFetchRequestTopicPartition()
@@ -442,14 +442,20 @@ func TestLimitQueuedMaxRequests(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(200 * time.Millisecond) // let the poll park; a late one only weakens the check
-	start := time.Now()
+	// Answered while the poll is still parked: a poll holding the only
+	// slot would let the metadata request through only at its minute's end.
 	other := dialWire(t, b)
 	other.mustRoundTrip(metadataV12())
-	if d := time.Since(start); d > 2*time.Second {
-		t.Errorf("a metadata request took %s while a fetch long-polled with queued.max.requests 1", d)
+	if _, err := poller.readFrame(10 * time.Millisecond); err == nil {
+		t.Fatal("the long poll was answered before the metadata request; want it still parked")
+	} else if ne := net.Error(nil); !errors.As(err, &ne) || !ne.Timeout() {
+		t.Fatalf("waiting on the long poll: %v", err)
 	}
-	if _, err := poller.readFrame(10 * time.Second); err != nil {
-		t.Fatalf("the long poll's answer: %v", err)
+	if p := other.producePartition(-1, "polled", 0, buildBatch(t, plainHeader(), "wake", 1)); p.ErrorCode != 0 {
+		t.Fatalf("produce to the polled partition: error code %d", p.ErrorCode)
+	}
+	if _, err := poller.readFrame(30 * time.Second); err != nil {
+		t.Fatalf("the long poll's answer once a record came: %v", err)
 	}
 }
 
