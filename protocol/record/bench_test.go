@@ -72,6 +72,29 @@ func BenchmarkValidateRecords(b *testing.B) {
 	}
 }
 
+// BenchmarkValidateSmallRecords walks a batch of 1,000 keyless 100-byte
+// records, the shape where per-record decoding, not bytes, is the cost.
+// MB/s is of record bytes.
+func BenchmarkValidateSmallRecords(b *testing.B) {
+	recs := make([]Record, 1000)
+	for i := range recs {
+		recs[i] = Record{OffsetDelta: int32(i), TimestampDelta: int64(i / 100), Value: testPayload(100, uint64(i))}
+	}
+	out, err := Build(nil, BatchHeader{BaseTimestamp: 1700000000000, ProducerID: -1, BaseSequence: -1}, recs)
+	if err != nil {
+		b.Fatal(err)
+	}
+	batch := Batch(out)
+	b.SetBytes(int64(len(batch.Records())))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Validate(batch, ValidateOptions{Records: true}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(recs)), "ns/record")
+}
+
 // BenchmarkCompress compresses 16 KiB of 1 KiB records. MB/s is of input.
 func BenchmarkCompress(b *testing.B) {
 	raw := benchRaw()

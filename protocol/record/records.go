@@ -66,9 +66,11 @@ func (it *RecordIter) Err() error { return it.err }
 
 func errRecord(what string) error { return fmt.Errorf("%w: %s", ErrInvalidRecord, what) }
 
-// decodeRecord decodes one record from buf into r and returns the bytes after it.
+// decodeRecord decodes one record from buf into r and returns the bytes
+// after it. Its varints are decoded inline: for small records the calls
+// would cost more than the decoding.
 func decodeRecord(buf []byte, r *Record) ([]byte, error) {
-	length, n := binary.Varint(buf)
+	length, n := varint(buf)
 	if n <= 0 {
 		return nil, errRecord("bad record length")
 	}
@@ -81,66 +83,88 @@ func decodeRecord(buf []byte, r *Record) ([]byte, error) {
 		return nil, errRecord("empty record")
 	}
 	r.Attributes = int8(body[0])
-	body = body[1:]
-	var ok bool
-	if r.TimestampDelta, body, ok = varlong(body); !ok {
+	p := 1
+	if r.TimestampDelta, n = varint(body[p:]); n <= 0 {
 		return nil, errRecord("bad timestamp delta")
 	}
-	var od int64
-	if od, body, ok = varlong(body); !ok || od < math.MinInt32 || od > math.MaxInt32 {
+	p += n
+	od, n := varint(body[p:])
+	if n <= 0 || od < math.MinInt32 || od > math.MaxInt32 {
 		return nil, errRecord("bad offset delta")
 	}
+	p += n
 	r.OffsetDelta = int32(od)
-	if r.Key, body, ok = nullableBytes(body); !ok {
+	var ok bool
+	size, n := varint(body[p:])
+	if r.Key, p, ok = nullableAt(body, p, size, n); !ok {
 		return nil, errRecord("bad key")
 	}
-	if r.Value, body, ok = nullableBytes(body); !ok {
+	size, n = varint(body[p:])
+	if r.Value, p, ok = nullableAt(body, p, size, n); !ok {
 		return nil, errRecord("bad value")
 	}
-	var nh int64
-	if nh, body, ok = varlong(body); !ok || nh < 0 {
+	nh, n := varint(body[p:])
+	if n <= 0 || nh < 0 {
 		return nil, errRecord("bad header count")
 	}
+	p += n
 	// Every header takes at least two bytes, which bounds the count before
 	// anything is allocated for it.
-	if nh > int64(len(body))/2 {
+	if nh > int64(len(body)-p)/2 {
 		return nil, errRecord("header count beyond record")
 	}
 	r.Headers = r.Headers[:0]
 	for i := int64(0); i < nh; i++ {
 		var h Header
-		if h.Key, body, ok = nullableBytes(body); !ok || h.Key == nil {
+		size, n = varint(body[p:])
+		if h.Key, p, ok = nullableAt(body, p, size, n); !ok || h.Key == nil {
 			return nil, errRecord("bad header key")
 		}
-		if h.Value, body, ok = nullableBytes(body); !ok {
+		size, n = varint(body[p:])
+		if h.Value, p, ok = nullableAt(body, p, size, n); !ok {
 			return nil, errRecord("bad header value")
 		}
 		r.Headers = append(r.Headers, h)
 	}
-	if len(body) != 0 {
+	if p != len(body) {
 		return nil, errRecord("bytes left in record")
 	}
 	return rest, nil
 }
 
-func varlong(b []byte) (int64, []byte, bool) {
-	v, n := binary.Varint(b)
-	if n <= 0 {
-		return 0, b, false
+// nullableAt takes the nullable bytes whose varint length, size, was read
+// from b[p:] in n bytes (n <= 0: a bad varint): nil for -1, and the
+// position after them.
+func nullableAt(b []byte, p int, size int64, n int) ([]byte, int, bool) {
+	if n <= 0 || size < -1 || size > int64(len(b)-p-n) {
+		return nil, p, false
 	}
-	return v, b[n:], true
+	p += n
+	if size == -1 {
+		return nil, p, true
+	}
+	return b[p : p+int(size) : p+int(size)], p + int(size), true
 }
 
-// nullableBytes reads a varint length and that many bytes; length -1 is null.
-func nullableBytes(b []byte) ([]byte, []byte, bool) {
-	n, b, ok := varlong(b)
-	if !ok || n < -1 || n > int64(len(b)) {
-		return nil, b, false
+// varint is binary.Varint, to the same results on every input (overlong
+// and overflowing encodings included), written so that the compiler
+// inlines it.
+func varint(b []byte) (int64, int) {
+	var u uint64
+	for i, c := range b {
+		if i == binary.MaxVarintLen64 {
+			return 0, -(i + 1) // overflow
+		}
+		if c < 0x80 {
+			if i == binary.MaxVarintLen64-1 && c > 1 {
+				return 0, -(i + 1) // overflow
+			}
+			u |= uint64(c) << (7 * i)
+			return int64(u>>1) ^ -int64(u&1), i + 1
+		}
+		u |= uint64(c&0x7f) << (7 * i)
 	}
-	if n == -1 {
-		return nil, b, true
-	}
-	return b[:n:n], b[n:], true
+	return 0, 0
 }
 
 // AppendRecord encodes r (with its offset and timestamp deltas) onto dst.

@@ -209,3 +209,40 @@ func TestRecordIterHeadersReused(t *testing.T) {
 		t.Fatal(it.Err())
 	}
 }
+
+// TestVarintMatchesBinary: the inlined varint decodes as binary.Varint
+// does, value and length, on every input: each encoding of up to two bytes,
+// every length of a valid encoding, overlong encodings, overflows at the
+// tenth byte and beyond, truncations and empty input.
+func TestVarintMatchesBinary(t *testing.T) {
+	check := func(b []byte) {
+		t.Helper()
+		v, n := varint(b)
+		wv, wn := binary.Varint(b)
+		if v != wv || n != wn {
+			t.Fatalf("varint(% x) = %d, %d; binary.Varint gives %d, %d", b, v, n, wv, wn)
+		}
+	}
+	check(nil)
+	for a := range 256 {
+		check([]byte{byte(a)})
+		for b := range 256 {
+			check([]byte{byte(a), byte(b)})
+		}
+	}
+	for _, v := range []int64{0, -1, 1, 63, -64, 64, 8191, -8192, 8192, math.MaxInt32, math.MinInt32, math.MaxInt64, math.MinInt64} {
+		enc := binary.AppendVarint(nil, v)
+		check(enc)
+		check(append(enc, 0xff, 0x01))
+		for cut := range len(enc) {
+			check(enc[:cut])
+		}
+	}
+	for n := 8; n <= 12; n++ {
+		for _, last := range []byte{0x00, 0x01, 0x02, 0x7f} {
+			b := append(bytes.Repeat([]byte{0x80}, n), last)
+			check(b)
+			check(append(bytes.Repeat([]byte{0xff}, n), last))
+		}
+	}
+}
