@@ -51,6 +51,7 @@ type benchOptions struct {
 	batchMaxBytes     int32
 	compression       string
 	maxInFlight       int
+	bufferBytes       int64
 	progress          time.Duration
 	offset            string
 	drain             bool
@@ -83,6 +84,7 @@ func newBenchCmd() *cobra.Command {
 	f.Int32Var(&b.batchMaxBytes, "batch-max-bytes", 1<<20, "largest record batch")
 	f.StringVar(&b.compression, "compression", "none", "none, gzip, snappy, lz4 or zstd")
 	f.IntVar(&b.maxInFlight, "max-in-flight", 5, "produce requests in flight per broker with --acks 1 or 0 (an idempotent producer, acks=all, keeps 5), as the Java producer's max.in.flight.requests.per.connection")
+	f.Int64Var(&b.bufferBytes, "buffer-bytes", 0, "record bytes a producer buffers before sending waits, as the Java producer's buffer.memory (0: franz-go's limit of 50,000 records)")
 	f.DurationVar(&b.progress, "progress", 5*time.Second, "interval of the progress lines on stderr (0: none)")
 	cmd.AddCommand(
 		&cobra.Command{
@@ -238,6 +240,8 @@ func runBench(cmd *cobra.Command, o *clientOptions, b *benchOptions, mode string
 		return errors.New("--duration: want more than 0")
 	case b.maxInFlight < 1:
 		return errors.New("--max-in-flight: want at least 1")
+	case b.bufferBytes < 0:
+		return errors.New("--buffer-bytes: want 0 (franz-go's default) or more")
 	}
 	popts, err := producerOpts(b.acks, b.compression, b.maxInFlight)
 	if err != nil {
@@ -249,6 +253,11 @@ func runBench(cmd *cobra.Command, o *clientOptions, b *benchOptions, mode string
 	// sticks for batch.size bytes); franz-go's default moves on after
 	// 64 KiB, which with thousands of partitions makes every batch small.
 	popts = append(popts, kgo.RecordPartitioner(kgo.UniformBytesPartitioner(int(b.batchMaxBytes), true, true, nil)))
+	if b.bufferBytes > 0 {
+		// A limit in bytes alone, as the Java producer's: every record has
+		// at least sendTimeBytes, so this bounds the records too.
+		popts = append(popts, kgo.MaxBufferedBytes(int(b.bufferBytes)), kgo.MaxBufferedRecords(int(b.bufferBytes/sendTimeBytes)))
+	}
 
 	setupCtx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
 	defer cancel()

@@ -566,6 +566,11 @@ func testBench(t *testing.T, c *cli) {
 		t.Fatalf("bench produce at full speed: %+v, want at least %d records of 64 bytes, no errors", p, latencySampleEvery)
 	}
 	checkLatency("full-speed produce", r.Produce.Latency)
+	// A buffer of 64 records' bytes still carries them all.
+	r, _ = bench("produce", "--topic", "cli-bench-max", "--duration", "300ms", "--buffer-bytes", "4096")
+	if p := r.Produce; p == nil || p.Records < latencySampleEvery || p.Errors != 0 || p.Bytes != 64*p.Records {
+		t.Fatalf("bench produce --buffer-bytes 4096: %+v, want at least %d records of 64 bytes, no errors", p, latencySampleEvery)
+	}
 
 	out := c.run(append([]string{"bench", "produce", "--duration", "300ms", "--rate", "20"}, common...)...)
 	if !regexp.MustCompile(`RECORDS +ERRORS +RECORDS/S +MiB/S +MEAN\(ms\) +P50\(ms\) +P99\(ms\) +P99.9\(ms\) +MAX\(ms\)\nproduce +\d+ +0 `).MatchString(out) {
@@ -573,5 +578,8 @@ func testBench(t *testing.T, c *cli) {
 	}
 	if _, err := c.fail("", "bench", "produce", "--record-size", "4"); !strings.Contains(err.Error(), "--record-size") {
 		t.Errorf("bench --record-size 4: %v", err)
+	}
+	if _, err := c.fail("", "bench", "produce", "--buffer-bytes", "-1"); !strings.Contains(err.Error(), "--buffer-bytes") {
+		t.Errorf("bench --buffer-bytes -1: %v", err)
 	}
 }
