@@ -245,6 +245,14 @@ WORKLOAD_TEXT = {
 }
 
 
+def size_text(v):
+    """A byte count from a record, in MiB where it is a whole number of them."""
+    if v is None:
+        return "unknown"
+    n = int(v)
+    return f"{n >> 20} MiB" if n > 0 and n % (1 << 20) == 0 else str(n)
+
+
 def render():
     recs = enrich(load(os.path.join(RESULTS, "*.jsonl")))
     envs = []
@@ -274,13 +282,17 @@ def render():
                      f"Kafka heap -Xms/-Xmx {e.get('kafka_heap')}; last session {e.get('session')}: {e.get('runs')} run(s) of "
                      f"{e.get('duration_s')} s, load average at start {e.get('loadavg_start')}.")
             if "free_page_reporting" in e:
-                if e["free_page_reporting"]:
-                    L.append("- The kernel reports free pages to the hypervisor (virtio balloon), so Gregor's defaults hold "
-                             "its page cache to the newest 256 MiB appended (`log.pagecache.keep.bytes`) and do not prefault "
-                             "(`log.prefault.bytes` 0); Kafka's page cache is the kernel's.")
-                else:
-                    L.append("- The kernel does not report free pages to a hypervisor, so Gregor's page cache is the kernel's, "
-                             "as Kafka's (`log.pagecache.keep.bytes` 0), and hot logs prefault 16 MiB (`log.prefault.bytes`).")
+                L.append("- The kernel " + ("reports free pages to the hypervisor (virtio balloon)" if e["free_page_reporting"]
+                                            else "does not report free pages to a hypervisor")
+                         + "; Gregor's page-cache defaults follow from that (see below). Kafka's page cache is the kernel's.")
+        # The values each Gregor broker resolved at start (its log), as run.sh
+        # recorded them with every run.
+        seen = sorted({(r["pagecache_keep_bytes"], r.get("prefault_bytes")) for r in recs
+                       if r.get("target") == "gregor" and "pagecache_keep_bytes" in r})
+        for keep, prefault in seen:
+            L.append(f"- Gregor ran with `log.pagecache.keep.bytes` {size_text(keep)} and `log.prefault.bytes` "
+                     f"{size_text(prefault)}, as it logged them at start"
+                     + (" (page cache held to the newest bytes appended, no prefault)." if int(keep) > 0 else "."))
         L.append("")
     L += ["## What an acknowledgement means", "", "| broker | mode | acknowledged when |", "|---|---|---|"]
     for (t, m), text in MODES.items():

@@ -131,10 +131,12 @@ cat >"$here/results/env-$(hostname -s 2>/dev/null || echo host).json" <<EOF
 EOF
 
 # start_broker TARGET MODE DIR: starts a broker on free ports with its data
-# in DIR (kept when it exists: a restart). Sets B_*.
+# in DIR (kept when it exists: a restart). Sets B_*; B_SETTINGS holds the
+# page-cache settings Gregor resolved at start (from its log), as record
+# fields.
 start_broker() {
 	local target=$1 mode=$2 dir=$3 deadline
-	B_TARGET=$target B_DIR=$dir B_PORT=$(free_port)
+	B_TARGET=$target B_DIR=$dir B_PORT=$(free_port) B_SETTINGS=()
 	mkdir -p "$dir"
 	if [[ $target == kafka ]]; then
 		"$root/compat-tests/kafka/kafka.sh" start "$dir" "$B_PORT" 2>>"$dir/bench.log" || return 1
@@ -155,6 +157,10 @@ start_broker() {
 			((SECONDS < deadline)) || { say "gregor not ready within 300s"; return 1; }
 			sleep 0.05
 		done
+		local line
+		line=$(grep -m1 'msg="page cache"' "$dir/gregor.log" || true)
+		[[ $line =~ log\.pagecache\.keep\.bytes=([0-9-]+) ]] && B_SETTINGS+=(pagecache_keep_bytes="${BASH_REMATCH[1]}")
+		[[ $line =~ log\.prefault\.bytes=([0-9-]+) ]] && B_SETTINGS+=(prefault_bytes="${BASH_REMATCH[1]}")
 	fi
 }
 
@@ -268,6 +274,7 @@ run_one() {
 		stop_broker
 		return 0
 	fi
+	REC+=("${B_SETTINGS[@]}")
 	s=$(create_topic "$TOPIC" "$PARTS") || s=""
 	REC+=(create_s="$s")
 	# Unmeasured load first, on a topic of its own: every run starts a fresh
@@ -342,13 +349,13 @@ run_one() {
 			phase low-rate gregor-bench $((DUR * 3 + 60)) "$GREGOR" bench e2e -b "127.0.0.1:$B_PORT" --topic "$TOPIC" \
 				--partitions "$PARTS" --record-size "$SIZE" --acks "$ACKS" --batch-max-bytes "$BATCH" \
 				--linger "${LINGER_MS}ms" --duration "${DUR}s" --rate "$W5_LOW_RATE" --progress 0 --json
-			REC=(tool="$tool" create_s="$s")
+			REC=(tool="$tool" create_s="$s" "${B_SETTINGS[@]}")
 			gb_produce
 			phase produce gregor-bench $((DUR * 3 + 60)) "${CMD[@]}"
 		else
 			kp_produce $((W5_LOW_RATE * DUR)) "$W5_LOW_RATE"
 			phase low-rate kafka-producer-perf $((DUR * 5 + 60)) "${CMD[@]}"
-			REC=(tool="$tool" create_s="$s")
+			REC=(tool="$tool" create_s="$s" "${B_SETTINGS[@]}")
 			kp_produce "$(est_records "$key")" -1
 			phase produce kafka-producer-perf $((DUR * 5 + 60)) "${CMD[@]}"
 		fi
