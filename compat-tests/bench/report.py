@@ -292,7 +292,7 @@ def render():
         for keep, prefault in seen:
             L.append(f"- Gregor ran with `log.pagecache.keep.bytes` {size_text(keep)} and `log.prefault.bytes` "
                      f"{size_text(prefault)}, as it logged them at start"
-                     + (" (page cache held to the newest bytes appended, no prefault)." if int(keep) > 0 else "."))
+                     + (f" (its page cache held to the newest {size_text(keep)} appended)." if int(keep) > 0 else "."))
         L.append("")
     L += ["## What an acknowledgement means", "", "| broker | mode | acknowledged when |", "|---|---|---|"]
     for (t, m), text in MODES.items():
