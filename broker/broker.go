@@ -166,9 +166,10 @@ func (b *Broker) Start(ctx context.Context) (err error) {
 	mcfg.CleanerBackoff = b.cfg.LogCleanerBackoff
 	mcfg.CleanerDedupeBufferSize = b.cfg.LogCleanerDedupeBufferSize
 	mcfg.WritebackBytes = b.cfg.LogWritebackBytes
-	mcfg.PageCacheKeepBytes, mcfg.PrefaultBytes = pageCacheSettings(b.cfg.LogPageCacheKeepBytes, b.cfg.LogPrefaultBytes,
-		b.cfg.LogPageCacheKeepBytes < 0 && storage.FreePageReporting("/"))
-	b.logger.Info("page cache", "log.pagecache.keep.bytes", mcfg.PageCacheKeepBytes, "log.prefault.bytes", mcfg.PrefaultBytes)
+	reporting := storage.FreePageReporting("/")
+	mcfg.PageCacheKeepBytes, mcfg.PrefaultBytes = pageCacheSettings(b.cfg.LogPageCacheKeepBytes, b.cfg.LogPrefaultBytes, reporting)
+	b.logger.Info("page cache", "log.pagecache.keep.bytes", mcfg.PageCacheKeepBytes, "log.prefault.bytes", mcfg.PrefaultBytes,
+		"free_page_reporting", reporting)
 	mcfg.Observer = b.metrics
 	logs, err := storage.OpenManager(mcfg)
 	if err != nil {

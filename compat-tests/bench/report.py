@@ -281,14 +281,17 @@ def render():
                      f"data on {e.get('fs')}; {e.get('go')}, {e.get('java')}; Gregor {e.get('gregor_commit')}; "
                      f"Kafka heap -Xms/-Xmx {e.get('kafka_heap')}; last session {e.get('session')}: {e.get('runs')} run(s) of "
                      f"{e.get('duration_s')} s, load average at start {e.get('loadavg_start')}.")
-            if "free_page_reporting" in e:
-                L.append("- The kernel " + ("reports free pages to the hypervisor (virtio balloon)" if e["free_page_reporting"]
-                                            else "does not report free pages to a hypervisor")
-                         + "; Gregor's page-cache defaults follow from that (see below). Kafka's page cache is the kernel's.")
-        # The values each Gregor broker resolved at start (its log), as run.sh
-        # recorded them with every run.
-        seen = sorted({(r["pagecache_keep_bytes"], r.get("prefault_bytes")) for r in recs
-                       if r.get("target") == "gregor" and "pagecache_keep_bytes" in r})
+        # The values each Gregor broker resolved at start and why (its log),
+        # as run.sh recorded them with every run; sessions before it did
+        # left only whether free pages are reported, in the env record.
+        gregor = [r for r in recs if r.get("target") == "gregor" and "pagecache_keep_bytes" in r]
+        seen = sorted({(int(r["pagecache_keep_bytes"]), int(r.get("prefault_bytes", -1))) for r in gregor})
+        reporting = {str(r["free_page_reporting"]).lower() for r in gregor if "free_page_reporting" in r} or \
+            {str(e["free_page_reporting"]).lower() for e in envs if "free_page_reporting" in e}
+        for rep in sorted(reporting):
+            L.append("- The kernel " + ("reports free pages to the hypervisor (virtio balloon)" if rep == "true"
+                                        else "does not report free pages to a hypervisor")
+                     + "; Gregor's page-cache defaults follow from that. Kafka's page cache is the kernel's.")
         for keep, prefault in seen:
             L.append(f"- Gregor ran with `log.pagecache.keep.bytes` {size_text(keep)} and `log.prefault.bytes` "
                      f"{size_text(prefault)}, as it logged them at start"

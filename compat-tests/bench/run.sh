@@ -114,26 +114,20 @@ if [[ -n $(git -C "$root" status --porcelain --untracked-files=no -- . \
 	':!compat-tests/bench/results' ':!compat-tests/bench/RESULTS.md' 2>/dev/null) ]]; then
 	commit+=-dirty
 fi
-# Whether the kernel reports free pages to a hypervisor (a virtio balloon,
-# device 0x0005, with feature bit 5): Gregor's default page-cache settings
-# depend on it (log.pagecache.keep.bytes, log.prefault.bytes).
-reporting=false
-for d in /sys/bus/virtio/devices/*; do
-	[[ $(cat "$d/device" 2>/dev/null) == 0x0005 && $(cut -c6 "$d/features" 2>/dev/null) == 1 ]] && reporting=true
-done
 cat >"$here/results/env-$(hostname -s 2>/dev/null || echo host).json" <<EOF
 {"session": "$session", "nproc": $(nproc), "mem_kib": $(awk '/MemTotal/{print $2}' /proc/meminfo),
  "cpu": "$(sed -nE 's/^model name\s*:\s*//p' /proc/cpuinfo | head -n1)", "kernel": "$(uname -r)",
  "fs": "$(df -T "$work" | awk 'NR==2{print $2}')", "loadavg_start": "$(cut -d' ' -f1-3 /proc/loadavg)",
  "go": "$(go env GOVERSION)", "java": "$(java -version 2>&1 | head -n1 | tr -d '"')",
  "gregor_commit": "$commit",
- "kafka_heap": "$KAFKA_HEAP", "runs": $RUNS, "duration_s": $DUR, "free_page_reporting": $reporting}
+ "kafka_heap": "$KAFKA_HEAP", "runs": $RUNS, "duration_s": $DUR}
 EOF
 
 # start_broker TARGET MODE DIR: starts a broker on free ports with its data
 # in DIR (kept when it exists: a restart). Sets B_*; B_SETTINGS holds the
-# page-cache settings Gregor resolved at start (from its log), as record
-# fields.
+# page-cache settings Gregor resolved at start and whether the kernel
+# reports free pages to a hypervisor, which they follow from (its log), as
+# record fields.
 start_broker() {
 	local target=$1 mode=$2 dir=$3 deadline
 	B_TARGET=$target B_DIR=$dir B_PORT=$(free_port) B_SETTINGS=()
@@ -161,6 +155,7 @@ start_broker() {
 		line=$(grep -m1 'msg="page cache"' "$dir/gregor.log" || true)
 		[[ $line =~ log\.pagecache\.keep\.bytes=([0-9-]+) ]] && B_SETTINGS+=(pagecache_keep_bytes="${BASH_REMATCH[1]}")
 		[[ $line =~ log\.prefault\.bytes=([0-9-]+) ]] && B_SETTINGS+=(prefault_bytes="${BASH_REMATCH[1]}")
+		[[ $line =~ free_page_reporting=(true|false) ]] && B_SETTINGS+=(free_page_reporting="${BASH_REMATCH[1]}")
 	fi
 }
 
