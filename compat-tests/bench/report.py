@@ -6,7 +6,8 @@
     report.py last --file F.jsonl --field NAME      the field of F's last record
     report.py merge --into F.jsonl --new N.jsonl --modes "M ..." --tools "T ..."
         replace F's records of those modes and tools by N's, keep the rest
-    report.py w3rate        half of Kafka's W2 default-mode median records/s
+    report.py w3rate [--tool T]  half of Kafka's W2 default-mode median records/s
+                            measured with load generator T (default gregor-bench)
     report.py w1bytes       the median bytes of Gregor's W1 produce runs
     report.py render        results/*.jsonl -> RESULTS.md
 
@@ -158,8 +159,8 @@ def select(recs, **kw):
     return [r for r in recs if all(r.get(k) == v for k, v in kw.items())]
 
 
-def cmd_w3rate(_):
-    recs = select(load(os.path.join(RESULTS, "W2-kafka.jsonl")), mode="default", phase="produce", tool="gregor-bench")
+def cmd_w3rate(a):
+    recs = select(load(os.path.join(RESULTS, "W2-kafka.jsonl")), mode="default", phase="produce", tool=a.tool)
     m = median(recs, "records_s")
     if m:
         print(int(m / 2))
@@ -239,7 +240,7 @@ def table(rows_in, cols, extra=()):
 WORKLOAD_TEXT = {
     "W1": "1 topic, 1 partition, 1 KiB records, acks=1, as fast as possible; then the records written are read back (consume).",
     "W2": "1 topic, 16 partitions, 1 KiB records, acks=all, as fast as possible.",
-    "W3": "100 partitions, 1 KiB records, acks=all, at a fixed rate of half of Kafka's W2 default-mode median: produce (ack) latency and end-to-end latency.",
+    "W3": "100 partitions, 1 KiB records, acks=all, at a fixed rate of half of Kafka's W2 default-mode median measured with the same load generator (each broker gets the same load from a tool): produce (ack) latency and end-to-end latency.",
     "W4": "16 partitions, 100-byte records, acks=all, as fast as possible: records per second.",
     "W5": "1 topic with 10,000 partitions, 1 KiB records, acks=all: a low-rate phase, then as fast as possible, then a clean restart timed from exec to ready.",
 }
@@ -315,10 +316,16 @@ def render():
             continue
         L += [f"## {w}", "", WORKLOAD_TEXT[w], ""]
         sample = rows[0][1][0]
-        rates = sorted({r.get("rate") for _, rs in rows for r in rs if r.get("rate")})
+        rates = {}
+        for _, rs in rows:
+            for r in rs:
+                if r.get("rate"):
+                    rates.setdefault(r.get("tool"), set()).add(r.get("rate"))
+        rate_text = "; ".join(f"{TOOL_NAMES.get(t, t)} at {', '.join(str(x) for x in sorted(v))} records/s"
+                              for t, v in sorted(rates.items()))
         L.append(f"Settings: {sample.get('partitions')} partition(s), {sample.get('record_size')}-byte records, acks={sample.get('acks')}, "
                  f"batch {sample.get('batch_bytes')} bytes, linger {sample.get('linger_ms')} ms, {sample.get('duration_s')} s per phase"
-                 + (f", rate {', '.join(str(x) for x in rates)} records/s" if rates else "") + ".")
+                 + (f"; {rate_text}" if rate_text else "") + ".")
         L.append("")
         extra = []
         if w == "W5":
@@ -449,7 +456,8 @@ def main():
     mg.add_argument("--new", required=True)
     mg.add_argument("--modes", required=True)
     mg.add_argument("--tools", required=True)
-    sub.add_parser("w3rate")
+    w3 = sub.add_parser("w3rate")
+    w3.add_argument("--tool", default="gregor-bench")
     sub.add_parser("w1bytes")
     sub.add_parser("render")
     a = p.parse_args()

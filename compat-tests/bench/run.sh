@@ -22,7 +22,8 @@
 #   BENCH_TARGETS     default "gregor kafka"
 #   BENCH_TOOLS       default "gregor-bench kafka-perf"
 #   BENCH_MODES       restrict modes, e.g. "durable default" (default: every mode of each workload)
-#   BENCH_W3_RATE     records/s of W3 (default: half of Kafka's W2 default-mode median, from results/)
+#   BENCH_W3_RATE     records/s of W3 for every tool (default: half of Kafka's W2
+#                     default-mode median with the same tool, from results/)
 #   KAFKA_HEAP        Kafka's -Xms/-Xmx (default 4g, for a 24 GiB machine)
 #   KEEP_WORK=1       keep the work dir (logs, data) afterwards
 #
@@ -237,6 +238,9 @@ kp_produce() {
 		--command-property acks="$ACKS" batch.size="$BATCH" linger.ms="$LINGER_MS" buffer.memory=134217728)
 }
 
+# W3 records/s per tool; set by run_workload.
+declare -A W3_RATE=()
+
 # est_records KEY: records for a kafka-perf max-throughput run of about
 # DUR seconds, from the last rate seen for KEY (either tool), else a guess.
 declare -A LAST_RPS=()
@@ -309,6 +313,7 @@ run_one() {
 		LAST_RPS[$key]=$(last_rps)
 		;;
 	W3/gregor-bench)
+		RATE=${W3_RATE[$TOOL]}
 		REC+=(rate="$RATE")
 		phase e2e gregor-bench $((DUR * 3 + 60)) "$GREGOR" bench e2e -b "127.0.0.1:$B_PORT" --topic "$TOPIC" \
 			--partitions "$PARTS" --record-size "$SIZE" --acks "$ACKS" --batch-max-bytes "$BATCH" \
@@ -318,6 +323,7 @@ run_one() {
 		# ProducerPerformance loads TOPIC at RATE and measures ack latency;
 		# EndToEndLatency meanwhile sends one record at a time to a second
 		# topic with the same partitions and times it to its consumer.
+		RATE=${W3_RATE[$TOOL]}
 		REC+=(rate="$RATE")
 		e2e_topic=$TOPIC-e2e
 		create_topic "$e2e_topic" "$PARTS" >/dev/null || true
@@ -415,12 +421,19 @@ run_workload() {
 	*) die "unknown workload $w (W1 W2 W3 W4 W5 probe)" ;;
 	esac
 	RATE=0
+	W3_RATE=()
 	if [[ $w == W3 ]]; then
-		RATE=${BENCH_W3_RATE:-}
-		if [[ -z $RATE ]]; then
-			RATE=$(python3 "$here/report.py" w3rate 2>/dev/null || true)
-			[[ -n $RATE ]] || { RATE=10000; say "W3: no Kafka W2 default-mode results yet; using $RATE records/s"; }
-		fi
+		# Each tool loads both brokers at half of what Kafka reached in W2
+		# with that tool: the Java producer's ceiling is far below franz-go's,
+		# and a rate neither broker reaches would load each as hard as it
+		# can take, not equally.
+		local t r
+		for t in $TOOLS; do
+			r=${BENCH_W3_RATE:-}
+			[[ -n $r ]] || r=$(python3 "$here/report.py" w3rate --tool "$t" 2>/dev/null || true)
+			[[ -n $r ]] || { r=10000; say "W3: no Kafka W2 default-mode results with $t yet; using $r records/s"; }
+			W3_RATE[$t]=$r
+		done
 	fi
 	for TARGET in $TARGETS; do
 		OUT=$work/$w-$TARGET.jsonl
