@@ -104,6 +104,7 @@ type fetchResponse struct {
 	*kmsg.FetchResponse
 	nonce [16]byte
 	reads []storage.ReadResult
+	marks []byte // the markers handed out by add, back to back
 }
 
 const fetchMarkerLen = 20
@@ -115,18 +116,27 @@ func newFetchResponse(resp *kmsg.FetchResponse) *fetchResponse {
 	return fr
 }
 
-// marker returns the records field of the i-th read.
-func (fr *fetchResponse) marker(i int) []byte {
-	m := make([]byte, fetchMarkerLen)
+// putMarker writes the i-th read's marker into m (fetchMarkerLen bytes).
+func (fr *fetchResponse) putMarker(m []byte, i int) {
 	copy(m, fr.nonce[:])
-	binary.BigEndian.PutUint32(m[16:], uint32(i))
-	return m
+	binary.BigEndian.PutUint32(m[16:fetchMarkerLen], uint32(i))
 }
 
-// add keeps a read for the response and returns its marker.
+// add keeps a read for the response and returns its marker, the records
+// field of its partition. The markers are cut from one buffer that grows
+// by doubling, not allocated one by one: a fetch of many partitions hands
+// out one per partition.
 func (fr *fetchResponse) add(rr storage.ReadResult) []byte {
+	i := len(fr.reads)
 	fr.reads = append(fr.reads, rr)
-	return fr.marker(len(fr.reads) - 1)
+	n := len(fr.marks)
+	if cap(fr.marks)-n < fetchMarkerLen {
+		fr.marks, n = make([]byte, 0, fetchMarkerLen*max(4, 2*i)), 0
+	}
+	fr.marks = fr.marks[:n+fetchMarkerLen]
+	m := fr.marks[n : n+fetchMarkerLen : n+fetchMarkerLen]
+	fr.putMarker(m, i)
+	return m
 }
 
 // release gives back the reads of a response that is not sent.
@@ -145,13 +155,16 @@ func encodeFetchFrame(hdr protocol.RequestHeader, fr *fetchResponse) *outFrame {
 		return bytesFrame(buf)
 	}
 	flexible := hdr.APIVersion >= 12
-	f := &outFrame{reads: fr.reads}
+	f := &outFrame{reads: fr.reads, pieces: make([]framePiece, 0, 3*len(fr.reads)+1)}
 	fr.reads = nil
+	// The records' length prefixes, at most 5 bytes each, share a buffer.
+	prefixes := make([]byte, 0, 5*len(f.reads))
+	var m [fetchMarkerLen]byte
 	pos := 0
 	for i := range f.reads {
 		s := &f.reads[i].Slice
-		m := fr.marker(i)
-		j := bytes.Index(buf[pos:], m)
+		fr.putMarker(m[:], i)
+		j := bytes.Index(buf[pos:], m[:])
 		prefixLen := 4
 		if flexible {
 			prefixLen = 1 // uvarint(20 + 1)
@@ -161,13 +174,13 @@ func encodeFetchFrame(hdr protocol.RequestHeader, fr *fetchResponse) *outFrame {
 		}
 		j += pos
 		f.pieces = append(f.pieces, framePiece{b: buf[pos : j-prefixLen]})
-		var lp []byte
+		n := len(prefixes)
 		if flexible {
-			lp = binary.AppendUvarint(nil, uint64(s.Len)+1)
+			prefixes = binary.AppendUvarint(prefixes, uint64(s.Len)+1)
 		} else {
-			lp = binary.BigEndian.AppendUint32(nil, uint32(s.Len))
+			prefixes = binary.BigEndian.AppendUint32(prefixes, uint32(s.Len))
 		}
-		f.pieces = append(f.pieces, framePiece{b: lp}, framePiece{s: s})
+		f.pieces = append(f.pieces, framePiece{b: prefixes[n:len(prefixes):len(prefixes)]}, framePiece{s: s})
 		pos = j + fetchMarkerLen
 	}
 	f.pieces = append(f.pieces, framePiece{b: buf[pos:]})
@@ -190,10 +203,14 @@ func markerPrefixOK(p []byte, flexible bool) bool {
 func copyFetchFrame(hdr protocol.RequestHeader, fr *fetchResponse, f *outFrame) *outFrame {
 	defer f.release()
 	i := 0
+	var m [fetchMarkerLen]byte
 	for t := range fr.Topics {
 		for p := range fr.Topics[t].Partitions {
 			rp := &fr.Topics[t].Partitions[p]
-			if len(rp.RecordBatches) != fetchMarkerLen || i >= len(f.reads) || !bytes.Equal(rp.RecordBatches, fr.marker(i)) {
+			if i < len(f.reads) {
+				fr.putMarker(m[:], i)
+			}
+			if len(rp.RecordBatches) != fetchMarkerLen || i >= len(f.reads) || !bytes.Equal(rp.RecordBatches, m[:]) {
 				continue
 			}
 			b, err := f.reads[i].AppendTo(nil)

@@ -80,8 +80,10 @@ func TestFetchFrame(t *testing.T) {
 	t.Parallel()
 	b := startBroker(t)
 	w := dialWire(t, b)
-	id := w.createTopic("fb", 2, nil)
-	for p := range int32(2) {
+	// Nine partitions: the markers' buffer grows twice on the way.
+	const parts = 9
+	id := w.createTopic("fb", parts, nil)
+	for p := range int32(parts) {
 		rp := w.producePartition(-1, "fb", p, buildBatch(t, plainHeader(), "fb", 5+int(p)))
 		checkCode(t, "produce", rp.ErrorCode, protocol.None)
 	}
@@ -104,7 +106,7 @@ func TestFetchFrame(t *testing.T) {
 			plain := kmsg.NewPtrFetchResponse()
 			plain.SetVersion(v)
 			pt := ft
-			for p := range int32(2) {
+			for p := range int32(parts) {
 				fp := kmsg.NewFetchResponseTopicPartition()
 				fp.Partition, fp.HighWatermark = p, 5+int64(p)
 				rr := read(p)
@@ -124,8 +126,10 @@ func TestFetchFrame(t *testing.T) {
 		}
 		zc, want := build()
 		f := encodeFetchFrame(hdr, zc)
-		if len(f.pieces) != 7 {
-			t.Errorf("v%d: frame of %d pieces, want 7 (head, prefix, file, between, prefix, file, tail)", v, len(f.pieces))
+		// The head, then each partition's prefix, file slice and the bytes
+		// up to the next (or the tail).
+		if len(f.pieces) != 3*parts+1 {
+			t.Errorf("v%d: frame of %d pieces, want %d", v, len(f.pieces), 3*parts+1)
 		}
 		got, err := f.bytes()
 		f.release()
