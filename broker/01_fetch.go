@@ -35,8 +35,8 @@ var fetchAPI = handler{key: 1, min: 4, max: 18, handle: (*Broker).handleFetch}
 type fetchResult struct {
 	code                  protocol.ErrorCode
 	hw, lso, logStart     int64
-	read                  storage.ReadResult // held when size > 0
-	size                  int64              // bytes of records read
+	read                  storage.ReadResult // records read; Released by whoever holds it
+	held                  bool               // read is this result's to release
 	divergingEpoch        int32
 	divergingEnd          int64
 	hasDiverging          bool
@@ -157,14 +157,14 @@ func (b *Broker) handleFetch(ctx context.Context, c *conn, hdr protocol.RequestH
 	served := map[sessionKey]bool{}
 	for i, it := range items {
 		res := &results[i]
-		if !full && res.code == protocol.None && res.size == 0 && !res.hasDiverging &&
+		if !full && res.code == protocol.None && !res.held && !res.hasDiverging &&
 			res.hw == it.sentHW && res.lso == it.sentLSO && res.logStart == it.sentLogStart {
 			continue // nothing new for this partition in an incremental response
 		}
 		it.sentHW, it.sentLSO, it.sentLogStart = res.hw, res.lso, res.logStart
-		if res.size > 0 {
+		if res.held {
 			served[it.key] = true
-			res.metrics.bytesOut.Add(float64(res.size))
+			res.metrics.bytesOut.Add(float64(res.read.Len))
 		}
 		n := len(resp.Topics)
 		if n == 0 || resp.Topics[n-1].Topic != it.key.topic || resp.Topics[n-1].TopicID != it.key.topicID {
@@ -180,9 +180,9 @@ func (b *Broker) handleFetch(ctx context.Context, c *conn, hdr protocol.RequestH
 		// Kafka always sends a (possibly empty) records field; a null one
 		// breaks librdkafka's parsing of the whole response.
 		rp.RecordBatches = []byte{}
-		if res.size > 0 {
+		if res.held {
 			rp.RecordBatches = zc.add(res.read)
-			res.size = 0 // owned by zc now
+			res.held = false // zc's now
 		}
 		rp.PreferredReadReplica = -1
 		if res.hasDiverging {
@@ -203,9 +203,9 @@ func (b *Broker) handleFetch(ctx context.Context, c *conn, hdr protocol.RequestH
 // releaseReads gives back the reads a fetch round holds.
 func releaseReads(results []fetchResult) {
 	for i := range results {
-		if results[i].size > 0 {
+		if results[i].held {
 			results[i].read.Release()
-			results[i].size = 0
+			results[i].held = false
 		}
 	}
 }
@@ -262,7 +262,7 @@ func (b *Broker) fetchRound(items []*sessionPartition, req *kmsg.FetchRequest, b
 			continue
 		}
 		if rr.Len > 0 {
-			res.read, res.size = rr, rr.Len // released by the response's frame
+			res.read, res.held = rr, true // released by the response's frame
 			total += rr.Len
 			budget -= min(rr.Len, budget)
 			minOne = false
