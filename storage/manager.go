@@ -336,17 +336,10 @@ func (m *Manager) openDirs() error {
 	start := time.Now()
 	logs := make([]*Log, len(jobs))
 	errs := make([]error, len(jobs))
-	sem := make(chan struct{}, m.cfg.OpenParallelism)
-	var wg sync.WaitGroup
-	for i, j := range jobs {
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			logs[i], errs[i] = openLog(j.path, j.tp, m.cfg.Log, j.st, m.logger, m.env(j.dir))
-		}()
-	}
-	wg.Wait()
+	forEachParallel(len(jobs), m.cfg.OpenParallelism, func(i int) {
+		j := jobs[i]
+		logs[i], errs[i] = openLog(j.path, j.tp, m.cfg.Log, j.st, m.logger, m.env(j.dir))
+	})
 	for i, j := range jobs {
 		if logs[i] == nil {
 			continue
@@ -720,17 +713,7 @@ func (m *Manager) Close() error {
 	m.wg.Wait()
 
 	errs := make([]error, len(logs))
-	sem := make(chan struct{}, m.cfg.OpenParallelism)
-	var wg sync.WaitGroup
-	for i, l := range logs {
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			errs[i] = l.Close()
-		}()
-	}
-	wg.Wait()
+	forEachParallel(len(logs), m.cfg.OpenParallelism, func(i int) { errs[i] = logs[i].Close() })
 	err := errors.Join(errs...)
 	if err == nil {
 		err = errors.Join(m.writeCheckpoints(true, true)...)
@@ -748,4 +731,20 @@ func (m *Manager) Close() error {
 		d.lock.Close()
 	}
 	return err
+}
+
+// forEachParallel calls fn(i) for every i in [0, n), at most limit
+// (at least 1) at a time, and returns once every call has returned.
+func forEachParallel(n, limit int, fn func(i int)) {
+	sem := make(chan struct{}, max(limit, 1))
+	var wg sync.WaitGroup
+	for i := range n {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			fn(i)
+		}()
+	}
+	wg.Wait()
 }
