@@ -664,14 +664,18 @@ func allocated(fn func()) uint64 {
 	return after.TotalAlloc - before.TotalAlloc
 }
 
-// allocatedWarm returns the fewest bytes fn allocates in a few runs, with
-// the pools warm as in a running broker: the race detector drops a quarter
-// of what is put in a sync.Pool, and a dropped lz4 reader costs a new block
-// buffer of 4 MiB.
-func allocatedWarm(fn func()) uint64 {
+// allocatedWarm returns the bytes fn allocates with the pools warm as in a
+// running broker: the first run within budget, else the fewest of 20. The
+// race detector drops a quarter of what is put in a sync.Pool, and a
+// dropped lz4 block costs a new 4 MiB buffer: under -race 83 of 200 runs
+// of a 16 MiB lz4 record allocated one, so five runs all did about once in
+// a hundred.
+func allocatedWarm(budget uint64, fn func()) uint64 {
 	least := uint64(math.MaxUint64)
-	for range 5 {
-		least = min(least, allocated(fn))
+	for range 20 {
+		if least = min(least, allocated(fn)); least <= budget {
+			break
+		}
 	}
 	return least
 }
@@ -701,7 +705,7 @@ func TestValidateBombMemory(t *testing.T) {
 			if !errors.Is(vErr, ErrInvalidRecord) {
 				t.Fatalf("%v bomb of %d bytes, limit %d MiB: %v, want %v", c, len(payload), limit>>20, vErr, ErrInvalidRecord)
 			}
-			again := allocatedWarm(func() { _, vErr = Validate(b, opts) })
+			again := allocatedWarm(budget, func() { _, vErr = Validate(b, opts) })
 			if !errors.Is(vErr, ErrInvalidRecord) {
 				t.Fatalf("%v bomb, again: %v, want %v", c, vErr, ErrInvalidRecord)
 			}
@@ -729,7 +733,7 @@ func TestValidateLargeRecordMemory(t *testing.T) {
 		}
 		for _, limit := range []int{64 << 20, size} {
 			var vErr error
-			got := allocatedWarm(func() {
+			got := allocatedWarm(budget, func() {
 				_, vErr = Validate(Batch(b), ValidateOptions{Records: true, RequireKeys: true, MaxDecompressed: limit})
 			})
 			var want error
