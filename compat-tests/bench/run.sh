@@ -222,7 +222,7 @@ phase() {
 KJAVA=(java -Xmx512M -Dorg.slf4j.simpleLogger.defaultLogLevel=warn -cp "$TOOLS_LIBS/*")
 
 # Producer settings of one workload; set by run_workload.
-PARTS=1 SIZE=1024 ACKS=1 RATE=0
+PARTS=1 SIZE=1024 ACKS=1
 
 # gb_produce [FLAG...]: sets CMD to gregor bench produce with the workload's
 # settings (timeout runs commands, not functions, so these build arrays).
@@ -263,7 +263,7 @@ modes_of() {
 
 # run_one WORKLOAD TOOL: one run of WORKLOAD with TOOL against a fresh broker.
 run_one() {
-	local w=$1 tool=$2 key="$1/$MODE/$SIZE" n e2e_topic pid_e2e s t0
+	local w=$1 tool=$2 key="$1/$MODE/$SIZE" n e2e_topic pid_e2e s t0 rate=${W3_RATE[$2]:-0}
 	CUR=$work/$w-$TARGET-$MODE-$tool-r$RUN
 	TOPIC=bench-$w
 	REC=(tool="$tool")
@@ -313,18 +313,16 @@ run_one() {
 		LAST_RPS[$key]=$(last_rps)
 		;;
 	W3/gregor-bench)
-		RATE=${W3_RATE[$TOOL]}
-		REC+=(rate="$RATE")
+		REC+=(rate="$rate")
 		phase e2e gregor-bench $((DUR * 3 + 60)) "$GREGOR" bench e2e -b "127.0.0.1:$B_PORT" --topic "$TOPIC" \
 			--partitions "$PARTS" --record-size "$SIZE" --acks "$ACKS" --batch-max-bytes "$BATCH" \
-			--linger "${LINGER_MS}ms" --duration "${DUR}s" --rate "$RATE" --progress 0 --json
+			--linger "${LINGER_MS}ms" --duration "${DUR}s" --rate "$rate" --progress 0 --json
 		;;
 	W3/kafka-perf)
-		# ProducerPerformance loads TOPIC at RATE and measures ack latency;
+		# ProducerPerformance loads TOPIC at rate and measures ack latency;
 		# EndToEndLatency meanwhile sends one record at a time to a second
 		# topic with the same partitions and times it to its consumer.
-		RATE=${W3_RATE[$TOOL]}
-		REC+=(rate="$RATE")
+		REC+=(rate="$rate")
 		e2e_topic=$TOPIC-e2e
 		create_topic "$e2e_topic" "$PARTS" >/dev/null || true
 		(
@@ -335,7 +333,7 @@ run_one() {
 			echo $? >"$CUR/e2e.rc"
 		) &
 		pid_e2e=$!
-		kp_produce "$(awk -v r="$RATE" -v d="$DUR" 'BEGIN{printf "%d", r * d}')" "$RATE"
+		kp_produce "$(awk -v r="$rate" -v d="$DUR" 'BEGIN{printf "%d", r * d}')" "$rate"
 		phase produce kafka-producer-perf $((DUR * 5 + 60)) "${CMD[@]}"
 		wait "$pid_e2e" || true
 		python3 "$here/report.py" record --file "$OUT" --kind kafka-e2e --output "$CUR/e2e.kafka-e2e.out" \
@@ -420,7 +418,6 @@ run_workload() {
 	W5) PARTS=$W5_PARTITIONS SIZE=1024 ACKS=all ;;
 	*) die "unknown workload $w (W1 W2 W3 W4 W5 probe)" ;;
 	esac
-	RATE=0
 	W3_RATE=()
 	if [[ $w == W3 ]]; then
 		# Each tool loads both brokers at half of what Kafka reached in W2
