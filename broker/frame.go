@@ -207,10 +207,10 @@ func copyFetchFrame(hdr protocol.RequestHeader, fr *fetchResponse, f *outFrame) 
 	for t := range fr.Topics {
 		for p := range fr.Topics[t].Partitions {
 			rp := &fr.Topics[t].Partitions[p]
-			if i < len(f.reads) {
-				fr.putMarker(m[:], i)
+			if i >= len(f.reads) || len(rp.RecordBatches) != fetchMarkerLen {
+				continue
 			}
-			if len(rp.RecordBatches) != fetchMarkerLen || i >= len(f.reads) || !bytes.Equal(rp.RecordBatches, m[:]) {
+			if fr.putMarker(m[:], i); !bytes.Equal(rp.RecordBatches, m[:]) {
 				continue
 			}
 			b, err := f.reads[i].AppendTo(nil)
