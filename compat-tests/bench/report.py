@@ -306,7 +306,8 @@ def render():
           "- **gregor bench** (`gregor bench produce|consume|e2e`, franz-go): one producer client, `--batch-max-bytes 1048576 --linger 5ms`, no compression, no keys.",
           "- **Kafka perf tools** (kafka-tools 4.4.0, Java 17, -Xmx512M as Kafka's scripts): `ProducerPerformance` with `batch.size=1048576 linger.ms=5 buffer.memory=134217728` and the workload's acks "
           "(run for the number of records the previous run of that workload and mode produced in the same time, so it lasts about as long); "
-          "`ConsumerPerformance` (fetch figures, without the group join); `EndToEndLatency` (one record at a time, linger 0, integer ms, no max), run during W3's `ProducerPerformance` load on a second topic with the same partitions.",
+          "`ConsumerPerformance` (fetch figures, without the group join); `EndToEndLatency` (one record at a time, linger 0, integer ms, no max), run during W3's `ProducerPerformance` load on a second topic with the same partitions "
+          "(with its default 10,000 records its p99.9 is the tenth slowest; W3's load lasts long enough for all of them, a run where it does not counts as failed).",
           "- Broker CPU seconds: utime+stime of the broker process over the phase (/proc/PID/stat); peak RSS: VmRSS sampled every 250 ms during the phase; VmHWM: the broker process's lifetime peak at the end of the phase (it includes start-up and topic creation).",
           ""]
     for w in ("W1", "W2", "W3", "W4", "W5"):
@@ -323,9 +324,11 @@ def render():
                     rates.setdefault(r.get("tool"), set()).add(r.get("rate"))
         rate_text = "; ".join(f"{TOOL_NAMES.get(t, t)} at {', '.join(str(x) for x in sorted(v))} records/s"
                               for t, v in sorted(rates.items()))
+        loads = sorted({(r.get("load_s"), r.get("e2e_records")) for _, rs in rows for r in rs if r.get("e2e_records")})
+        load_text = "; ".join(f"Kafka perf tools: EndToEndLatency {n:,} records, beside a {s} s ProducerPerformance load" for s, n in loads)
         L.append(f"Settings: {sample.get('partitions')} partition(s), {sample.get('record_size')}-byte records, acks={sample.get('acks')}, "
                  f"batch {sample.get('batch_bytes')} bytes, linger {sample.get('linger_ms')} ms, {sample.get('duration_s')} s per phase"
-                 + (f"; {rate_text}" if rate_text else "") + ".")
+                 + (f"; {rate_text}" if rate_text else "") + (f"; {load_text}" if load_text else "") + ".")
         L.append("")
         extra = []
         if w == "W5":
