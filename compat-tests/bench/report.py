@@ -325,7 +325,7 @@ def render():
         rate_text = "; ".join(f"{TOOL_NAMES.get(t, t)} at {', '.join(str(x) for x in sorted(v))} records/s"
                               for t, v in sorted(rates.items()))
         loads = sorted({(r.get("load_s"), r.get("e2e_records")) for _, rs in rows for r in rs if r.get("e2e_records")})
-        load_text = "; ".join(f"Kafka perf tools: EndToEndLatency {n:,} records, beside a {s} s ProducerPerformance load" for s, n in loads)
+        load_text = "; ".join(f"Kafka perf tools: EndToEndLatency {n:,} records, beside ProducerPerformance's {s} s load" for s, n in loads)
         L.append(f"Settings: {sample.get('partitions')} partition(s), {sample.get('record_size')}-byte records, acks={sample.get('acks')}, "
                  f"batch {sample.get('batch_bytes')} bytes, linger {sample.get('linger_ms')} ms, {sample.get('duration_s')} s per phase"
                  + (f"; {rate_text}" if rate_text else "") + (f"; {load_text}" if load_text else "") + ".")
