@@ -91,6 +91,10 @@ type Log struct {
 		seg *segment
 		to  int64
 	}
+	// cacheAt is the log's index in the window keeper's heap (-1: not in
+	// it) and cacheKey its key there. Guarded by cache.mu.
+	cacheAt  int
+	cacheKey int64
 	// prefault is logEnv.prefault (see prefault.go); appended is what was
 	// appended since the log was opened, tail the log's share of the
 	// prefault budget. Guarded by mu.
@@ -194,7 +198,7 @@ func openLog(dir string, tp TopicPartition, cfg Config, st OpenState, logger *sl
 	}
 	l := &Log{dir: dir, tp: tp, logger: logger.With("partition", tp.String()),
 		syncer: env.syncer, deleter: env.deleter, now: env.now, dirFailed: env.dirFailed,
-		writebackBytes: env.writebackBytes, cache: env.cache, prefault: env.prefault}
+		writebackBytes: env.writebackBytes, cache: env.cache, prefault: env.prefault, cacheAt: -1}
 	l.cfg.Store(&cfg)
 	l.firstDirty.Store(-1)
 	l.deleteHorizon.Store(math.MaxInt64)

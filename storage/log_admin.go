@@ -220,6 +220,7 @@ func (l *Log) Close() error {
 		return nil
 	}
 	l.mu.closed = true
+	l.untrackCacheLocked()
 	segs := *l.segs.Load()
 	segs[len(segs)-1].sealLocked()
 	// A clean open takes each segment's size from its file.
@@ -264,6 +265,7 @@ func (l *Log) closeFiles() {
 func (l *Log) Delete() error {
 	l.mu.Lock()
 	l.mu.closed = true
+	l.untrackCacheLocked()
 	l.settleTailLocked(0)
 	l.mu.Unlock()
 	l.closeFiles()

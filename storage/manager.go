@@ -240,6 +240,9 @@ func OpenManager(cfg ManagerConfig) (*Manager, error) {
 	if m.pf != nil {
 		m.goTracked(func() { m.pf.run(ctx) })
 	}
+	if m.cache != nil {
+		m.goTracked(func() { m.cache.run(ctx) })
+	}
 	if cfg.CleanerEnable {
 		m.goTracked(func() { m.cleanerLoop(ctx) })
 	}
@@ -580,6 +583,7 @@ func (m *Manager) Delete(tp TopicPartition) error {
 	}
 	l.mu.Lock()
 	l.mu.closed = true
+	l.untrackCacheLocked()
 	l.mu.Unlock()
 	l.closeFiles()
 	l.wakeWaiters(0, ErrClosed)

@@ -241,6 +241,89 @@ func TestCacheWindowSharedByLogs(t *testing.T) {
 	}
 }
 
+// TestCacheWindowIdleLogs: logs that append once and never again (a
+// producer visiting many partitions in turn) are held to the window too:
+// an append that moves the clock past them wakes the keeper, which drops
+// each such log's pages whole, leaves the window's newest bytes alone and
+// stops tracking a log with nothing left to drop.
+func TestCacheWindowIdleLogs(t *testing.T) {
+	t.Parallel()
+	const keep = 16 << 10
+	w := newCacheWindow(keep)
+	logs := make([]*Log, 12)
+	disks := make([]*faultDisk, len(logs))
+	for i := range logs {
+		dir := t.TempDir()
+		disks[i] = newFaultDisk(t, dir)
+		cfg := testConfig()
+		cfg.FlushMessages = math.MaxInt64
+		l, err := openLog(dir, TopicPartition{Topic: "t", Partition: int32(i)}, cfg, OpenState{}, nil, logEnv{cache: w})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { l.Close() })
+		logs[i] = l
+	}
+	// Two batches to each log in turn, and the clock after each log's.
+	ends := make([]int64, len(logs))
+	for i, l := range logs {
+		for j := range 2 {
+			b := makeBatch(t, 3, 500, 1000, uint64(2*i+j), record.CodecNone)
+			if _, err := l.Append(b, AppendOptions{AssignOffsets: true}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ends[i] = w.clock.Load()
+	}
+	if len(w.kick) != 1 {
+		t.Fatal("the clock moved past the first logs and the keeper was not woken")
+	}
+	<-w.kick
+	w.expire()
+
+	horizon := w.clock.Load() - keep
+	starts := append([]int64{0}, ends[:len(ends)-1]...)
+	idle, held := 0, 0
+	for i, l := range logs {
+		disks[i].mu.Lock()
+		calls := append([]rangeCall(nil), disks[i].drops...)
+		disks[i].mu.Unlock()
+		name := segmentFileName(0, logSuffix)
+		size := (*l.segs.Load())[0].size.Load()
+		dropped := consecutiveRanges(t, "drop", calls, 1)[name]
+		switch {
+		case ends[i] <= horizon:
+			idle++
+			if dropped != size {
+				t.Errorf("log %d, appended before the window: dropped %d of its %d bytes, want all", i, dropped, size)
+			}
+			if l.cacheAt >= 0 {
+				t.Errorf("log %d: nothing left to drop, still in the keeper's heap at %d", i, l.cacheAt)
+			}
+		case starts[i] >= horizon:
+			held++
+			if dropped != 0 {
+				t.Errorf("log %d, inside the window: dropped %d bytes, want none", i, dropped)
+			}
+			if l.cacheAt < 0 {
+				t.Errorf("log %d holds pages and is not in the keeper's heap", i)
+			}
+		}
+	}
+	if idle < 4 || held < 3 {
+		t.Fatalf("%d logs behind the window and %d inside it, want several of each", idle, held)
+	}
+	least := int64(math.MaxInt64)
+	for _, l := range logs {
+		if l.cacheAt >= 0 {
+			least = min(least, l.cacheKey)
+		}
+	}
+	if got := w.due.Load(); got != least || got <= horizon {
+		t.Errorf("keeper due at %d, want the least key of the logs it tracks, %d, past the window's start %d", got, least, horizon)
+	}
+}
+
 // TestFreePageReporting reads a virtio balloon's features from sysfs: only
 // a balloon (device 0x0005) with feature bit 5 reports free pages.
 func TestFreePageReporting(t *testing.T) {
