@@ -186,15 +186,11 @@ func TestDropBehind(t *testing.T) {
 	}
 }
 
-// TestCacheWindowSharedByLogs: the window is the newest bytes appended to any
-// of the logs that share it, not a window per log: two logs taking turns
-// each hold about half of it, together at least all of it.
-func TestCacheWindowSharedByLogs(t *testing.T) {
-	t.Parallel()
-	const keep = 16 << 10
-	w := newCacheWindow(keep)
-	var logs [2]*Log
-	var disks [2]*faultDisk
+// openWindowLogs opens n page-cache-mode logs sharing window w, each in a
+// dir of its own under a fault disk; they close at the end of the test.
+func openWindowLogs(t *testing.T, w *cacheWindow, n int) ([]*Log, []*faultDisk) {
+	t.Helper()
+	logs, disks := make([]*Log, n), make([]*faultDisk, n)
 	for i := range logs {
 		dir := t.TempDir()
 		disks[i] = newFaultDisk(t, dir)
@@ -207,6 +203,17 @@ func TestCacheWindowSharedByLogs(t *testing.T) {
 		t.Cleanup(func() { l.Close() })
 		logs[i] = l
 	}
+	return logs, disks
+}
+
+// TestCacheWindowSharedByLogs: the window is the newest bytes appended to any
+// of the logs that share it, not a window per log: two logs taking turns
+// each hold about half of it, together at least all of it.
+func TestCacheWindowSharedByLogs(t *testing.T) {
+	t.Parallel()
+	const keep = 16 << 10
+	w := newCacheWindow(keep)
+	logs, disks := openWindowLogs(t, w, 2)
 	largest := 0
 	for i := range 80 {
 		b := makeBatch(t, 3, 500, 1000, uint64(i), record.CodecNone)
@@ -250,20 +257,7 @@ func TestCacheWindowIdleLogs(t *testing.T) {
 	t.Parallel()
 	const keep = 16 << 10
 	w := newCacheWindow(keep)
-	logs := make([]*Log, 12)
-	disks := make([]*faultDisk, len(logs))
-	for i := range logs {
-		dir := t.TempDir()
-		disks[i] = newFaultDisk(t, dir)
-		cfg := testConfig()
-		cfg.FlushMessages = math.MaxInt64
-		l, err := openLog(dir, TopicPartition{Topic: "t", Partition: int32(i)}, cfg, OpenState{}, nil, logEnv{cache: w})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { l.Close() })
-		logs[i] = l
-	}
+	logs, disks := openWindowLogs(t, w, 12)
 	// Two batches to each log in turn, and the clock after each log's.
 	ends := make([]int64, len(logs))
 	for i, l := range logs {
