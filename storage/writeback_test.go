@@ -186,17 +186,18 @@ func TestDropBehind(t *testing.T) {
 	}
 }
 
-// openWindowLogs opens n page-cache-mode logs sharing window w, each in a
-// dir of its own under a fault disk; they close at the end of the test.
-func openWindowLogs(t *testing.T, w *cacheWindow, n int) ([]*Log, []*faultDisk) {
+// openWindowLogs opens n logs sharing window w, with flush.messages flush,
+// writebackBytes wb and 1 MiB segments, each in a dir of its own under a
+// fault disk; they close at the end of the test.
+func openWindowLogs(t *testing.T, w *cacheWindow, flush, wb int64, n int) ([]*Log, []*faultDisk) {
 	t.Helper()
 	logs, disks := make([]*Log, n), make([]*faultDisk, n)
 	for i := range logs {
 		dir := t.TempDir()
 		disks[i] = newFaultDisk(t, dir)
 		cfg := testConfig()
-		cfg.FlushMessages = math.MaxInt64
-		l, err := openLog(dir, TopicPartition{Topic: "t", Partition: int32(i)}, cfg, OpenState{}, nil, logEnv{cache: w})
+		cfg.FlushMessages, cfg.SegmentBytes = flush, 1<<20
+		l, err := openLog(dir, TopicPartition{Topic: "t", Partition: int32(i)}, cfg, OpenState{}, nil, logEnv{cache: w, writebackBytes: wb})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -213,7 +214,7 @@ func TestCacheWindowSharedByLogs(t *testing.T) {
 	t.Parallel()
 	const keep = 16 << 10
 	w := newCacheWindow(keep)
-	logs, disks := openWindowLogs(t, w, 2)
+	logs, disks := openWindowLogs(t, w, math.MaxInt64, 0, 2)
 	largest := 0
 	for i := range 80 {
 		b := makeBatch(t, 3, 500, 1000, uint64(i), record.CodecNone)
@@ -257,7 +258,7 @@ func TestCacheWindowIdleLogs(t *testing.T) {
 	t.Parallel()
 	const keep = 16 << 10
 	w := newCacheWindow(keep)
-	logs, disks := openWindowLogs(t, w, 12)
+	logs, disks := openWindowLogs(t, w, math.MaxInt64, 0, 12)
 	// Two batches to each log in turn, and the clock after each log's.
 	ends := make([]int64, len(logs))
 	for i, l := range logs {
@@ -315,6 +316,55 @@ func TestCacheWindowIdleLogs(t *testing.T) {
 	}
 	if got := w.due.Load(); got != least || got <= horizon {
 		t.Errorf("keeper due at %d, want the least key of the logs it tracks, %d, past the window's start %d", got, least, horizon)
+	}
+}
+
+// TestWriteBehindColdLogs: in page-cache mode, a log that holds no pages in
+// the window (it was idle, or the keeper dropped what it had) starts
+// writeback of an append of at least cacheDropMin at once, not after
+// writebackBytes: a producer visiting thousands of partitions in turn
+// brings each a batch at a time, and pages still dirty when the window
+// moves past them cannot be dropped. A log already holding pages, or an
+// append below cacheDropMin, waits for writebackBytes as before.
+func TestWriteBehindColdLogs(t *testing.T) {
+	t.Parallel()
+	w := newCacheWindow(1 << 20)
+	logs, disks := openWindowLogs(t, w, math.MaxInt64, 1<<30, 2)
+	appendTo := func(l *Log, valueSize int, tag uint64) int64 {
+		t.Helper()
+		if _, err := l.Append(makeBatch(t, 1, valueSize, 1000, tag, record.CodecNone), AppendOptions{AssignOffsets: true}); err != nil {
+			t.Fatal(err)
+		}
+		segs := *l.segs.Load()
+		return segs[len(segs)-1].size.Load()
+	}
+	writebacks := func(i int) []rangeCall {
+		disks[i].mu.Lock()
+		defer disks[i].mu.Unlock()
+		return append([]rangeCall(nil), disks[i].writebacks...)
+	}
+
+	// Log 0: a large append to a cold log is written back at once; the
+	// next one, to a log now holding pages, is not.
+	first := appendTo(logs[0], cacheDropMin, 1)
+	appendTo(logs[0], cacheDropMin, 2)
+	want := []rangeCall{{segmentFileName(0, logSuffix), 0, first}}
+	if got := writebacks(0); len(got) != 1 || got[0] != want[0] {
+		t.Errorf("two large appends to a cold log: writebacks %+v, want %+v", got, want)
+	}
+	// Log 1: a small append to a cold log is left alone.
+	appendTo(logs[1], 100, 3)
+	if got := writebacks(1); len(got) != 0 {
+		t.Errorf("a small append to a cold log: writebacks %+v, want none", got)
+	}
+
+	// Durable logs are fsynced before the ack and never start writeback.
+	durable, ddisks := openWindowLogs(t, newCacheWindow(1<<20), 1, 1<<30, 1)
+	appendTo(durable[0], cacheDropMin, 4)
+	ddisks[0].mu.Lock()
+	defer ddisks[0].mu.Unlock()
+	if len(ddisks[0].writebacks) != 0 {
+		t.Errorf("durable log: writebacks %+v, want none", ddisks[0].writebacks)
 	}
 }
 
