@@ -693,15 +693,7 @@ func (l *Log) Append(set []byte, opts AppendOptions) (AppendResult, error) {
 // writeBehindLocked starts writeback of the active segment's new bytes once
 // writebackBytes of them have been appended since the last start, when
 // appends are not fsynced before they are acknowledged (flush.messages
-// above 1). A log holding no pages in the page-cache window (it was idle,
-// or the window's keeper dropped what it had) starts at once for an append
-// of at least cacheDropMin: a producer visiting thousands of partitions in
-// turn brings each a batch at a time, so the log would not reach
-// writebackBytes before the window moved past those pages, and the keeper
-// cannot drop pages that are still dirty. With 10,000 partitions in
-// page-cache mode the cache then grew by every byte appended and each
-// append copied into fresh pages: 325-338 k records/s of 1 KiB, against
-// 604-626 k with this. Left to itself, the kernel writes dirty pages back in bursts
+// above 1). Left to itself, the kernel writes dirty pages back in bursts
 // once they pass its background threshold, and makes writers sleep (up to
 // 200 ms a write) once they near its limit: at a steady produce rate after
 // a burst of writes that showed as produce and end-to-end stalls of
@@ -710,6 +702,15 @@ func (l *Log) Append(set []byte, opts AppendOptions) (AppendResult, error) {
 // settings do. Nothing waits for it; a failed writeback is reported by the
 // next fsync of the file (flush.ms, a roll, shutdown), so the error of the
 // call itself is not kept.
+//
+// A log holding no pages in the page-cache window (it was idle, or the
+// window's keeper dropped what it had) starts at once for an append of at
+// least cacheDropMin: a producer visiting thousands of partitions in turn
+// brings each a batch at a time, so the log would not reach writebackBytes
+// before the window moved past those pages, and the keeper cannot drop
+// pages that are still dirty. With 10,000 partitions in page-cache mode the
+// cache then grew by every byte appended and each append copied into fresh
+// pages: 325-338 k records/s of 1 KiB, against 604-698 k with this.
 func (l *Log) writeBehindLocked(cfg *Config, seg *segment, f *os.File, end int64) {
 	if l.writebackBytes <= 0 || cfg.syncBeforeAck() {
 		return

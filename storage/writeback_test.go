@@ -4,6 +4,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/gregor-io/gregor/protocol/record"
@@ -356,6 +357,23 @@ func TestWriteBehindColdLogs(t *testing.T) {
 	appendTo(logs[1], 100, 3)
 	if got := writebacks(1); len(got) != 0 {
 		t.Errorf("a small append to a cold log: writebacks %+v, want none", got)
+	}
+
+	// Once the window has moved past log 0 and the keeper dropped its
+	// pages, it is cold again: its next large append starts writeback of
+	// everything pending, the second append's bytes too.
+	for i := range 20 {
+		appendTo(logs[1], cacheDropMin, uint64(10+i))
+	}
+	<-w.kick
+	w.expire()
+	if len(logs[0].marks) != 0 {
+		t.Fatalf("log 0 still holds %d marks after the keeper's visit", len(logs[0].marks))
+	}
+	third := appendTo(logs[0], cacheDropMin, 5)
+	want = append(want, rangeCall{segmentFileName(0, logSuffix), first, third - first})
+	if got := writebacks(0); !slices.Equal(got, want) {
+		t.Errorf("a large append after the keeper dropped the log: writebacks %+v, want %+v", got, want)
 	}
 
 	// Durable logs are fsynced before the ack and never start writeback.
