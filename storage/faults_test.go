@@ -501,10 +501,13 @@ func TestDiskFaults(t *testing.T) {
 				}
 				return l
 			}
-			tag := uint64(0)
 			write := func(p int) error {
-				tag++
-				if err := logs[p].append(get(p), makeBatch(t, 1+rng.IntN(8), 200, time.Now().UnixMilli(), tag, record.CodecNone)); err != nil {
+				// Random values: makeBatch's end in zeros, and half of a
+				// one-record batch torn by the short write, followed by a
+				// zero tail (the crash's, or the segment's extension), would
+				// read back as the whole batch.
+				b := randomValuesBatch(t, rng, 1+rng.IntN(8), 200, time.Now().UnixMilli())
+				if err := logs[p].append(get(p), b); err != nil {
 					return err
 				}
 				return logs[p].flush(ctx, get(p))
@@ -593,6 +596,27 @@ func TestDiskFaults(t *testing.T) {
 			}
 		})
 	}
+}
+
+// randomValuesBatch is an uncompressed batch of n records with random
+// values of valueSize bytes.
+func randomValuesBatch(t *testing.T, rng *rand.Rand, n, valueSize int, ts int64) []byte {
+	t.Helper()
+	recs := make([]record.Record, n)
+	for i := range recs {
+		v := make([]byte, valueSize)
+		for j := range v {
+			v[j] = byte(rng.Uint32())
+		}
+		recs[i] = record.Record{OffsetDelta: int32(i), TimestampDelta: int64(i), Key: []byte(fmt.Sprintf("k%d", i)), Value: v}
+	}
+	b, err := record.Build(nil, record.BatchHeader{
+		Codec: record.CodecNone, BaseTimestamp: ts, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1,
+	}, recs)
+	if err != nil {
+		t.Fatalf("build batch: %v", err)
+	}
+	return b
 }
 
 // TestDiskCrashDropsUnsynced appends to logs in page-cache mode, with
