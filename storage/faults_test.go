@@ -602,21 +602,13 @@ func TestDiskFaults(t *testing.T) {
 // values of valueSize bytes.
 func randomValuesBatch(t *testing.T, rng *rand.Rand, n, valueSize int, ts int64) []byte {
 	t.Helper()
-	recs := make([]record.Record, n)
-	for i := range recs {
+	return buildBatch(t, n, ts, record.CodecNone, func(int) []byte {
 		v := make([]byte, valueSize)
 		for j := range v {
 			v[j] = byte(rng.Uint32())
 		}
-		recs[i] = record.Record{OffsetDelta: int32(i), TimestampDelta: int64(i), Key: []byte(fmt.Sprintf("k%d", i)), Value: v}
-	}
-	b, err := record.Build(nil, record.BatchHeader{
-		Codec: record.CodecNone, BaseTimestamp: ts, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1,
-	}, recs)
-	if err != nil {
-		t.Fatalf("build batch: %v", err)
-	}
-	return b
+		return v
+	})
 }
 
 // TestDiskCrashDropsUnsynced appends to logs in page-cache mode, with

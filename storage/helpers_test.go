@@ -16,16 +16,25 @@ import (
 // starts with tag and i, so reads can be checked against what was written.
 func makeBatch(t testing.TB, n, valueSize int, ts int64, tag uint64, codec record.Codec) []byte {
 	t.Helper()
-	recs := make([]record.Record, n)
-	for i := range recs {
+	return buildBatch(t, n, ts, codec, func(i int) []byte {
 		v := make([]byte, max(valueSize, 16))
 		binary.BigEndian.PutUint64(v, tag)
 		binary.BigEndian.PutUint64(v[8:], uint64(i))
+		return v
+	})
+}
+
+// buildBatch builds a producer batch of n records with the values value(i),
+// keys k0, k1, ..., timestamps ts, ts+1, ... and offset deltas 0..n-1.
+func buildBatch(t testing.TB, n int, ts int64, codec record.Codec, value func(i int) []byte) []byte {
+	t.Helper()
+	recs := make([]record.Record, n)
+	for i := range recs {
 		recs[i] = record.Record{
 			OffsetDelta:    int32(i),
 			TimestampDelta: int64(i),
 			Key:            []byte(fmt.Sprintf("k%d", i)),
-			Value:          v[:max(valueSize, 16)],
+			Value:          value(i),
 		}
 	}
 	b, err := record.Build(nil, record.BatchHeader{
