@@ -116,7 +116,9 @@ type Config struct {
 	// whose appends are not fsynced before they are acknowledged, writeback
 	// of a log's newest bytes to disk is started each time this many have
 	// been appended, so that dirty data never piles up into the kernel's
-	// writeback bursts and writer throttling. 0 leaves it to the kernel.
+	// writeback bursts and writer throttling, and at once for an append of
+	// 64 KiB or more to a log holding no pages in the page-cache window, so
+	// that the window can drop them clean. 0 leaves it to the kernel.
 	LogWritebackBytes int64
 	// LogPageCacheKeepBytes is Gregor's own (log.pagecache.keep.bytes):
 	// what the logs appended is held in the page cache to the newest this

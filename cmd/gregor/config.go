@@ -161,7 +161,8 @@ var keys = []key{
 		func(c *serveConfig) *int64 { return &c.broker.LogCleanerDedupeBufferSize }),
 	intField("log.writeback.bytes", "BYTES",
 		"Gregor's own: where appends are not fsynced before the ack (log.flush.interval.messages above 1), "+
-			"start writing a log's data to disk each time this many bytes were appended; 0 leaves it to the OS",
+			"start writing a log's data to disk each time this many bytes were appended "+
+			"(and at once for an append of 64 KiB or more to a log holding no pages in the page-cache window); 0 leaves it to the OS",
 		func(c *serveConfig) *int64 { return &c.broker.LogWritebackBytes }),
 	intField("log.pagecache.keep.bytes", "BYTES",
 		"Gregor's own: hold the page cache of appended log data to the newest this many bytes appended to any log, "+
