@@ -17,7 +17,8 @@
 # Environment:
 #   BENCH_RUNS        runs per workload, mode and tool (default 3; medians are reported)
 #   BENCH_DURATION    seconds per measured phase (default 20)
-#   BENCH_WARMUP      seconds of unmeasured load on a fresh broker before a run (default 5; not W5)
+#   BENCH_WARMUP      seconds of unmeasured load on a fresh broker before the measured
+#                     phase (default 5; W5: between its low-rate and max-throughput phases)
 #   BENCH_WORKLOADS   default "W1 W2 W3 W4 W5" (W1 also runs the TCP->file probe; "probe" alone runs only it)
 #   BENCH_TARGETS     default "gregor kafka"
 #   BENCH_TOOLS       default "gregor-bench kafka-perf"
@@ -272,6 +273,20 @@ modes_of() {
 	done
 }
 
+# warm_up TOPIC: WARMUP seconds of unmeasured load at full speed on TOPIC
+# (made with PARTS partitions if missing) right before the measured phase:
+# every run starts a fresh broker, and a JVM broker compiles its hot paths
+# in its first seconds of load. W1-W4 load a topic of their own; W5 loads
+# its 10,000-partition topic after the low-rate phase, as a second topic
+# that size would change its memory and start-up figures.
+warm_up() {
+	((WARMUP > 0)) || return 0
+	"$GREGOR" bench produce -b "127.0.0.1:$B_PORT" --topic "$1" --partitions "$PARTS" \
+		--record-size "$SIZE" --acks "$ACKS" --batch-max-bytes "$BATCH" --linger "${LINGER_MS}ms" \
+		--duration "${WARMUP}s" --progress 0 >/dev/null 2>&1 || say "warm-up load failed; going on"
+	REC+=(warmup_s="$WARMUP")
+}
+
 # run_one WORKLOAD TOOL: one run of WORKLOAD with TOOL against a fresh broker.
 run_one() {
 	local w=$1 tool=$2 key="$1/$MODE/$SIZE" n e2e_topic pid_e2e s t0 rate=${W3_RATE[$2]:-0} rc outlast
@@ -287,15 +302,7 @@ run_one() {
 	REC+=("${B_SETTINGS[@]}")
 	s=$(create_topic "$TOPIC" "$PARTS") || s=""
 	REC+=(create_s="$s")
-	# Unmeasured load first, on a topic of its own: every run starts a fresh
-	# broker, and a JVM broker compiles its hot paths in its first seconds
-	# of load.
-	if [[ $w != W5 ]] && ((WARMUP > 0)); then
-		"$GREGOR" bench produce -b "127.0.0.1:$B_PORT" --topic bench-warmup --partitions "$PARTS" \
-			--record-size "$SIZE" --acks "$ACKS" --batch-max-bytes "$BATCH" --linger "${LINGER_MS}ms" \
-			--duration "${WARMUP}s" --progress 0 >/dev/null 2>&1 || say "warm-up load failed; going on"
-		REC+=(warmup_s="$WARMUP")
-	fi
+	[[ $w == W5 ]] || warm_up bench-warmup
 	case $w/$tool in
 	W1/gregor-bench)
 		gb_produce
@@ -367,12 +374,14 @@ run_one() {
 				--partitions "$PARTS" --record-size "$SIZE" --acks "$ACKS" --batch-max-bytes "$BATCH" \
 				--linger "${LINGER_MS}ms" --duration "${DUR}s" --rate "$W5_LOW_RATE" --progress 0 --json
 			REC=(tool="$tool" create_s="$s" "${B_SETTINGS[@]}")
+			warm_up "$TOPIC"
 			gb_produce
 			phase produce gregor-bench $((DUR * 3 + 60)) "${CMD[@]}"
 		else
 			kp_produce $((W5_LOW_RATE * DUR)) "$W5_LOW_RATE"
 			phase low-rate kafka-producer-perf $((DUR * 5 + 60)) "${CMD[@]}"
 			REC=(tool="$tool" create_s="$s" "${B_SETTINGS[@]}")
+			warm_up "$TOPIC"
 			kp_produce "$(est_records "$key")" -1
 			phase produce kafka-producer-perf $((DUR * 5 + 60)) "${CMD[@]}"
 		fi
