@@ -18,7 +18,6 @@ package broker
 import (
 	"context"
 	"errors"
-	"slices"
 	"sort"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -136,12 +135,8 @@ func (b *Broker) describeTopic(md *cluster.Metadata, t *cluster.Topic, req *kmsg
 		mp.Partition = int32(i)
 		mp.Leader, mp.LeaderEpoch = st.Leader, st.LeaderEpoch
 		mp.Replicas, mp.ISR = st.Replicas, st.ISR
-		for _, r := range st.Replicas {
-			if _, live := md.Broker(r); !live {
-				mp.OfflineReplicas = append(mp.OfflineReplicas, r)
-			}
-		}
-		if _, live := md.Broker(st.Leader); !live || !slices.Contains(st.ISR, st.Leader) {
+		mp.OfflineReplicas = b.offlineReplicas(md, t, int32(i))
+		if !b.leaderAvailable(md, t, int32(i)) {
 			mp.ErrorCode = int16(protocol.LeaderNotAvailable)
 			mp.Leader = -1
 		}

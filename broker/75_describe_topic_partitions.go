@@ -97,7 +97,7 @@ func (b *Broker) handleDescribeTopicPartitions(_ context.Context, _ *conn, _ pro
 		}
 		n := int32(len(t.Partitions))
 		end := int32(min(int64(n), int64(start)+int64(remaining))) // no overflow from a cursor near MaxInt32
-		resp.Topics = append(resp.Topics, describeTopicPartitions(md, t, start, end))
+		resp.Topics = append(resp.Topics, b.describeTopicPartitions(md, t, start, end))
 		if end < n {
 			resp.NextCursor = &kmsg.DescribeTopicPartitionsResponseNextCursor{Topic: name, Partition: end}
 			break
@@ -108,7 +108,7 @@ func (b *Broker) handleDescribeTopicPartitions(_ context.Context, _ *conn, _ pro
 }
 
 // describeTopicPartitions describes partitions [start, end) of t.
-func describeTopicPartitions(md *cluster.Metadata, t *cluster.Topic, start, end int32) kmsg.DescribeTopicPartitionsResponseTopic {
+func (b *Broker) describeTopicPartitions(md *cluster.Metadata, t *cluster.Topic, start, end int32) kmsg.DescribeTopicPartitionsResponseTopic {
 	out := kmsg.NewDescribeTopicPartitionsResponseTopic()
 	name := t.Name
 	out.Topic = &name
@@ -120,17 +120,12 @@ func describeTopicPartitions(md *cluster.Metadata, t *cluster.Topic, start, end 
 		p := kmsg.NewDescribeTopicPartitionsResponseTopicPartition()
 		p.Partition = i
 		p.LeaderID, p.LeaderEpoch = st.Leader, st.LeaderEpoch
-		if _, live := md.Broker(st.Leader); !live {
+		if _, live := md.Broker(st.Leader); !live || (st.Leader == b.cfg.NodeID && b.localOffline(t.Name, i)) {
 			p.LeaderID = -1
 		}
 		p.Replicas, p.ISR = st.Replicas, st.ISR
 		p.EligibleLeaderReplicas, p.LastKnownELR = []int32{}, []int32{}
-		p.OfflineReplicas = []int32{}
-		for _, r := range st.Replicas {
-			if _, live := md.Broker(r); !live {
-				p.OfflineReplicas = append(p.OfflineReplicas, r)
-			}
-		}
+		p.OfflineReplicas = append([]int32{}, b.offlineReplicas(md, t, i)...)
 		out.Partitions = append(out.Partitions, p)
 	}
 	return out

@@ -334,8 +334,8 @@ func (b *Broker) startAdmin() error {
 		w.Write([]byte("ok\n"))
 	})
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
-		if !b.ready.Load() {
-			http.Error(w, "not ready", http.StatusServiceUnavailable)
+		if err := b.notReady(); err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
 			return
 		}
 		w.Write([]byte("ok\n"))

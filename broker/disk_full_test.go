@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"golang.org/x/sys/unix"
 
@@ -38,7 +40,9 @@ func TestLogDirFull(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Listeners = []string{"PLAINTEXT://127.0.0.1:0"}
 	cfg.LogDirs = []string{healthy, full} // the first holds etcd's data too
-	cfg.AdminListener = ""
+	cfg.AdminListener = "127.0.0.1:0"
+	reg := prometheus.NewRegistry()
+	cfg.Registerer, cfg.Gatherer = reg, reg
 	cfg.EtcdClientAddr, cfg.EtcdPeerAddr = "127.0.0.1:0", "127.0.0.1:0"
 	b, err := New(cfg)
 	if err != nil {
@@ -157,6 +161,34 @@ func TestLogDirFull(t *testing.T) {
 				t.Fatalf("partition %d: fetch at %d returned nothing, %d acknowledged", p, next, acked[p])
 			}
 		}
+	}
+
+	// Metadata shows the full dir's replicas offline and leaderless, as
+	// Kafka shows replicas in a failed dir; /readyz and the metrics say it.
+	mt := w.metadataTopic(strPtr("fill"), [16]byte{}, false)
+	for _, mp := range mt.Partitions {
+		wantCode, wantLeader, wantOffline := protocol.None, int32(1), "[]"
+		if slices.Contains(inFull, mp.Partition) {
+			wantCode, wantLeader, wantOffline = protocol.LeaderNotAvailable, -1, "[1]"
+		}
+		checkCode(t, fmt.Sprintf("metadata of partition %d", mp.Partition), mp.ErrorCode, wantCode)
+		if mp.Leader != wantLeader || fmt.Sprint(mp.OfflineReplicas) != wantOffline {
+			t.Errorf("metadata of partition %d: leader %d, offline replicas %v; want %d, %s",
+				mp.Partition, mp.Leader, mp.OfflineReplicas, wantLeader, wantOffline)
+		}
+	}
+	if code, body := readyz(t, b); code != 503 || !strings.Contains(body, full) {
+		t.Errorf("/readyz with a failed dir: %d %q, want 503 naming %s", code, body, full)
+	}
+	sc := scrapeMetrics(t, b.AdminAddr())
+	if got, _ := sc.sum("gregor_log_dir_offline", map[string]string{"dir": full}); got != 1 {
+		t.Errorf("gregor_log_dir_offline of the full dir: %v, want 1", got)
+	}
+	if got, found := sc.sum("gregor_log_dir_offline", map[string]string{"dir": healthy}); got != 0 || !found {
+		t.Errorf("gregor_log_dir_offline of the healthy dir: %v (found %v), want 0", got, found)
+	}
+	if got, _ := sc.sum("gregor_partitions_offline", nil); got != float64(len(inFull)) {
+		t.Errorf("gregor_partitions_offline: %v, want %d", got, len(inFull))
 	}
 
 	for _, d := range w.describeLogDirs().Dirs {

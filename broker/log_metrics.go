@@ -12,6 +12,7 @@ import (
 type logCollector struct {
 	b                                  *Broker
 	size, segments, start, end, hwDesc *prometheus.Desc
+	dirOffline, partsOffline           *prometheus.Desc
 }
 
 func newLogCollector(b *Broker) *logCollector {
@@ -28,6 +29,11 @@ func newLogCollector(b *Broker) *logCollector {
 			"Offset the next record appended to a partition log gets.", labels, nil),
 		hwDesc: prometheus.NewDesc("gregor_log_high_watermark",
 			"High watermark of a partition log: consumers read below it.", labels, nil),
+		dirOffline: prometheus.NewDesc("gregor_log_dir_offline",
+			"1 when a log dir failed (an I/O error took it offline until the next start), 0 while it is online.",
+			[]string{"dir"}, nil),
+		partsOffline: prometheus.NewDesc("gregor_partitions_offline",
+			"Partitions this broker holds in a log dir that failed.", nil, nil),
 	}
 }
 
@@ -37,19 +43,39 @@ func (lc *logCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- lc.start
 	ch <- lc.end
 	ch <- lc.hwDesc
+	ch <- lc.dirOffline
+	ch <- lc.partsOffline
 }
 
 func (lc *logCollector) Collect(ch chan<- prometheus.Metric) {
+	// ready is set after the logs are open (and orders the read of
+	// b.logs after its write).
+	if lc.b.ready.Load() {
+		for _, d := range lc.b.cfg.LogDirs {
+			v := 0.0
+			if lc.b.logs.DirError(d) != nil {
+				v = 1
+			}
+			ch <- prometheus.MustNewConstMetric(lc.dirOffline, prometheus.GaugeValue, v, d)
+		}
+	}
 	t := lc.b.parts.Load()
 	if t == nil {
 		return
 	}
+	offline := 0
+	defer func() {
+		ch <- prometheus.MustNewConstMetric(lc.partsOffline, prometheus.GaugeValue, float64(offline))
+	}()
 	for name, ps := range t.byName {
 		for _, p := range ps {
 			if p == nil {
 				continue
 			}
 			l := p.log
+			if l.Err() != nil {
+				offline++
+			}
 			part := strconv.Itoa(int(p.tp.Partition))
 			ch <- prometheus.MustNewConstMetric(lc.size, prometheus.GaugeValue, float64(l.Size()), name, part)
 			ch <- prometheus.MustNewConstMetric(lc.segments, prometheus.GaugeValue, float64(l.SegmentCount()), name, part)

@@ -226,11 +226,22 @@ func (b *Broker) syncPartitions(md *cluster.Metadata) error {
 	}
 	wg.Wait()
 	for i, j := range jobs {
-		if jobErrs[i] != nil {
-			errs = append(errs, jobErrs[i])
-			continue
-		}
+		// The partition is assigned here whatever became of its sync:
+		// its log is never deleted for a failed one.
 		keep[j.tp] = true
+		if err := jobErrs[i]; err != nil {
+			if *j.into != nil && errors.Is(err, storage.ErrLogFailed) {
+				// Its log dir went offline: the partition stays, served
+				// as offline (KAFKA_STORAGE_ERROR to produce and fetch,
+				// an offline replica in Metadata) until a restart
+				// recovers the dir, as Kafka serves a failed dir's
+				// replicas.
+				b.logger.Error("partition offline: its log dir failed", "partition", j.tp.String(), "err", err)
+				continue
+			}
+			*j.into = nil
+			errs = append(errs, err)
+		}
 	}
 	for _, l := range b.logs.Logs() {
 		tp := l.TopicPartition()
@@ -273,16 +284,21 @@ func (b *Broker) syncPartition(old *partitionTable, tp storage.TopicPartition, t
 		}
 	} else {
 		l, err := b.openLog(tp, t.ID, set.log)
-		if err != nil {
+		if l == nil {
 			return nil, err
 		}
 		p = &partition{tp: tp, topicID: t.ID, log: l, internal: internalTopics[tp.Topic], metrics: b.metrics.forTopic(tp.Topic)}
+		if err != nil {
+			p.settings.Store(set)
+			p.state.Store(st)
+			return p, err // offline (ErrLogFailed): see syncPartitions
+		}
 	}
 	p.settings.Store(set)
 	p.state.Store(st)
 	if p.leaderEpoch.Load() != st.LeaderEpoch || p.log.LatestEpoch() < st.LeaderEpoch {
 		if err := p.log.AssignEpoch(st.LeaderEpoch); err != nil {
-			return nil, err
+			return p, err
 		}
 		p.leaderEpoch.Store(st.LeaderEpoch)
 	}
@@ -294,11 +310,25 @@ func (b *Broker) syncPartition(old *partitionTable, tp storage.TopicPartition, t
 }
 
 // openLog returns the log of tp for topic id, creating it, or replacing a
-// log left by an earlier topic of the same name.
+// log left by an earlier topic of the same name. A log whose dir is offline
+// is returned with an error wrapping storage.ErrLogFailed.
 func (b *Broker) openLog(tp storage.TopicPartition, id cluster.TopicID, cfg storage.Config) (*storage.Log, error) {
 	if l, ok := b.logs.Get(tp); ok {
 		have, ok, err := l.TopicID()
 		if err == nil && ok && have == id {
+			return l, l.SetConfig(cfg)
+		}
+		if err := l.Err(); err != nil {
+			return l, err
+		}
+		if err == nil && !ok {
+			// No partition.metadata: a create that stopped before
+			// writing it (a crash, a full disk). The registry assigns
+			// the partition here, so the log is this topic's.
+			b.logger.Info("writing the topic id of a log that has none", "partition", tp.String())
+			if err := l.SetTopicID(id); err != nil {
+				return l, err
+			}
 			return l, l.SetConfig(cfg)
 		}
 		b.logger.Info("replacing the log of an earlier topic", "partition", tp.String())
@@ -306,14 +336,7 @@ func (b *Broker) openLog(tp storage.TopicPartition, id cluster.TopicID, cfg stor
 			return nil, err
 		}
 	}
-	l, err := b.logs.Create(tp, cfg)
-	if err != nil {
-		return nil, err
-	}
-	if err := l.SetTopicID(id); err != nil {
-		return nil, err
-	}
-	return l, nil
+	return b.logs.CreateForTopic(tp, cfg, id)
 }
 
 // validTopicName applies Kafka's topic name rules.

@@ -11,6 +11,7 @@ import (
 	"github.com/gregor-io/gregor/broker/configs"
 	"github.com/gregor-io/gregor/coordinator/cluster"
 	"github.com/gregor-io/gregor/protocol"
+	"github.com/gregor-io/gregor/storage"
 )
 
 // topicRequest is a topic to create, as CreateTopics or auto-creation asks.
@@ -166,6 +167,19 @@ func collidingTopic(md *cluster.Metadata, name string) string {
 // a large topic is not reported as failed and created again.
 const topicSyncWait = 10 * time.Second
 
+// missingLogs counts the partitions of t assigned to this broker that it
+// holds no log of.
+func (b *Broker) missingLogs(t cluster.Topic) int {
+	ps := b.parts.Load().byName[t.Name]
+	n := 0
+	for i, st := range t.Partitions {
+		if slices.Contains(st.Replicas, b.cfg.NodeID) && (i >= len(ps) || ps[i] == nil) {
+			n++
+		}
+	}
+	return n
+}
+
 // createTopic creates a planned topic and waits, for at most wait, until
 // this broker holds its logs, so that the response to the creator is
 // already true here. Past wait it returns with the logs still being
@@ -185,6 +199,20 @@ func (b *Broker) createTopic(ctx context.Context, spec cluster.TopicSpec, wait t
 	defer timer.Stop()
 	select {
 	case err := <-done:
+		if missing := b.missingLogs(t); missing > 0 && errors.Is(err, storage.ErrLogFailed) {
+			// No online log dir could hold the new logs. The topic is
+			// taken back out of the registry, so that the answer
+			// (KAFKA_STORAGE_ERROR) is true, a retry can create it once
+			// there is room, and no start-up meets a topic whose logs
+			// it cannot create.
+			if derr := b.cluster.DeleteTopic(ctx, spec.Name); derr != nil {
+				b.logger.Error("removing a topic whose logs could not be created", "topic", spec.Name, "err", derr)
+			} else if serr := b.syncPartitions(b.cluster.Snapshot()); serr != nil {
+				b.logger.Error("applying metadata failed", "err", serr)
+			}
+			return t, newTopicError(protocol.KafkaStorageError,
+				"Could not create %d of the logs of topic '%s': %v", missing, spec.Name, err)
+		}
 		return t, err
 	case <-timer.C:
 		b.logger.Info("topic created; its logs are still being opened", "topic", spec.Name,

@@ -283,7 +283,15 @@ const partitionMetadataFile = "partition.metadata"
 // format ("version: 0" and "topic_id: <base64url id>" lines).
 func (l *Log) SetTopicID(id [16]byte) error {
 	data := "version: 0\ntopic_id: " + base64.RawURLEncoding.EncodeToString(id[:]) + "\n"
-	return writeFileAtomic(filepath.Join(l.dir, partitionMetadataFile), []byte(data))
+	if err := l.Err(); err != nil {
+		return err
+	}
+	if err := writeFileAtomic(filepath.Join(l.dir, partitionMetadataFile), []byte(data)); err != nil {
+		// As any failed write of the log's files, it takes the log's
+		// dir offline.
+		return l.fail(err)
+	}
+	return nil
 }
 
 // TopicID reads partition.metadata; ok is false when the file is absent.

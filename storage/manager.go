@@ -472,16 +472,44 @@ func (m *Manager) Logs() []*Log {
 // made and fsynced outside the Manager's lock, so that many partitions
 // created at once (a topic's) share the file system's journal commits
 // instead of queueing for one each.
+//
+// A create that fails on an I/O error takes its dir offline, removes what
+// it made there and tries the next online dir, as Kafka places a new
+// replica only in an online dir; it fails with ErrLogFailed once every
+// dir is offline.
 func (m *Manager) Create(tp TopicPartition, cfg Config) (*Log, error) {
+	return m.create(tp, cfg, nil)
+}
+
+// CreateForTopic is Create for a partition of the topic with id: the log's
+// partition.metadata is written before the log is in the Manager's list,
+// so no log of the topic exists without its id.
+func (m *Manager) CreateForTopic(tp TopicPartition, cfg Config, id [16]byte) (*Log, error) {
+	return m.create(tp, cfg, &id)
+}
+
+func (m *Manager) create(tp TopicPartition, cfg Config, id *[16]byte) (*Log, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	if _, ok := ParseDirName(tp.DirName()); !ok || tp.Topic == "" {
 		return nil, fmt.Errorf("%w: bad partition name %q", ErrInvalidConfig, tp.DirName())
 	}
+	for {
+		l, retry, err := m.createIn(tp, cfg, id)
+		if !retry {
+			return l, err
+		}
+		m.logger.Error("creating a log failed; trying another log dir", "partition", tp.String(), "err", err)
+	}
+}
+
+// createIn is one attempt of create, in the dir reserve picks. retry is
+// set when it failed on an I/O error that took that dir offline.
+func (m *Manager) createIn(tp TopicPartition, cfg Config, id *[16]byte) (_ *Log, retry bool, _ error) {
 	pc, err := m.reserve(tp)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	defer m.creating.Done()
 	defer close(pc.done)
@@ -489,25 +517,36 @@ func (m *Manager) Create(tp TopicPartition, cfg Config) (*Log, error) {
 	path := filepath.Join(d.path, tp.DirName())
 	// A new log: no recovery needed, and its directory entry made durable.
 	l, err := openLog(path, tp, cfg, OpenState{Clean: true}, m.logger, m.env(d))
+	if err == nil && id != nil {
+		if err = l.SetTopicID(*id); err != nil {
+			l.closeFiles()
+		}
+	}
 	if err == nil {
 		if err = syncDir(d.path); err != nil {
 			l.closeFiles()
-			m.failDir(d, err)
 		}
-	} else {
-		m.failDirOnIO(d, err)
+	}
+	if err != nil && m.failDirOnIO(d, err) {
+		// The log was never listed, so nothing but this create knows
+		// it: what it made is removed, or left for the next start to
+		// report (a partition dir without partition.metadata).
+		if rmErr := os.RemoveAll(path); rmErr != nil {
+			m.logger.Error("removing a log whose create failed", "dir", path, "err", rmErr)
+		}
+		retry = true
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.mu.pending, tp)
 	if err != nil {
-		return nil, err
+		return nil, retry, err
 	}
 	// Close waits for the creates in flight before it lists the logs to
 	// close, so the log is added even if Close has begun.
 	m.mu.logs[tp] = l
 	m.mu.dirOf[tp] = d
-	return l, nil
+	return l, false, nil
 }
 
 // reserve picks the dir of a new log for tp and holds tp's name until the
@@ -538,7 +577,11 @@ func (m *Manager) reserve(tp TopicPartition) (*pendingCreate, error) {
 		}
 	}
 	if d == nil {
-		return nil, fmt.Errorf("%w: every log dir is offline", ErrLogFailed)
+		var causes []error
+		for _, x := range m.dirs {
+			causes = append(causes, x.Err())
+		}
+		return nil, fmt.Errorf("%w: every log dir is offline: %w", ErrLogFailed, errors.Join(causes...))
 	}
 	pc := &pendingCreate{dir: d, done: make(chan struct{})}
 	m.mu.pending[tp] = pc
@@ -645,14 +688,16 @@ func (m *Manager) writeCheckpoints(offsets, hws bool) []error {
 }
 
 // failDirOnIO takes d offline when err came from the file system (not from
-// a config or a name).
-func (m *Manager) failDirOnIO(d *logDir, err error) {
+// a config or a name), and reports whether it did.
+func (m *Manager) failDirOnIO(d *logDir, err error) bool {
 	var pe *fs.PathError
 	var le *os.LinkError
 	var se *os.SyscallError
-	if errors.As(err, &pe) || errors.As(err, &le) || errors.As(err, &se) {
+	if errors.As(err, &pe) || errors.As(err, &le) || errors.As(err, &se) || errors.Is(err, ErrLogFailed) {
 		m.failDir(d, err)
+		return true
 	}
+	return false
 }
 
 func (m *Manager) checkpointLoop(ctx context.Context) {
