@@ -216,7 +216,9 @@ func (b *Broker) fetchRound(items []*sessionPartition, req *kmsg.FetchRequest, b
 	results := make([]fetchResult, len(items))
 	var total int64
 	failed := false
-	budget := int64(req.MaxBytes)
+	// fetch.max.bytes caps what a request may ask for, as in Kafka, so a
+	// max_bytes of 2 GiB does not build a 2 GiB response.
+	budget := min(int64(req.MaxBytes), int64(b.cfg.FetchMaxBytes))
 	if budget <= 0 {
 		budget = 0
 	}

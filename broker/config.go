@@ -60,6 +60,10 @@ type Config struct {
 	// MessageMaxBytes is the largest record batch accepted
 	// (message.max.bytes), the default of topics' max.message.bytes.
 	MessageMaxBytes int32
+	// FetchMaxBytes caps the bytes one consumer Fetch response carries,
+	// whatever the request's max_bytes asks for (fetch.max.bytes); the
+	// first batch still goes whole when it is larger (KIP-74).
+	FetchMaxBytes int32
 	// SocketRequestMaxBytes is the largest request frame accepted
 	// (socket.request.max.bytes); larger ones close the connection.
 	SocketRequestMaxBytes int32
@@ -204,6 +208,7 @@ func DefaultConfig() Config {
 		AutoCreateTopicsEnable:   true,
 		MessageMaxBytes:          1048588,
 		SocketRequestMaxBytes:    100 << 20,
+		FetchMaxBytes:            55 << 20,
 		MaxConnections:           math.MaxInt32,
 		MaxConnectionsPerIP:      math.MaxInt32,
 		ConnectionsMaxIdle:       10 * time.Minute,
@@ -299,6 +304,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: default.replication.factor %d below 1", ErrInvalidConfig, c.DefaultReplicationFactor)
 	case c.MessageMaxBytes < 0:
 		return fmt.Errorf("%w: message.max.bytes %d below 0", ErrInvalidConfig, c.MessageMaxBytes)
+	case c.FetchMaxBytes < 1024:
+		return fmt.Errorf("%w: fetch.max.bytes %d below 1024", ErrInvalidConfig, c.FetchMaxBytes)
 	case c.SocketRequestMaxBytes < 1:
 		return fmt.Errorf("%w: socket.request.max.bytes %d below 1", ErrInvalidConfig, c.SocketRequestMaxBytes)
 	case c.MaxConnections < 0:

@@ -146,6 +146,7 @@ func (b *Broker) staticConfigs() map[string]string {
 		"default.replication.factor": fmt.Sprint(b.cfg.DefaultReplicationFactor),
 		"auto.create.topics.enable":  fmt.Sprint(b.cfg.AutoCreateTopicsEnable),
 		"socket.request.max.bytes":   fmt.Sprint(b.cfg.SocketRequestMaxBytes),
+		"fetch.max.bytes":            fmt.Sprint(b.cfg.FetchMaxBytes),
 
 		"log.retention.check.interval.ms": fmt.Sprint(b.cfg.LogRetentionCheckInterval.Milliseconds()),
 		"log.cleaner.enable":              fmt.Sprint(b.cfg.LogCleanerEnable),

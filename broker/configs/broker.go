@@ -32,7 +32,7 @@ package configs
 //     remote.log.storage.system.enable says it is off;
 //   - the log cleaner's threads and I/O tuning (log.cleaner.threads,
 //     log.cleaner.io.*): one cleaner goroutine, no I/O throttle;
-//   - limits Gregor does not enforce (fetch.max.bytes, request.timeout.ms,
+//   - limits Gregor does not enforce (request.timeout.ms,
 //     queued.max.request.bytes, max.connection.creation.rate,
 //     max.connections.per.ip.overrides, telemetry.max.bytes): Kafka's
 //     default would claim a limit that is not there;
@@ -134,6 +134,10 @@ var brokerDefs = []*Def{
 	{
 		Name: "max.decompressed.message.bytes", Type: TypeInt, Default: "2147483639", check: between(1, 2147483639), Update: UpdateClusterWide,
 		Doc: "Default for max.decompressed.message.bytes: largest size one record may have once decompressed.",
+	},
+	{
+		Name: "fetch.max.bytes", Type: TypeInt, Default: "57671680", check: atLeast(1024),
+		Doc: "Most bytes one consumer Fetch response carries, whatever its max_bytes asks; a larger first batch still goes whole.",
 	},
 	{
 		Name: "socket.request.max.bytes", Type: TypeInt, Default: "104857600", check: atLeast(1),
