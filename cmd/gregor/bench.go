@@ -409,10 +409,7 @@ func ensureTopic(ctx context.Context, adm *kadm.Client, b *benchOptions) (int, e
 		return 0, fmt.Errorf("topic %s: %w", b.topic, t.Err)
 	}
 	r, err := adm.CreateTopic(ctx, b.partitions, b.replicationFactor, nil, b.topic)
-	if err == nil {
-		err = kafkaErr(r.Err, r.ErrMessage)
-	}
-	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+	if err = createTopicErr(r, err); err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
 		return 0, fmt.Errorf("create topic %s: %w", b.topic, err)
 	}
 	return int(b.partitions), nil

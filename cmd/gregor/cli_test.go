@@ -172,8 +172,14 @@ func testTopics(t *testing.T, c *cli) {
 		"Created topic cli-topics with 2 partitions, replication factor 1\n"; got != want {
 		t.Errorf("topic create = %q, want %q", got, want)
 	}
-	if _, err := c.fail("", "topic", "create", topic); !strings.Contains(err.Error(), "TOPIC_ALREADY_EXISTS") {
-		t.Errorf("creating it again: %v, want TOPIC_ALREADY_EXISTS", err)
+	// A failed create shows the broker's own message beside the code.
+	if _, err := c.fail("", "topic", "create", topic); !strings.Contains(err.Error(), "TOPIC_ALREADY_EXISTS") ||
+		!strings.Contains(err.Error(), "Topic '"+topic+"' already exists.") {
+		t.Errorf("creating it again: %v, want TOPIC_ALREADY_EXISTS with the broker's message", err)
+	}
+	if _, err := c.fail("", "topic", "create", "bad-config", "-c", "retention.ms=abc"); !strings.Contains(err.Error(), "INVALID_CONFIG") ||
+		!strings.Contains(err.Error(), "retention.ms") {
+		t.Errorf("create with retention.ms=abc: %v, want INVALID_CONFIG with the broker's message naming retention.ms", err)
 	}
 	if _, err := c.fail("", "topic", "create", "cli-bad", "-c", "retention.ms"); !strings.Contains(err.Error(), "want key=value") {
 		t.Errorf("topic create -c retention.ms: %v, want a usage error", err)

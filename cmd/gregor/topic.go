@@ -42,6 +42,16 @@ func kafkaErr(err error, msg string) error {
 	return fmt.Errorf("%w: %s", err, msg)
 }
 
+// createTopicErr is the error of a kadm CreateTopic call with the broker's
+// message: CreateTopic returns the topic's error code alone as its error,
+// and the message only in the response.
+func createTopicErr(r kadm.CreateTopicResponse, err error) error {
+	if r.Err != nil {
+		return kafkaErr(r.Err, r.ErrMessage)
+	}
+	return err
+}
+
 // failures is the error of a command that acts on several names and
 // failed for some: each failure was reported already.
 func failures(failed, total int, what string) error {
@@ -77,10 +87,7 @@ func newTopicCreateCmd(o *clientOptions) *cobra.Command {
 			}
 			defer a.close()
 			r, err := a.CreateTopic(a.ctx, partitions, rf, cfg, args[0])
-			if err == nil {
-				err = kafkaErr(r.Err, r.ErrMessage)
-			}
-			if err != nil {
+			if err = createTopicErr(r, err); err != nil {
 				return fmt.Errorf("create topic %s: %w", args[0], err)
 			}
 			if o.json {
