@@ -114,6 +114,11 @@ CRASH_CYCLES ?= 100
 crash-test: ## kill -9 a child broker under idempotent acks=all load CRASH_CYCLES times (default 100); checks every acknowledged record.
 	GREGOR_CRASH_CYCLES=$(CRASH_CYCLES) $(GO) test -count=1 -timeout 60m -run '^TestBrokerCrash$$' -v ./broker/
 
+.PHONY: property-test
+PROPERTY_DURATION ?= 150s
+property-test: ## The storage data-safety property test for PROPERTY_DURATION (default 150s); GREGOR_PROPERTY_SEED replays a run.
+	GREGOR_PROPERTY_DURATION=$(PROPERTY_DURATION) $(GO) test -count=1 -timeout 60m -run '^TestDataSafetyProperty$$' -v ./storage/
+
 .PHONY: console-test
 console-test: ## Kafka 4.x Java console tools and kcat against bin/gregor (compat-tests/console).
 	bash compat-tests/console/run.sh

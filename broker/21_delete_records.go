@@ -10,8 +10,10 @@ package broker
 // changes nothing. A topic whose cleanup.policy lacks "delete" (compacted
 // only) refuses with POLICY_VIOLATION, as Kafka does. The result carries
 // the partition's log start offset after the call (the low watermark).
-// The new start is persisted by the log manager's checkpoint loop and at
-// shutdown, like every log start offset.
+// The new start is checkpointed before the response, so the records stay
+// deleted across a crash (Kafka leaves that to its 60 s checkpoint, after
+// which a crash can bring them back); a failed checkpoint answers
+// KAFKA_STORAGE_ERROR.
 
 import (
 	"context"
@@ -30,6 +32,7 @@ const deleteToHighWatermark = -1
 func (b *Broker) handleDeleteRecords(_ context.Context, _ *conn, _ protocol.RequestHeader, r kmsg.Request) (kmsg.Response, error) {
 	req := r.(*kmsg.DeleteRecordsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteRecordsResponse)
+	var moved []*kmsg.DeleteRecordsResponseTopicPartition
 	for _, rt := range req.Topics {
 		t := kmsg.NewDeleteRecordsResponseTopic()
 		t.Topic = rt.Topic
@@ -47,6 +50,21 @@ func (b *Broker) handleDeleteRecords(_ context.Context, _ *conn, _ protocol.Requ
 			t.Partitions = append(t.Partitions, p)
 		}
 		resp.Topics = append(resp.Topics, t)
+	}
+	for i := range resp.Topics {
+		for j := range resp.Topics[i].Partitions {
+			if p := &resp.Topics[i].Partitions[j]; p.ErrorCode == 0 && p.LowWatermark > 0 {
+				moved = append(moved, p)
+			}
+		}
+	}
+	if len(moved) > 0 {
+		if err := b.logs.Checkpoint(); err != nil {
+			b.logger.Error("checkpointing the log start offsets after DeleteRecords failed", "err", err)
+			for _, p := range moved {
+				p.ErrorCode, p.LowWatermark = int16(protocol.KafkaStorageError), -1
+			}
+		}
 	}
 	return resp, nil
 }

@@ -41,6 +41,10 @@ type childBrokerSpec struct {
 	EtcdPeerPort   int    `json:"etcd_peer_port"`
 	// SessionTimeout, when set, replaces broker.session.timeout.ms.
 	SessionTimeout time.Duration `json:"session_timeout"`
+	// CleanerBackoff, when set, replaces log.cleaner.backoff.ms;
+	// CleanerOff sets log.cleaner.enable to false.
+	CleanerBackoff time.Duration `json:"cleaner_backoff"`
+	CleanerOff     bool          `json:"cleaner_off"`
 	// Unlimited lifts the connection limits and sets the idle timeout to
 	// 10 minutes, longer than any test runs. Kafka's defaults, which are
 	// Gregor's, already allow that much; setting them keeps a change of
@@ -79,6 +83,12 @@ func TestChildBroker(t *testing.T) {
 	cfg.EtcdPeerAddr = fmt.Sprintf("127.0.0.1:%d", spec.EtcdPeerPort)
 	if spec.SessionTimeout > 0 {
 		cfg.SessionTimeout = spec.SessionTimeout
+	}
+	if spec.CleanerBackoff > 0 {
+		cfg.LogCleanerBackoff = spec.CleanerBackoff
+	}
+	if spec.CleanerOff {
+		cfg.LogCleanerEnable = false
 	}
 	if spec.Unlimited {
 		cfg.MaxConnections = math.MaxInt32

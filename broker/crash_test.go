@@ -19,6 +19,15 @@ package broker
 // each sampled record's timestamp answers an offset at or before it whose
 // record is not older (time index).
 //
+// Beside it, the same client writes keyed records to a compacted topic
+// whose segments roll every 200 ms, which the log cleaner compacts all the time (a
+// dirty ratio of 1%, a short backoff), so that kills land before, during
+// and after cleanings. After each restart every record acknowledged
+// there before the kill must be in the log with its value, or superseded
+// by a later record of its key in the log. Restarts also change settings:
+// the cleaner's backoff and whether it runs at all, and the compacted
+// topic's segment.ms and dirty ratio.
+//
 // The RNG seed is logged; GREGOR_CRASH_SEED=<seed> replays the same
 // choices (kill points, codec), though not the same timing.
 // GREGOR_CRASH_CYCLES=<n> sets the number of kill -9 cycles (default
@@ -48,18 +57,22 @@ const (
 	crashIndexProbe = 20 // acknowledged records whose index entries are checked per cycle
 	crashPartitions = 4
 	crashTopic      = "crash"
+	crashCompacted  = "crash-compacted"
+	crashKeys       = 40 // keys of the compacted topic
 )
 
 // crashHarness picks a data dir and free ports for a child broker and
 // returns a function starting it (again) on them. Child logs are shown
 // when the test fails and scanned for race reports.
-func crashHarness(t *testing.T) (childBrokerSpec, func() *childBroker) {
+// The spec is returned by pointer: a change to it applies from the next
+// start on.
+func crashHarness(t *testing.T) (*childBrokerSpec, func() *childBroker) {
 	logDir := t.TempDir()
 	// A broker killed with -9 leaves its registration in etcd under a
 	// lease that lives on until the session timeout passes (etcd renews
 	// every lease when it restarts, too), and Start waits for it. A short
 	// timeout keeps each restart short.
-	spec := childBrokerSpec{Dir: t.TempDir(), KafkaPort: freePort(t), EtcdClientPort: freePort(t), EtcdPeerPort: freePort(t),
+	spec := &childBrokerSpec{Dir: t.TempDir(), KafkaPort: freePort(t), EtcdClientPort: freePort(t), EtcdPeerPort: freePort(t),
 		SessionTimeout: 2 * time.Second}
 	var logs []string
 	t.Cleanup(func() {
@@ -77,7 +90,7 @@ func crashHarness(t *testing.T) (childBrokerSpec, func() *childBroker) {
 		logPath := filepath.Join(logDir, fmt.Sprintf("child-%d.log", run))
 		run++
 		logs = append(logs, logPath)
-		c, took := startChild(t, spec, logPath)
+		c, took := startChild(t, *spec, logPath)
 		t.Logf("child broker run %d ready in %s", run, took.Round(time.Millisecond))
 		return c
 	}
@@ -131,6 +144,7 @@ func TestBrokerCrash(t *testing.T) {
 	}
 
 	spec, start := crashHarness(t)
+	spec.CleanerBackoff = 100 * time.Millisecond
 	child := start()
 
 	ctx := testContext(t, 8*time.Minute+time.Duration(cycles)*20*time.Second)
@@ -144,6 +158,14 @@ func TestBrokerCrash(t *testing.T) {
 	created, err := adm.CreateTopic(ctx, crashPartitions, 1, nil, crashTopic)
 	if err != nil || created.Err != nil {
 		t.Fatalf("create topic: %v %v", err, created.Err)
+	}
+
+	compacted, err := adm.CreateTopic(ctx, 1, 1, map[string]*string{
+		"cleanup.policy": kadm.StringPtr("compact"), "segment.ms": kadm.StringPtr("200"),
+		"min.cleanable.dirty.ratio": kadm.StringPtr("0.01"),
+	}, crashCompacted)
+	if err != nil || compacted.Err != nil {
+		t.Fatalf("create the compacted topic: %v %v", err, compacted.Err)
 	}
 
 	md, err := adm.Metadata(ctx)
@@ -170,13 +192,15 @@ func TestBrokerCrash(t *testing.T) {
 	// The producer loop sends only as many records as the cycles have
 	// granted, so the test's size does not depend on the machine's speed.
 	var (
-		mu      sync.Mutex
-		acks    []crashAck
-		failed  []string
-		nacked  atomic.Int64
-		sent    atomic.Int64
-		killAt  atomic.Int64 // the acknowledgement count that triggers the kill
-		killNow = make(chan struct{}, 1)
+		mu   sync.Mutex
+		acks []crashAck
+		// compAcks are the compacted topic's acknowledged records.
+		compAcks []compactedAck
+		failed   []string
+		nacked   atomic.Int64
+		sent     atomic.Int64
+		killAt   atomic.Int64 // the acknowledgement count that triggers the kill
+		killNow  = make(chan struct{}, 1)
 
 		budget struct {
 			sync.Mutex
@@ -208,6 +232,21 @@ func TestBrokerCrash(t *testing.T) {
 				return
 			}
 			sent.Store(seq + 1)
+			if seq%3 == 0 {
+				key := fmt.Appendf(nil, "key-%03d", (seq*7919)%crashKeys)
+				cr := &kgo.Record{Topic: crashCompacted, Key: key, Value: crashValue(seq)}
+				prod.Produce(ctx, cr, func(r *kgo.Record, err error) {
+					mu.Lock()
+					defer mu.Unlock()
+					if err != nil {
+						if len(failed) < 10 {
+							failed = append(failed, fmt.Sprintf("compacted record %d: %v", seq, err))
+						}
+						return
+					}
+					compAcks = append(compAcks, compactedAck{key: string(key), seq: seq, offset: r.Offset})
+				})
+			}
 			prod.Produce(ctx, &kgo.Record{Value: crashValue(seq)}, func(r *kgo.Record, err error) {
 				mu.Lock()
 				defer mu.Unlock()
@@ -246,10 +285,31 @@ func TestBrokerCrash(t *testing.T) {
 		time.Sleep(extra) // the kill point itself, not a wait for a condition
 		child.kill()
 		atKill := nacked.Load()
+		mu.Lock()
+		compBefore := append([]compactedAck(nil), compAcks...)
+		mu.Unlock()
 		t.Logf("cycle %d: SIGKILL %s after acknowledgement %d; %d records sent and not yet acknowledged",
 			cycle, extra, killAt.Load(), sent.Load()-atKill)
 
+		changed := rng.IntN(2) == 0
+		if changed {
+			// Restart under changed settings.
+			spec.CleanerBackoff = time.Duration(50+rng.IntN(2000)) * time.Millisecond
+			spec.CleanerOff = rng.IntN(4) == 0
+		}
 		child = start()
+		if changed {
+			_, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{
+				{Name: "segment.ms", Value: kadm.StringPtr(strconv.Itoa(50 + rng.IntN(1000)))},
+				{Name: "min.cleanable.dirty.ratio", Value: kadm.StringPtr(fmt.Sprint([]string{"0.01", "0.3", "0.6"}[rng.IntN(3)]))},
+			}, crashCompacted)
+			if err != nil {
+				t.Fatalf("cycle %d: alter the compacted topic's configs: %v", cycle, err)
+			}
+			t.Logf("cycle %d: restarted with log.cleaner.backoff.ms %d, log.cleaner.enable %v",
+				cycle, spec.CleanerBackoff.Milliseconds(), !spec.CleanerOff)
+		}
+		checkCompacted(t, fmt.Sprintf("cycle %d", cycle), spec.addr(), compacted.ID, compBefore)
 
 		// The producer carries on against the restarted broker until all
 		// granted records are acknowledged.
@@ -392,13 +452,91 @@ func TestBrokerCrash(t *testing.T) {
 			}
 		}
 	}
+	mu.Lock()
+	allComp := compAcks
+	mu.Unlock()
+	kept := checkCompacted(t, "at the end", addr, compacted.ID, allComp)
 	t.Logf("%d records sent, %d acknowledged, %d stored, %d acknowledged records lost or moved; %d kill -9 cycles; %d index probes",
 		total, len(allAcks), stored, lost, cycles, probes)
+	t.Logf("compacted topic: %d records acknowledged, %d in the log", len(allComp), kept)
 	if int64(len(allAcks)) != stored {
 		// Every record the producer sent was finally acknowledged (the
 		// flush succeeded), so the log holds exactly those.
 		t.Errorf("%d records acknowledged but %d stored", len(allAcks), stored)
 	}
+}
+
+// compactedAck is an acknowledged record of the compacted topic.
+type compactedAck struct {
+	key    string
+	seq    int64
+	offset int64
+}
+
+// checkCompacted reads the compacted topic whole and checks every record
+// of acks: in the log at its offset with its value, or superseded by a
+// later record of its key in the log. Every key of acks keeps a record.
+// It returns the records the log holds.
+func checkCompacted(t *testing.T, when, addr string, id [16]byte, acks []compactedAck) int {
+	t.Helper()
+	w := dialWireAddr(t, addr)
+	type stored struct {
+		key   string
+		value []byte
+	}
+	log := map[int64]stored{}
+	latest := map[string]int64{}
+	var scratch []byte
+	for next := int64(0); ; {
+		_, fp := w.fetchPartition(12, crashCompacted, id, 0, next)
+		if fp.ErrorCode == int16(protocol.OffsetOutOfRange) || (fp.ErrorCode == 0 && next >= fp.HighWatermark) {
+			break
+		}
+		if fp.ErrorCode != 0 {
+			t.Fatalf("%s: fetch the compacted topic at %d: error %d", when, next, fp.ErrorCode)
+		}
+		before := next
+		for buf := fp.RecordBatches; len(buf) > 0; {
+			b, rest, err := record.Parse(buf)
+			if err != nil {
+				break // a partial batch at the end
+			}
+			buf = rest
+			err = record.ForEachRecord(b, &scratch, func(off, _ int64, r *record.Record) error {
+				if off >= next {
+					log[off] = stored{key: string(r.Key), value: append([]byte(nil), r.Value...)}
+					latest[string(r.Key)] = max(latest[string(r.Key)], off)
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatalf("%s: compacted topic batch at %d: %v", when, b.BaseOffset(), err)
+			}
+			next = b.LastOffset() + 1
+		}
+		if next == before {
+			t.Fatalf("%s: a fetch of the compacted topic at %d below its high watermark %d returned no batch",
+				when, next, fp.HighWatermark)
+		}
+	}
+	lost := 0
+	for _, a := range acks {
+		s, ok := log[a.offset]
+		switch {
+		case ok && (s.key != a.key || string(s.value) != string(crashValue(a.seq))):
+			t.Errorf("%s: compacted offset %d holds %s=%.20q, acknowledged %s=%.20q",
+				when, a.offset, s.key, s.value, a.key, crashValue(a.seq))
+		case !ok && latest[a.key] <= a.offset:
+			if lost++; lost <= 20 {
+				t.Errorf("%s: compacted record %s=%d acknowledged at %d is missing and no later record of its key is in the log (latest %d)",
+					when, a.key, a.seq, a.offset, latest[a.key])
+			}
+		}
+	}
+	if lost > 0 {
+		t.Fatalf("%s: %d acknowledged records of the compacted topic lost", when, lost)
+	}
+	return len(log)
 }
 
 // checkCrashIndexes checks the restarted broker's indexes at up to

@@ -3,6 +3,9 @@ package broker
 import (
 	"errors"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -51,6 +54,12 @@ func TestDeleteRecords(t *testing.T) {
 	r, _ := res.Lookup("dr", 0)
 	if r.Err != nil || r.LowWatermark != 150 {
 		t.Fatalf("delete to 150: low watermark %d, err %v; want 150", r.LowWatermark, r.Err)
+	}
+	// The new start is on disk before the response: a crash now keeps the
+	// records deleted.
+	ckpt, err := os.ReadFile(filepath.Join(b.cfg.LogDirs[0], "log-start-offset-checkpoint"))
+	if err != nil || !strings.Contains(string(ckpt), "\ndr 0 150\n") {
+		t.Errorf("log-start-offset-checkpoint after DeleteRecords: %q (%v), want a line \"dr 0 150\"", ckpt, err)
 	}
 	if segs := drPartition(t, b).log.SegmentCount(); segs >= segsBefore {
 		t.Errorf("segments after deleting below 150: %d, before %d; want fewer", segs, segsBefore)
