@@ -54,9 +54,13 @@ import (
 // epoch, producer id, epoch and base sequence, timestamp type, and codec
 // (recompressed with it). A batch left with no record is dropped, except
 // the last batch of an idempotent producer (kept empty, as Kafka keeps it,
-// so that the producer's state survives) and the last batch of a group's
-// last segment (kept empty so that a cleaned segment always reaches into
-// the last segment it replaces, which crash recovery relies on). Batches
+// so that the producer's state survives) and, when nothing of a group's
+// last segment is kept, that segment's last batch (kept empty so that a
+// cleaned segment always reaches into the last segment it replaces, which
+// completing a .swap at open relies on). A cleaned segment may still end
+// before the next segment's base, when it keeps early batches of its last
+// segment and drops the later ones: crash recovery takes such gaps as
+// they are. Batches
 // with no change are copied as they are; a group of one segment in which
 // nothing changed is not rewritten at all. Control batches are kept as
 // they are; transactional batches are cleaned like others (aborted
@@ -639,6 +643,7 @@ func (w *groupWriter) clean(ctx context.Context, g []*segment, st *CleanStats) e
 			return err
 		}
 	}
+	l.step(".cleaned files written")
 	ok = true
 	if err := l.replaceSegments(g, base, pos, paths); err != nil {
 		removeCleaned()
@@ -695,10 +700,12 @@ func (l *Log) replaceSegments(old []*segment, base, size int64, cleaned [3]strin
 		if err := os.Rename(cleaned[i], swap[i]); err != nil {
 			return fmt.Errorf("rename cleaned segment: %w", err)
 		}
+		l.step("renamed " + filepath.Base(swap[i]))
 	}
 	if err := syncDir(l.dir); err != nil {
 		return l.fail(err)
 	}
+	l.step(".swap files synced")
 	// From here the replacement is decided: a crash completes it at open.
 	ns := newSegment(l.dir, base, l.cfg.Load().IndexIntervalBytes)
 	ns.size.Store(size)
@@ -715,10 +722,12 @@ func (l *Log) replaceSegments(old []*segment, base, size int64, cleaned [3]strin
 		if err := os.Rename(swap[i], final[i]); err != nil {
 			return l.fail(fmt.Errorf("rename swap segment: %w", err))
 		}
+		l.step("renamed " + filepath.Base(final[i]))
 	}
 	if err := syncDir(l.dir); err != nil {
 		return l.fail(err)
 	}
+	l.step("swap done")
 	if errDel != nil {
 		return l.fail(errDel)
 	}

@@ -580,6 +580,9 @@ func copyTree(src, dst string) error {
 			return nil
 		}
 		in, err := os.Open(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil // removed since it was listed: before the copy's moment
+		}
 		if err != nil {
 			return err
 		}

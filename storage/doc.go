@@ -155,16 +155,22 @@
 // clean-shutdown marker; the next open skips recovery and reads only the
 // active segment's tail past its last index entry. Without the marker each
 // log scans its segments from the one holding its recovery point: every
-// batch must be whole, of magic 2, match its CRC-32C and start above the
-// previous batch's end. The file is cut at the first batch that fails,
-// later segments are deleted, the indexes and leader epochs are rebuilt
-// from what remains; so are the segments after one that does not reach the
-// next one's base offset (its unsynced tail was lost while a later
-// segment's data survived). Nothing but zeros after the last batch is no
-// damage, only where batches were not written yet (a segment file extended
-// ahead of its end, see prefault.go): it is cut, and the segments after
-// stay. Every batch that was fsynced before the crash remains:
-// fsynced bytes lie before any torn or lost write.
+// batch must be whole, of magic 2, match its CRC-32C, start above the
+// previous batch's end and end below the next segment's base. Each segment
+// file is cut at its first batch that fails, and only there: no segment is
+// deleted, since what a later segment holds passed its own checks and
+// nothing proves it unacknowledged. Offsets between segments may have gaps
+// (a cleaned segment ends where its last kept batch does; a rolled
+// segment's unsynced tail may be lost while a later segment's data
+// survived): a gap is no damage. An empty last segment stays too: its base
+// is the log end a roll reached, and those offsets are not handed out
+// again. Nothing but zeros after the last batch is no damage either, only
+// where batches were not written yet (a segment file extended ahead of its
+// end, see prefault.go): it is cut. Recovery fsyncs every segment it
+// scanned and their rebuilt indexes, so the recovery point moves to the
+// log end at once (the cleaner cleans only below it). Every batch that was
+// fsynced before the crash remains: fsynced bytes lie before any torn or
+// lost write.
 //
 // # Disk errors
 //

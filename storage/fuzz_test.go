@@ -77,11 +77,13 @@ type fuzzSegment struct {
 // each pass record.CheckIntegrity, start at or above the segment's base and
 // the end of the batch before (offsets only go up; compacted logs and
 // followers' logs may have gaps), do not overflow an int64, and end within
-// 2^32 offsets of the segment base, as the index's relative offsets need.
-// A segment with anything after that run, or followed by a segment whose
-// base lies below its end, is the last one kept.
-func expectRecovered(segs []fuzzSegment) []record.Batch {
+// 2^32 offsets of the segment base, as the index's relative offsets need,
+// and end below the next segment's base. Every segment stays, with that
+// run; end is where the log ends: past the last segment's run, or at its
+// base when it keeps nothing.
+func expectRecovered(segs []fuzzSegment) ([]record.Batch, int64) {
 	var out []record.Batch
+	var end int64
 	for i, seg := range segs {
 		next := seg.base
 		file := seg.data
@@ -92,18 +94,17 @@ func expectRecovered(segs []fuzzSegment) []record.Batch {
 			}
 			b := record.Batch(file[:size])
 			if record.CheckIntegrity(b) != nil || b.BaseOffset() < next ||
-				b.LastOffset() < b.BaseOffset() || b.LastOffset()-seg.base > math.MaxUint32 {
+				b.LastOffset() < b.BaseOffset() || b.LastOffset()-seg.base > math.MaxUint32 ||
+				(i+1 < len(segs) && b.LastOffset() >= segs[i+1].base) {
 				break
 			}
 			out = append(out, b)
 			next = b.NextOffset()
 			file = file[size:]
 		}
-		if len(file) > 0 || (i+1 < len(segs) && segs[i+1].base < next) {
-			break
-		}
+		end = next // the last segment's end, or its base when it keeps nothing
 	}
-	return out
+	return out, end
 }
 
 // Fuzz modes: how the fuzzer's bytes make the segment file.
@@ -226,8 +227,8 @@ func FuzzRecovery(f *testing.F) {
 		if err != nil {
 			t.Fatalf("open after a crash: %v", err)
 		}
-		want := expectRecovered(segs)
-		got := checkFuzzLog(t, l, want)
+		want, wantEnd := expectRecovered(segs)
+		got := checkFuzzLog(t, l, want, wantEnd)
 		for i := range intact {
 			if i >= len(got) || !bytes.Equal(got[i], batches[i]) {
 				t.Fatalf("recovery lost valid batch %d (offset %d), which lies before the first changed byte %d; kept %d batches",
@@ -259,7 +260,7 @@ func FuzzRecovery(f *testing.F) {
 			t.Fatalf("append after recovery got offsets %d..%d, want %d..%d", res.FirstOffset, res.LastOffset, leo, leo+1)
 		}
 		want = append(want[:len(want):len(want)], set)
-		checkFuzzLog(t, l, want)
+		checkFuzzLog(t, l, want, leo+2)
 		leo = l.LogEndOffset()
 		if err := l.Close(); err != nil {
 			t.Fatalf("close: %v", err)
@@ -271,7 +272,7 @@ func FuzzRecovery(f *testing.F) {
 			if err != nil {
 				t.Fatalf("reopen (clean %v): %v", st.Clean, err)
 			}
-			checkFuzzLog(t, l, want)
+			checkFuzzLog(t, l, want, leo)
 			if err := l.Close(); err != nil {
 				t.Fatalf("close: %v", err)
 			}
@@ -282,12 +283,8 @@ func FuzzRecovery(f *testing.F) {
 // checkFuzzLog checks that l holds exactly want, read from the log start to
 // the log end, and that a read at each batch's first and last offset finds
 // that batch. It returns what it read.
-func checkFuzzLog(t *testing.T, l *Log, want []record.Batch) []record.Batch {
+func checkFuzzLog(t *testing.T, l *Log, want []record.Batch, wantEnd int64) []record.Batch {
 	t.Helper()
-	var wantEnd int64
-	if len(want) > 0 {
-		wantEnd = want[len(want)-1].NextOffset()
-	}
 	if l.LogEndOffset() != wantEnd {
 		t.Fatalf("log end offset %d, want %d (%d valid batches)", l.LogEndOffset(), wantEnd, len(want))
 	}

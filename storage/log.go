@@ -144,6 +144,18 @@ type Log struct {
 	cleanMu       sync.Mutex
 	firstDirty    atomic.Int64
 	deleteHorizon atomic.Int64
+
+	// stepHook, set only by tests, is called after each step of a
+	// segment swap or deletion that changes the files, so that a test
+	// can take the files as a kill -9 at that moment leaves them.
+	stepHook func(step string)
+}
+
+// step calls the test hook, if any.
+func (l *Log) step(name string) {
+	if l.stepHook != nil {
+		l.stepHook(name)
+	}
 }
 
 // offsetPos is an offset with the position of the batch starting at it.
@@ -312,10 +324,10 @@ func (l *Log) load(st OpenState) error {
 		logStart = leo
 	}
 	l.logStart.Store(logStart)
-	l.recoveryPoint.Store(min(max(st.RecoveryPoint, 0), leo))
-	if st.Clean {
-		l.recoveryPoint.Store(leo)
-	}
+	// A clean shutdown fsynced everything; a recovery fsynced what it
+	// scanned, with its indexes, and what lay before the checkpointed
+	// recovery point was durable already: either way the whole log is.
+	l.recoveryPoint.Store(leo)
 	// Epochs starting past the log end lost their batches in a crash. One
 	// starting at the log end stays: it began there (a leader's epoch with
 	// no batch yet), and dropping it cost every restart an epoch file
@@ -348,8 +360,7 @@ func (l *Log) openActiveLocked() error {
 }
 
 // recoverLocked scans every segment from the one holding the recovery
-// point, cuts the log after its last valid batch, and deletes the segments
-// after a damaged one.
+// point and cuts each after its last valid batch; it deletes no segment.
 func (l *Log) recoverLocked(recoveryPoint int64) error {
 	segs := *l.segs.Load()
 	cfg := l.cfg.Load()
@@ -357,7 +368,11 @@ func (l *Log) recoverLocked(recoveryPoint int64) error {
 	first = max(first, 0)
 	for i := first; i < len(segs); i++ {
 		s := segs[i]
-		res, err := s.recoverLocked(cfg.IndexIntervalBytes)
+		limit := int64(math.MaxInt64)
+		if i+1 < len(segs) {
+			limit = segs[i+1].base
+		}
+		res, err := s.recoverLocked(cfg.IndexIntervalBytes, limit)
 		if err != nil {
 			return err
 		}
@@ -369,53 +384,23 @@ func (l *Log) recoverLocked(recoveryPoint int64) error {
 		// A tail of zeros is where batches were not yet written (an
 		// extended segment, see prefault.go, or a size that reached the
 		// disk before the data): the segment ends before it.
-		damaged := res.validBytes < res.fileSize && !res.zeroTail
-		if damaged {
+		if res.validBytes < res.fileSize && !res.zeroTail {
+			// Only the invalid bytes go: the torn or corrupt tail of this
+			// segment, from its first batch that fails its checks or
+			// reaches into the next segment's offsets. Later segments
+			// stay: each is checked on its own, and what it holds passed
+			// its checks, so nothing proves it unacknowledged. Offsets between segments may have gaps
+			// (compaction makes them, and a lost unsynced tail of a
+			// rolled segment leaves one), so a gap is no damage.
 			l.logger.Warn("truncated a damaged log tail", "segment", s.logPath,
 				"valid_bytes", res.validBytes, "cut_bytes", res.fileSize-res.validBytes)
 		}
-		if damaged || (i+1 < len(segs) && segs[i+1].base != s.ib.next) {
-			// Everything after a damaged batch goes: later segments no
-			// longer continue this one. So does everything after a gap: a
-			// crash can keep a later segment's data while the tail of this
-			// one, never fsynced, is lost on a batch boundary. Appends and
-			// cleaning keep consecutive segments contiguous (a cleaned
-			// segment keeps its group's last batch), so a gap is damage.
-			for _, later := range segs[i+1:] {
-				l.logger.Warn("deleted a segment after a damaged one", "segment", later.logPath)
-				if err := later.removeFiles(); err != nil {
-					return err
-				}
-			}
-			segs = segs[:i+1]
-			break
-		}
 	}
-	// An empty last segment that does not continue the one before it (its
-	// batches were all damaged) is dropped, so the log end stays dense.
-	for len(segs) > 1 {
-		last, prev := segs[len(segs)-1], segs[len(segs)-2]
-		if last.size.Load() != 0 {
-			break
-		}
-		if err := prev.loadIndexes(); err != nil {
-			return err
-		}
-		f, err := prev.file()
-		if err != nil {
-			return err
-		}
-		if err := prev.restoreAppenderLocked(f); err != nil {
-			return err
-		}
-		if last.base == prev.ib.next {
-			break
-		}
-		if err := last.removeFiles(); err != nil {
-			return err
-		}
-		segs = segs[:len(segs)-1]
-	}
+	// An empty last segment stays whatever the segment before it ends at:
+	// its base offset is the log end a roll reached, and the offsets below
+	// it may have been handed out (to records the cleaner later removed,
+	// or whose unsynced bytes a crash lost), so they are not handed out
+	// again.
 	for _, s := range segs[:len(segs)-1] {
 		s.sealed = true
 	}

@@ -175,6 +175,7 @@ func (l *Log) deleteSegmentsLocked(segs []*segment) error {
 	for _, s := range segs {
 		paths, err := s.renameDeleted()
 		errs = append(errs, err)
+		l.step("segment renamed .deleted")
 		if l.deleter != nil {
 			l.deleter.schedule(paths, due)
 			continue

@@ -365,6 +365,13 @@ type scanResult struct {
 // CRC) and that offsets increase and fit the segment, and stops at the first
 // batch that fails (crash recovery); validBytes is where it stopped.
 func scanSegment(f io.ReaderAt, fileSize, base, interval int64, verify bool) scanResult {
+	return scanSegmentBelow(f, fileSize, base, interval, verify, math.MaxInt64)
+}
+
+// scanSegmentBelow is scanSegment that, verifying, also stops at the first
+// batch reaching limit: the base offset of the next segment, which owns
+// the offsets from there.
+func scanSegmentBelow(f io.ReaderAt, fileSize, base, interval int64, verify bool, limit int64) scanResult {
 	res := scanResult{fileSize: fileSize, ib: newIndexBuilder(base, interval)}
 	buf := make([]byte, 64<<10)
 	var pos int64
@@ -389,7 +396,7 @@ func scanSegment(f io.ReaderAt, fileSize, base, interval int64, verify bool) sca
 			break
 		}
 		if verify && (record.CheckIntegrity(b) != nil || b.BaseOffset() < res.ib.next ||
-			b.LastOffset()-base > math.MaxUint32) {
+			b.LastOffset()-base > math.MaxUint32 || b.LastOffset() >= limit) {
 			break
 		}
 		oe, okO, te, okT := res.ib.add(pos, size, b.LastOffset(), b.MaxTimestamp())
@@ -410,9 +417,10 @@ func scanSegment(f io.ReaderAt, fileSize, base, interval int64, verify bool) sca
 }
 
 // recoverLocked scans the segment as crash recovery does, cuts the file
-// after its last valid batch and installs rebuilt indexes. It returns the
-// scan, whose fileSize - validBytes is what was cut.
-func (s *segment) recoverLocked(interval int64) (scanResult, error) {
+// after its last valid batch below limit (the next segment's base) and
+// installs rebuilt indexes. It returns the scan, whose fileSize -
+// validBytes is what was cut.
+func (s *segment) recoverLocked(interval, limit int64) (scanResult, error) {
 	f, err := s.acquire()
 	if err != nil {
 		return scanResult{}, err
@@ -422,15 +430,20 @@ func (s *segment) recoverLocked(interval int64) (scanResult, error) {
 	if err != nil {
 		return scanResult{}, fmt.Errorf("stat segment: %w", err)
 	}
-	res := scanSegment(f, st.Size(), s.base, interval, true)
+	res := scanSegmentBelow(f, st.Size(), s.base, interval, true, limit)
 	if res.validBytes < res.fileSize {
 		res.zeroTail = zeroFrom(f, res.validBytes, res.fileSize)
 		if err := f.Truncate(res.validBytes); err != nil {
 			return res, fmt.Errorf("truncate segment: %w", err)
 		}
 	}
+	// What recovery keeps is made durable now, so that the recovery
+	// point can move past it at once (the cleaner cleans only below it).
+	if err := fdatasync(f); err != nil {
+		return res, fmt.Errorf("sync recovered segment %s: %w", s.logPath, err)
+	}
 	s.size.Store(res.validBytes)
-	s.synced.Store(0)
+	s.synced.Store(res.validBytes)
 	s.ib = res.ib
 	if s.sealed {
 		if te, ok := s.ib.final(); ok {
