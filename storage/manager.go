@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -403,7 +404,7 @@ func (m *Manager) scanDir(d *logDir) ([]openJob, error) {
 			continue
 		}
 		name := e.Name()
-		if strings.HasSuffix(name, "-delete") {
+		if strings.HasSuffix(name, deleteDirSuffix) {
 			// A deletion interrupted by a crash: finish it.
 			if err := os.RemoveAll(filepath.Join(d.path, name)); err != nil {
 				return nil, fmt.Errorf("remove deleted log: %w", err)
@@ -494,6 +495,11 @@ func (m *Manager) create(tp TopicPartition, cfg Config, id *[16]byte) (*Log, err
 	}
 	if _, ok := ParseDirName(tp.DirName()); !ok || tp.Topic == "" {
 		return nil, fmt.Errorf("%w: bad partition name %q", ErrInvalidConfig, tp.DirName())
+	}
+	if len(tp.DirName()) > maxFileNameBytes {
+		// A name error, not a failing disk: the dir stays online.
+		return nil, fmt.Errorf("%w: partition dir name %.40q... is %d bytes, over %d", ErrInvalidConfig,
+			tp.DirName(), len(tp.DirName()), maxFileNameBytes)
 	}
 	for {
 		l, retry, err := m.createIn(tp, cfg, id)
@@ -631,7 +637,7 @@ func (m *Manager) Delete(tp TopicPartition) error {
 	l.closeFiles()
 	l.wakeWaiters(0, ErrClosed)
 	l.notify.broadcast()
-	renamed := filepath.Join(d.path, fmt.Sprintf("%s.%d-delete", tp.DirName(), time.Now().UnixNano()))
+	renamed := filepath.Join(d.path, markedDirName(tp, deleteDirSuffix))
 	if err := os.Rename(l.dir, renamed); err != nil {
 		return fmt.Errorf("rename deleted log: %w", err)
 	}
@@ -642,6 +648,35 @@ func (m *Manager) Delete(tp TopicPartition) error {
 		return fmt.Errorf("remove deleted log: %w", err)
 	}
 	return nil
+}
+
+// Suffixes of partition dirs renamed out of the way: a partition being
+// deleted (removed at the next open if a crash interrupts it), and a stray
+// one (a log the metadata does not know, kept for an operator to look at).
+const (
+	deleteDirSuffix = "-delete"
+	strayDirSuffix  = "-stray"
+)
+
+// maxFileNameBytes is the longest file name the file systems Gregor runs
+// on take (NAME_MAX).
+const maxFileNameBytes = 255
+
+// markedDirName is the name a partition dir is renamed to with suffix, as
+// Kafka names them: "<topic>-<partition>.<32 hex digits><suffix>", the
+// topic cut short where the whole would pass 255 bytes, so that any legal
+// topic name (up to 249 characters) can be renamed.
+func markedDirName(tp TopicPartition, suffix string) string {
+	var id [16]byte
+	if _, err := rand.Read(id[:]); err != nil {
+		panic(err) // crypto/rand does not fail on Linux
+	}
+	tail := fmt.Sprintf("-%d.%x%s", tp.Partition, id, suffix)
+	topic := tp.Topic
+	if n := maxFileNameBytes - len(tail); len(topic) > n {
+		topic = topic[:n]
+	}
+	return topic + tail
 }
 
 // Checkpoint writes every dir's recovery points, log start offsets and high
