@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -82,7 +83,7 @@ type propRun struct {
 	tmp   string
 	dir   string // the live data dir
 	gen   int    // data dirs made so far
-	clock int64  // fake time, unix ms
+	clock atomic.Int64 // fake time, unix ms; the retention goroutine reads it
 	m     *Manager
 	parts []*propPartition
 	step  int
@@ -95,7 +96,7 @@ func (r *propRun) fatalf(format string, args ...any) {
 		fmt.Sprintf(format, args...))
 }
 
-func (r *propRun) now() time.Time { return time.UnixMilli(r.clock) }
+func (r *propRun) now() time.Time { return time.UnixMilli(r.clock.Load()) }
 
 func (r *propRun) managerConfig() ManagerConfig {
 	cfg := DefaultManagerConfig(r.dir)
@@ -143,7 +144,7 @@ func (r *propRun) append(p *propPartition) {
 	n := 1 + r.rng.IntN(12)
 	keys := 4 + r.rng.IntN(60)
 	var prod *propProducer
-	h := record.BatchHeader{BaseTimestamp: r.clock, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1}
+	h := record.BatchHeader{BaseTimestamp: r.clock.Load(), ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1}
 	if r.rng.IntN(2) == 0 {
 		prod = p.producers[r.rng.IntN(len(p.producers))]
 		h.ProducerID, h.ProducerEpoch, h.BaseSequence = prod.id, prod.epoch, prod.seq
@@ -191,11 +192,11 @@ func (r *propRun) append(p *propPartition) {
 		if off < p.ackedEnd {
 			r.fatalf("%s: record acknowledged at %d, below an earlier acknowledged offset %d", p.tp, off, p.ackedEnd-1)
 		}
-		p.acked[off] = propRecord{key: rec.Key, value: rec.Value, ts: r.clock + int64(i)}
+		p.acked[off] = propRecord{key: rec.Key, value: rec.Value, ts: r.clock.Load() + int64(i)}
 		p.latest[string(rec.Key)] = off
 	}
 	p.ackedEnd = res.LastOffset + 1
-	r.clock += int64(n) + int64(r.rng.IntN(50))
+	r.clock.Add(int64(n) + int64(r.rng.IntN(50)))
 	r.stats["appends"]++
 }
 
@@ -221,13 +222,13 @@ func (r *propRun) deleteRecords(p *propPartition) {
 
 // retention advances the clock and runs a retention pass.
 func (r *propRun) retention() {
-	r.clock += int64(r.rng.IntN(400))
+	r.clock.Add(int64(r.rng.IntN(400)))
 	if _, err := r.m.RunRetention(); err != nil {
 		r.fatalf("retention: %v", err)
 	}
 	for _, p := range r.parts {
 		if p.cfg.CleanupDelete && p.cfg.RetentionMs >= 0 {
-			p.retainedAfter = max(p.retainedAfter, r.clock-p.cfg.RetentionMs)
+			p.retainedAfter = max(p.retainedAfter, r.clock.Load()-p.cfg.RetentionMs)
 		}
 	}
 	r.stats["retention passes"]++
@@ -421,7 +422,8 @@ func TestDataSafetyProperty(t *testing.T) {
 	t.Logf("seed %d (rerun with %s=%d)", seed, propertySeedEnv, seed)
 	tmp := t.TempDir()
 	r := &propRun{t: t, rng: rand.New(rand.NewPCG(seed, 1)), seed: seed, tmp: tmp, dir: filepath.Join(tmp, "data-0"),
-		clock: 1_700_000_000_000, stats: map[string]int{}}
+		stats: map[string]int{}}
+	r.clock.Store(1_700_000_000_000)
 	newPart := func(topic string, mutate func(c *Config)) *propPartition {
 		c := DefaultConfig()
 		c.SegmentBytes = 4 << 10
