@@ -81,8 +81,8 @@ type propRun struct {
 	rng   *rand.Rand
 	seed  uint64
 	tmp   string
-	dir   string // the live data dir
-	gen   int    // data dirs made so far
+	dir   string       // the live data dir
+	gen   int          // data dirs made so far
 	clock atomic.Int64 // fake time, unix ms; the retention goroutine reads it
 	m     *Manager
 	parts []*propPartition
