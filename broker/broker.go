@@ -102,6 +102,9 @@ type Broker struct {
 	listeners []net.Listener
 	admin     *http.Server
 	adminLn   net.Listener
+	// starting is set during Start's first sync of the logs with the
+	// metadata (see syncPartitions).
+	starting atomic.Bool
 	// ready is set once Start has completed and cleared when Close begins;
 	// /readyz reports it.
 	ready atomic.Bool
@@ -184,13 +187,30 @@ func (b *Broker) Start(ctx context.Context) (err error) {
 	ccfg.NodeID = b.cfg.NodeID
 	ccfg.SessionTTL = b.cfg.SessionTimeout
 	ccfg.Observer = b.metrics
+	// The log dirs' stamps (meta.properties) say which cluster and node
+	// their logs belong to: a registry that lost its cluster, or another
+	// node.id, is refused before any metadata is applied to the logs.
+	if ccfg.ExpectClusterID, err = logs.ClusterIDOnDisk(); err != nil {
+		return err
+	}
+	if err := logs.CheckNodeID(b.cfg.NodeID); err != nil {
+		return err
+	}
 	cl, err := cluster.Open(ctx, ccfg, b.logger.With("component", "cluster"))
 	if err != nil {
 		return fmt.Errorf("open cluster registry: %w", err)
 	}
 	b.cluster = cl
+	if err := logs.Stamp(cl.ClusterID(), b.cfg.NodeID); err != nil {
+		return err
+	}
 
-	if err := b.syncPartitions(cl.Snapshot()); err != nil {
+	// Logs the registry does not know at start-up are kept as strays, not
+	// deleted: only a deletion this broker sees happen removes a log.
+	b.starting.Store(true)
+	err = b.syncPartitions(cl.Snapshot())
+	b.starting.Store(false)
+	if err != nil {
 		return err
 	}
 	for _, spec := range b.cfg.Listeners {

@@ -31,6 +31,13 @@ func mountFullTmpfs(t *testing.T) (dir, filler string) {
 			t.Errorf("unmount %s: %v", dir, err)
 		}
 	})
+	return dir, fillDir(t, dir)
+}
+
+// fillDir fills dir's file system to the last byte with a file, and
+// returns the file's path.
+func fillDir(t *testing.T, dir string) (filler string) {
+	t.Helper()
 	filler = filepath.Join(dir, "filler")
 	f, err := os.Create(filler)
 	if err != nil {
@@ -45,7 +52,7 @@ func mountFullTmpfs(t *testing.T) (dir, filler string) {
 			}
 		}
 	}
-	return dir, filler
+	return filler
 }
 
 // startDirsBroker starts a broker on the given log dirs (etcd's data in
@@ -92,8 +99,13 @@ func TestCreateTopicOnFullDir(t *testing.T) {
 	t.Parallel()
 	full, filler := mountFullTmpfs(t)
 	healthy := t.TempDir()
-
+	// The dirs are stamped first (a dir whose stamp cannot be written
+	// goes offline at the start); then the dir fills up.
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
 	b := startDirsBroker(t, 1, nil, healthy, full)
+	filler = fillDir(t, full)
 	w := dialWire(t, b)
 	rt := w.createTopicResult("half", 4, 1, nil)
 	checkCode(t, "create a topic with a full log dir", rt.ErrorCode, protocol.None)

@@ -12,7 +12,7 @@ import (
 type logCollector struct {
 	b                                  *Broker
 	size, segments, start, end, hwDesc *prometheus.Desc
-	dirOffline, partsOffline           *prometheus.Desc
+	dirOffline, partsOffline, strays   *prometheus.Desc
 }
 
 func newLogCollector(b *Broker) *logCollector {
@@ -34,6 +34,9 @@ func newLogCollector(b *Broker) *logCollector {
 			[]string{"dir"}, nil),
 		partsOffline: prometheus.NewDesc("gregor_partitions_offline",
 			"Partitions this broker holds in a log dir that failed.", nil, nil),
+		strays: prometheus.NewDesc("gregor_log_strays",
+			"Stray partition dirs in the log dirs: logs the metadata did not know at start-up, kept (renamed *-stray) until an operator removes them.",
+			nil, nil),
 	}
 }
 
@@ -45,6 +48,7 @@ func (lc *logCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- lc.hwDesc
 	ch <- lc.dirOffline
 	ch <- lc.partsOffline
+	ch <- lc.strays
 }
 
 func (lc *logCollector) Collect(ch chan<- prometheus.Metric) {
@@ -58,6 +62,7 @@ func (lc *logCollector) Collect(ch chan<- prometheus.Metric) {
 			}
 			ch <- prometheus.MustNewConstMetric(lc.dirOffline, prometheus.GaugeValue, v, d)
 		}
+		ch <- prometheus.MustNewConstMetric(lc.strays, prometheus.GaugeValue, float64(len(lc.b.logs.Strays())))
 	}
 	t := lc.b.parts.Load()
 	if t == nil {

@@ -246,11 +246,25 @@ func (b *Broker) syncPartitions(md *cluster.Metadata) error {
 	}
 	for _, l := range b.logs.Logs() {
 		tp := l.TopicPartition()
-		if !keep[tp] {
-			b.logger.Info("deleting the log of a partition no longer here", "partition", tp.String())
-			if err := b.logs.Delete(tp); err != nil {
+		if keep[tp] {
+			continue
+		}
+		if b.starting.Load() {
+			// Found at start-up, unknown to the registry: the topic may
+			// have been deleted while the broker was down, or the logs
+			// may belong elsewhere. Kafka keeps such logs as strays.
+			path, err := b.logs.MarkStray(tp)
+			if err != nil {
 				errs = append(errs, err)
+				continue
 			}
+			b.logger.Warn("kept a log the metadata does not know as a stray; remove it once it is not needed",
+				"partition", tp.String(), "dir", path)
+			continue
+		}
+		b.logger.Info("deleting the log of a partition no longer here", "partition", tp.String())
+		if err := b.logs.Delete(tp); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	b.parts.Store(next)
@@ -332,9 +346,19 @@ func (b *Broker) openLog(tp storage.TopicPartition, id cluster.TopicID, cfg stor
 			}
 			return l, l.SetConfig(cfg)
 		}
-		b.logger.Info("replacing the log of an earlier topic", "partition", tp.String())
-		if err := b.logs.Delete(tp); err != nil {
-			return nil, err
+		if b.starting.Load() {
+			// Another topic's log, found at start-up: kept as a stray.
+			path, err := b.logs.MarkStray(tp)
+			if err != nil {
+				return nil, err
+			}
+			b.logger.Warn("kept the log of an earlier topic of this name as a stray; remove it once it is not needed",
+				"partition", tp.String(), "dir", path)
+		} else {
+			b.logger.Info("replacing the log of an earlier topic", "partition", tp.String())
+			if err := b.logs.Delete(tp); err != nil {
+				return nil, err
+			}
 		}
 	}
 	return b.logs.CreateForTopic(tp, cfg, id)

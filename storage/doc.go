@@ -10,6 +10,7 @@
 //	<log.dir>/
 //	  .lock                                 flock'ed while a broker uses the dir
 //	  .kafka_cleanshutdown                  present only between a clean Close and the next open
+//	  meta.properties                       the dir's stamp: cluster.id, node.id, directory.id (see meta.go)
 //	  recovery-point-offset-checkpoint      per partition: recovery starts at this offset's segment
 //	  log-start-offset-checkpoint           per partition: first offset readers may fetch
 //	  replication-offset-checkpoint         per partition: high watermark
@@ -24,7 +25,12 @@
 //	    00000000000000000000.log.swap       a cleaned segment being swapped in (also .index.swap, .timeindex.swap)
 //	    leader-epoch-checkpoint             leader epoch history
 //	    partition.metadata                  topic id
-//	  <topic>-<partition>.<n>-delete/       a partition being deleted (removed at open)
+//	  <topic>-<partition>.<id>-delete/      a partition being deleted (removed at open)
+//	  <topic>-<partition>.<id>-stray/       a log the metadata did not know at start-up: kept, never opened
+//
+// <id> is 32 hex digits; the topic is cut short so that the name fits in
+// 255 bytes. The broker never removes a stray dir: an operator does, once
+// the data in it is not needed.
 //
 // Segment files are named by their base offset, the offset of their first
 // batch or lower, as 20 decimal digits. Files ending .deleted, .cleaned

@@ -167,7 +167,9 @@ type Manager struct {
 		dirOf map[TopicPartition]*logDir
 		// pending holds the partitions whose Create is under way.
 		pending map[TopicPartition]*pendingCreate
-		closed  bool
+		// strays are the stray partition dirs (see MarkStray).
+		strays []string
+		closed bool
 	}
 	// creating counts the Creates under way; Add is only called under mu
 	// while the Manager is open, so Close can wait for them.
@@ -184,6 +186,9 @@ type pendingCreate struct {
 type logDir struct {
 	path string
 	lock *os.File
+	// meta is the dir's stamp (meta.properties); nil until Stamp writes
+	// one in a dir that had none.
+	meta *DirIdentity
 	// failed is set, once, by the first I/O error in the dir: the dir is
 	// offline from then on, as Kafka takes a log dir offline, until the
 	// next start recovers it.
@@ -331,6 +336,13 @@ func (m *Manager) openDirs() error {
 		}
 		d := &logDir{path: path, lock: lock}
 		m.dirs = append(m.dirs, d)
+		meta, ok, err := readMeta(path)
+		if err != nil {
+			return fmt.Errorf("log dir %s: %w", path, err)
+		}
+		if ok {
+			d.meta = &meta
+		}
 		dirJobs, err := m.scanDir(d)
 		if err != nil {
 			return err
@@ -404,6 +416,12 @@ func (m *Manager) scanDir(d *logDir) ([]openJob, error) {
 			continue
 		}
 		name := e.Name()
+		if strings.HasSuffix(name, strayDirSuffix) {
+			m.logger.Warn("stray partition dir kept: the metadata did not know it when it was found; remove it once it is not needed",
+				"dir", filepath.Join(d.path, name))
+			m.mu.strays = append(m.mu.strays, filepath.Join(d.path, name))
+			continue
+		}
 		if strings.HasSuffix(name, deleteDirSuffix) {
 			// A deletion interrupted by a crash: finish it.
 			if err := os.RemoveAll(filepath.Join(d.path, name)); err != nil {
@@ -613,6 +631,47 @@ func (m *Manager) GetOrCreate(tp TopicPartition, cfg Config) (*Log, error) {
 			<-pc.done // then Get finds its log, or Create may try again
 		}
 	}
+}
+
+// MarkStray closes tp's log and renames its dir
+// "<topic>-<partition>.<32 hex digits>-stray", as Kafka names a log the
+// metadata does not know: it is kept, never opened again and never
+// removed by the broker, for an operator to look at and remove. It returns
+// the new path.
+func (m *Manager) MarkStray(tp TopicPartition) (string, error) {
+	m.mu.Lock()
+	l, ok := m.mu.logs[tp]
+	d := m.mu.dirOf[tp]
+	if ok {
+		delete(m.mu.logs, tp)
+		delete(m.mu.dirOf, tp)
+	}
+	m.mu.Unlock()
+	if !ok {
+		return "", fmt.Errorf("%w: %s", ErrUnknownPartition, tp)
+	}
+	if err := l.Close(); err != nil {
+		m.logger.Error("closing a stray log", "partition", tp.String(), "err", err)
+	}
+	renamed := filepath.Join(d.path, markedDirName(tp, strayDirSuffix))
+	if err := os.Rename(l.dir, renamed); err != nil {
+		return "", fmt.Errorf("rename stray log: %w", err)
+	}
+	if err := syncDir(d.path); err != nil {
+		return "", err
+	}
+	m.mu.Lock()
+	m.mu.strays = append(m.mu.strays, renamed)
+	m.mu.Unlock()
+	return renamed, nil
+}
+
+// Strays returns the stray partition dirs in the log dirs: found at open
+// or marked since.
+func (m *Manager) Strays() []string {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return append([]string(nil), m.mu.strays...)
 }
 
 // Delete closes tp's log and removes its files. The directory is first

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -26,6 +27,7 @@ type Cluster struct {
 	log       *slog.Logger
 	keys      keyspace
 	member    *embed.Etcd // nil with external endpoints
+	etcdLogs  *etcdLogs
 	client    *clientv3.Client
 	endpoints []string
 	clusterID string
@@ -85,10 +87,11 @@ func Open(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Cluster, err
 	if err != nil {
 		return nil, err
 	}
+	c.etcdLogs = logs
 	c.endpoints = cfg.Endpoints
 	if len(c.endpoints) == 0 {
 		start := time.Now()
-		if c.member, c.endpoints, err = startMember(ctx, cfg, logs); err != nil {
+		if c.member, c.endpoints, err = startMember(ctx, cfg, logs, c.log); err != nil {
 			return nil, err
 		}
 		c.log.Info("embedded etcd member ready", "dir", filepath.Join(cfg.DataDir, "etcd"),
@@ -97,7 +100,7 @@ func Open(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Cluster, err
 	c.client, err = clientv3.New(clientv3.Config{
 		Endpoints:   c.endpoints,
 		DialTimeout: cfg.DialTimeout,
-		Logger:      logs.GetLogger().Named("client"),
+		Logger:      logs.lg.Named("client"),
 		// Large topics are created in one transaction; see maxRequestBytes.
 		MaxCallSendMsgSize: maxRequestBytes + 1<<20,
 	})
@@ -163,8 +166,15 @@ func (c *Cluster) close() error {
 			errs = append(errs, fmt.Errorf("close etcd client: %w", err))
 		}
 	}
+	stopped := true
 	if c.member != nil {
-		c.member.Close()
+		if stopped = stopMember(c.member, c.cfg.StopTimeout); !stopped {
+			errs = append(errs, fmt.Errorf("the embedded etcd did not stop within %s; left behind (%s)",
+				c.cfg.StopTimeout, c.memberCause()))
+		}
+	}
+	if c.etcdLogs != nil && stopped {
+		c.etcdLogs.close()
 	}
 	c.log.Info("cluster metadata closed")
 	return errors.Join(errs...)
@@ -260,6 +270,22 @@ func (c *Cluster) ensureClusterID(ctx context.Context) (string, error) {
 	fresh := randomID().String()
 	octx, cancel := c.opCtx(ctx)
 	defer cancel()
+	if want := c.cfg.ExpectClusterID; want != "" {
+		resp, err := c.client.Get(octx, key)
+		if err != nil {
+			return "", fmt.Errorf("read cluster id: %w", err)
+		}
+		if len(resp.Kvs) == 0 {
+			where := "the etcd cluster at " + strings.Join(c.endpoints, ",")
+			if c.member != nil {
+				where = "the embedded etcd in " + filepath.Join(c.cfg.DataDir, "etcd")
+			}
+			return "", fmt.Errorf("%w: %s is empty, but the log dirs hold the logs of cluster %s. "+
+				"Restore that etcd data (or point etcd.endpoints at the cluster's etcd) and start again; "+
+				"to give up the logs and start a new cluster, move the log dirs' contents away",
+				ErrRegistryLost, where, want)
+		}
+	}
 	resp, err := c.client.Txn(octx).
 		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
 		Then(clientv3.OpPut(key, encode(clusterIDRecord{ID: fresh}))).
@@ -296,8 +322,11 @@ const (
 )
 
 // startMember starts the embedded single etcd member and waits until it is
-// ready to serve. It returns the member and the client URLs to dial.
-func startMember(ctx context.Context, cfg Config, logs *embed.Config) (*embed.Etcd, []string, error) {
+// ready to serve. It returns the member and the client URLs to dial. Every
+// failure says its cause (etcd's last error and the free space when etcd
+// gives none of its own), and a member that will not stop is left behind
+// after cfg.StopTimeout rather than hang the caller.
+func startMember(ctx context.Context, cfg Config, logs *etcdLogs, logger *slog.Logger) (*embed.Etcd, []string, error) {
 	ec := embed.NewConfig()
 	ec.Name = fmt.Sprintf("gregor-%d", cfg.NodeID)
 	ec.Dir = filepath.Join(cfg.DataDir, "etcd")
@@ -306,7 +335,7 @@ func startMember(ctx context.Context, cfg Config, logs *embed.Config) (*embed.Et
 	ec.ListenClientUrls, ec.AdvertiseClientUrls = []url.URL{curl}, []url.URL{curl}
 	ec.ListenPeerUrls, ec.AdvertisePeerUrls = []url.URL{purl}, []url.URL{purl}
 	ec.InitialCluster = ec.InitialClusterFromName(ec.Name)
-	ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(logs.GetLogger())
+	ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(logs.lg)
 	// Gregor talks gRPC only; the JSON gateway would be one more HTTP surface.
 	ec.EnableGRPCGateway = false
 	// Keep one hour of history: enough for any watcher to catch up after a
@@ -316,29 +345,71 @@ func startMember(ctx context.Context, cfg Config, logs *embed.Config) (*embed.Et
 	ec.MaxRequestBytes = maxRequestBytes
 	ec.MaxTxnOps = maxTxnOps
 
-	e, err := embed.StartEtcd(ec)
+	fail := func(err error) error {
+		msg := fmt.Sprintf("start embedded etcd in %s: %v", ec.Dir, err)
+		if cause := logs.last.String(); cause != "" && !strings.Contains(msg, cause) {
+			msg += "; etcd's last error: " + cause
+		}
+		if space := memberFreeSpace(cfg.DataDir); space != "" {
+			msg += " (" + space + ")"
+		}
+		return &memberError{msg: msg, err: err}
+	}
+	if err := os.MkdirAll(ec.Dir, 0o700); err != nil {
+		return nil, nil, fail(err)
+	}
+	if err := checkMemberSpace(cfg.DataDir); err != nil {
+		return nil, nil, err
+	}
+	if ok, err := checkBackend(ctx, ec.Dir); err != nil {
+		return nil, nil, err
+	} else if !ok {
+		logger.Warn("could not check the embedded etcd's database before opening it", "dir", ec.Dir)
+	}
+	e, err := startEtcd(ec)
 	if err != nil {
-		return nil, nil, fmt.Errorf("start embedded etcd in %s: %w", ec.Dir, err)
+		return nil, nil, fail(err)
+	}
+	stop := func(err error) error {
+		if !stopMember(e, cfg.StopTimeout) {
+			err = fmt.Errorf("%w; it did not stop within %s and is left behind", err, cfg.StopTimeout)
+		}
+		return fail(err)
 	}
 	timer := time.NewTimer(cfg.StartTimeout)
 	defer timer.Stop()
 	select {
 	case <-e.Server.ReadyNotify():
 	case err := <-e.Err():
-		e.Close()
-		return nil, nil, fmt.Errorf("start embedded etcd in %s: %w", ec.Dir, err)
+		return nil, nil, stop(err)
 	case <-timer.C:
-		e.Close()
-		return nil, nil, fmt.Errorf("start embedded etcd in %s: not ready after %s", ec.Dir, cfg.StartTimeout)
+		return nil, nil, stop(fmt.Errorf("not ready after %s", cfg.StartTimeout))
 	case <-ctx.Done():
-		e.Close()
-		return nil, nil, fmt.Errorf("start embedded etcd in %s: %w", ec.Dir, ctx.Err())
+		return nil, nil, stop(ctx.Err())
 	}
 	eps := make([]string, 0, len(e.Clients))
 	for _, l := range e.Clients {
 		eps = append(eps, "http://"+dialable(l.Addr()))
 	}
 	return e, eps, nil
+}
+
+// memberError is a failed start of the embedded member: its message says
+// the cause; it unwraps to what failed.
+type memberError struct {
+	msg string
+	err error
+}
+
+func (e *memberError) Error() string { return e.msg }
+func (e *memberError) Unwrap() error { return e.err }
+
+// memberCause is etcd's last error, or "no error logged".
+func (c *Cluster) memberCause() string {
+	if s := c.etcdLogs.last.String(); s != "" {
+		return "etcd's last error: " + s
+	}
+	return "etcd logged no error"
 }
 
 // dialable turns a listener address into one a local client can dial: a
@@ -352,29 +423,4 @@ func dialable(a net.Addr) string {
 		return net.JoinHostPort("127.0.0.1", fmt.Sprint(ta.Port))
 	}
 	return net.JoinHostPort("::1", fmt.Sprint(ta.Port))
-}
-
-// etcdLogging sets up the logger that etcd's server and client log to, at
-// cfg.EtcdLogLevel, into cfg.EtcdLogFile, and returns the embed.Config that
-// holds it (GetLogger). etcd logs through zap; building the logger the way
-// etcd itself does keeps zap out of this package's imports (DESIGN.md allows
-// slog and etcd here, nothing else).
-func etcdLogging(cfg Config) (*embed.Config, error) {
-	out := cfg.EtcdLogFile
-	if out == "" {
-		out = "stderr"
-		if cfg.DataDir != "" {
-			if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
-				return nil, fmt.Errorf("create data dir: %w", err)
-			}
-			out = filepath.Join(cfg.DataDir, "etcd.log")
-		}
-	}
-	ec := embed.NewConfig()
-	ec.LogLevel = cfg.EtcdLogLevel
-	ec.LogOutputs = []string{out}
-	if err := ec.Validate(); err != nil { // Validate builds the logger
-		return nil, fmt.Errorf("set up etcd logging to %s: %w", out, err)
-	}
-	return ec, nil
 }

@@ -55,6 +55,11 @@ type Config struct {
 	// become ready (to elect itself leader after replaying its WAL).
 	StartTimeout time.Duration
 
+	// StopTimeout bounds how long Close (or a failed Open) waits for the
+	// embedded member to stop; a member that cannot write its files may
+	// never finish, and is then left behind.
+	StopTimeout time.Duration
+
 	// EtcdLogLevel is the level of etcd's own (zap) logs, from the embedded
 	// server and the client: debug, info, warn, error, panic or fatal.
 	// Gregor's own logs go to the slog.Logger given to Open.
@@ -64,6 +69,12 @@ type Config struct {
 	// "stderr" or "stdout". Empty means DataDir/etcd.log, or stderr when
 	// DataDir is empty.
 	EtcdLogFile string
+
+	// ExpectClusterID, when set, is the cluster id the node's log dirs are
+	// stamped with: Open then refuses (ErrRegistryLost) a registry that
+	// holds no cluster id instead of starting a new cluster in it, and
+	// the id it finds is the caller's to compare.
+	ExpectClusterID string
 
 	// Observer receives etcd request timings and the registration
 	// session's state, for metrics. Nil means none.
@@ -82,6 +93,7 @@ func DefaultConfig() Config {
 		DialTimeout:      5 * time.Second,
 		RequestTimeout:   5 * time.Second,
 		StartTimeout:     30 * time.Second,
+		StopTimeout:      15 * time.Second,
 		EtcdLogLevel:     "error",
 	}
 }
@@ -125,6 +137,9 @@ func (c Config) Validate() error {
 	}
 	if c.StartTimeout <= 0 && len(c.Endpoints) == 0 {
 		bad("start timeout %s must be positive", c.StartTimeout)
+	}
+	if c.StopTimeout <= 0 && len(c.Endpoints) == 0 {
+		bad("stop timeout %s must be positive", c.StopTimeout)
 	}
 	switch c.EtcdLogLevel {
 	case "debug", "info", "warn", "error", "panic", "fatal":

@@ -34,6 +34,19 @@ var (
 	// node id (its lease has not expired).
 	ErrNodeIDInUse = errors.New("cluster: node id registered by another live broker")
 
+	// ErrRegistryLost is a registry with no cluster id found by a node
+	// whose log dirs belong to a cluster: the registry was lost or
+	// replaced, and a new cluster must not be started over the logs.
+	ErrRegistryLost = errors.New("cluster: the registry holds no cluster, but the log dirs belong to one")
+
+	// ErrMemberNoSpace: the embedded etcd member's dir has too little
+	// free space to start it.
+	ErrMemberNoSpace = errors.New("cluster: no room for the embedded etcd")
+
+	// ErrMemberDamaged: the embedded etcd member's database file is
+	// damaged.
+	ErrMemberDamaged = errors.New("cluster: the embedded etcd's database is damaged")
+
 	// ErrAlreadyRegistered: Register was called twice on one Cluster.
 	ErrAlreadyRegistered = errors.New("cluster: broker already registered")
 

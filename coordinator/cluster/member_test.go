@@ -1,0 +1,162 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.etcd.io/etcd/server/v3/embed"
+)
+
+// mountTmpfs mounts a tmpfs of size (e.g. "20m") on a new temp dir.
+func mountTmpfs(t *testing.T, size string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size="+size); err != nil {
+		t.Skipf("cannot mount a small tmpfs (needs root): %v", err)
+	}
+	t.Cleanup(func() {
+		if err := syscall.Unmount(dir, syscall.MNT_DETACH); err != nil {
+			t.Errorf("unmount %s: %v", dir, err)
+		}
+	})
+	return dir
+}
+
+// diskUsage is the space the files under dir take, in bytes.
+func diskUsage(t *testing.T, dir string) int64 {
+	t.Helper()
+	var n int64
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		n += fi.Sys().(*syscall.Stat_t).Blocks * 512
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestMemberSmallDisk starts the embedded member in small file systems.
+// It used to need about 125 MB (two preallocated 64 MB WAL segments) and
+// panicked ("failed to create WAL", the cause only in etcd's log) in less.
+// With too little room it must now refuse with the cause and the numbers;
+// with a little more it must start, its files sized for a registry.
+func TestMemberSmallDisk(t *testing.T) {
+	t.Parallel()
+	small := mountTmpfs(t, "20m")
+	ctx, cancel := context.WithTimeout(t.Context(), testTimeout)
+	defer cancel()
+	c, err := Open(ctx, embeddedConfig(small, 1), testLogger(t))
+	if err == nil {
+		c.Close()
+		t.Fatal("the member started with 20 MiB free, below what it needs")
+	}
+	if !errors.Is(err, ErrMemberNoSpace) || !strings.Contains(err.Error(), small) || !strings.Contains(err.Error(), "MiB") {
+		t.Errorf("start with 20 MiB free: %v, want ErrMemberNoSpace naming the dir and the sizes", err)
+	}
+
+	roomy := mountTmpfs(t, "40m")
+	c = open(t, embeddedConfig(roomy, 1))
+	if _, err := c.client.Put(testCtx(t), "/probe", strings.Repeat("x", 1<<20)); err != nil {
+		t.Fatalf("write to the member in 40 MiB: %v", err)
+	}
+	if used := diskUsage(t, filepath.Join(roomy, "etcd")); used > memberMinFreeBytes {
+		t.Errorf("the member's files take %d MiB, more than the %d MiB it asks for", used>>20, memberMinFreeBytes>>20)
+	}
+}
+
+// TestMemberDamagedDatabase flips bytes in the member's database file: etcd
+// used to panic inside bbolt, naming no file. Open must refuse, naming the
+// file and what to do, and leave the file as it was.
+func TestMemberDamagedDatabase(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	c := open(t, embeddedConfig(dir, 1))
+	for i := range 50 {
+		if _, err := c.client.Put(testCtx(t), "/k/"+strings.Repeat("k", i), strings.Repeat("v", 3000)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(dir, "etcd", "member", "snap", "db")
+	data, err := os.ReadFile(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Every page after the two meta pages and the freelist: the branch and
+	// leaf pages of the key space.
+	for i := 4 * 4096; i < len(data); i += 97 {
+		data[i] ^= 0x5a
+	}
+	if err := os.WriteFile(db, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	ctx, cancel := context.WithTimeout(t.Context(), testTimeout)
+	defer cancel()
+	c2, err := Open(ctx, embeddedConfig(dir, 1), testLogger(t))
+	if err == nil {
+		c2.Close()
+		t.Fatal("the member started on a damaged database")
+	}
+	if !errors.Is(err, ErrMemberDamaged) || !strings.Contains(err.Error(), db) || !strings.Contains(err.Error(), "backup") {
+		t.Errorf("start on a damaged database: %v, want ErrMemberDamaged naming %s and what to do", err, db)
+	}
+	after, err := os.ReadFile(db)
+	if err != nil || !bytes.Equal(after, data) {
+		t.Errorf("the damaged database was changed by the refused start (%v)", err)
+	}
+}
+
+// TestMemberStopBounded makes the member's stop hang, as it did for a
+// member that could not write its files (SIGTERM then never ended the
+// broker): Close must return, with an error, after StopTimeout. Not
+// parallel: it replaces closeEtcd.
+func TestMemberStopBounded(t *testing.T) {
+	dir := t.TempDir()
+	cfg := embeddedConfig(dir, 1)
+	cfg.StopTimeout = time.Second
+	ctx, cancel := context.WithTimeout(t.Context(), testTimeout)
+	defer cancel()
+	c, err := Open(ctx, cfg, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	closeEtcd = func(*embed.Etcd) { <-release }
+	defer func() {
+		closeEtcd = (*embed.Etcd).Close
+		close(release)
+		c.member.Close()
+	}()
+
+	start := time.Now()
+	done := make(chan error, 1)
+	go func() { done <- c.Close() }()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "did not stop within 1s") {
+			t.Errorf("Close with a member that does not stop: %v, want an error saying so", err)
+		}
+		t.Logf("Close returned after %s: %v", time.Since(start).Round(time.Millisecond), err)
+	case <-time.After(testTimeout):
+		t.Fatalf("Close still blocked %s after it began, with StopTimeout 1s", testTimeout)
+	}
+}
