@@ -358,7 +358,7 @@ func startMember(ctx context.Context, cfg Config, logs *etcdLogs, logger *slog.L
 	if err := os.MkdirAll(ec.Dir, 0o700); err != nil {
 		return nil, nil, fail(err)
 	}
-	if err := checkMemberSpace(cfg.DataDir); err != nil {
+	if err := checkMemberSpace(ec.Dir); err != nil {
 		return nil, nil, err
 	}
 	if ok, err := checkBackend(ctx, ec.Dir); err != nil {

@@ -33,10 +33,13 @@ import (
 // other sizes reads back the same.
 const (
 	walSegmentBytes = 8 << 20
-	// memberMinFreeBytes is the free space the embedded member needs to
-	// start: two segments (the one it writes, the one it preallocates)
-	// and room for its database to grow.
+	// memberMinFreeBytes is the space the embedded member needs, its
+	// files and the free space together, to start: two segments (the one
+	// it writes, the one it preallocates) and room for its database.
 	memberMinFreeBytes = 3 * walSegmentBytes
+	// memberMinGrowBytes is the free space a member that has its files
+	// needs to start: room for its database to grow.
+	memberMinGrowBytes = 2 << 20
 )
 
 func init() {
@@ -143,22 +146,48 @@ func (e *lastEntry) String() string {
 	return ent.Msg + ": " + ent.Err
 }
 
-// checkMemberSpace refuses to start the member in a file system with less
-// than memberMinFreeBytes free: etcd would fail half-way (a panic, or a
-// member that never becomes ready) instead of saying so.
-func checkMemberSpace(dir string) error {
+// checkMemberSpace refuses to start the member in etcdDir when its files
+// and the free space of its file system add up to less than
+// memberMinFreeBytes (and, for a member that already has its files, when
+// less than memberMinGrowBytes is free): etcd would fail half-way (a panic,
+// or a member that never becomes ready) instead of saying so.
+func checkMemberSpace(etcdDir string) error {
 	var st syscall.Statfs_t
-	if err := syscall.Statfs(dir, &st); err != nil {
-		return fmt.Errorf("check free space in %s: %w", dir, err)
+	if err := syscall.Statfs(etcdDir, &st); err != nil {
+		return fmt.Errorf("check free space in %s: %w", etcdDir, err)
 	}
 	free := int64(st.Bavail) * int64(st.Bsize) //nolint:gosec // block counts fit in int64
-	if free >= memberMinFreeBytes {
+	held, err := allocatedBytes(etcdDir)
+	if err != nil {
+		return fmt.Errorf("check free space in %s: %w", etcdDir, err)
+	}
+	need := max(memberMinFreeBytes-held, memberMinGrowBytes)
+	if free >= need {
 		return nil
 	}
-	return fmt.Errorf("%w: %s has %d KiB free; the embedded etcd needs %d MiB to start "+
-		"(its write-ahead log preallocates two %d MiB segments): free space there, "+
+	return fmt.Errorf("%w: %s has %d KiB free and its files take %d KiB; the embedded etcd needs %d MiB in all "+
+		"(its write-ahead log preallocates two %d MiB segments), and %d MiB free: free space there, "+
 		"or put another log dir first in log.dirs, or use an external etcd (etcd.endpoints)",
-		ErrMemberNoSpace, dir, free>>10, memberMinFreeBytes>>20, walSegmentBytes>>20)
+		ErrMemberNoSpace, etcdDir, free>>10, held>>10, memberMinFreeBytes>>20, walSegmentBytes>>20, memberMinGrowBytes>>20)
+}
+
+// allocatedBytes is the disk space the files under dir take.
+func allocatedBytes(dir string) (int64, error) {
+	var n int64
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+			n += st.Blocks * 512
+		}
+		return nil
+	})
+	return n, err
 }
 
 // memberFreeSpace says how much room dir's file system has, for an error

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -30,25 +29,25 @@ func mountTmpfs(t *testing.T, size string) string {
 	return dir
 }
 
-// diskUsage is the space the files under dir take, in bytes.
-func diskUsage(t *testing.T, dir string) int64 {
+// fillTo writes a file in dir that leaves about free bytes free.
+func fillTo(t *testing.T, dir string, free int64) {
 	t.Helper()
-	var n int64
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		fi, err := d.Info()
-		if err != nil {
-			return err
-		}
-		n += fi.Sys().(*syscall.Stat_t).Blocks * 512
-		return nil
-	})
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		t.Fatal(err)
+	}
+	n := int64(st.Bavail)*int64(st.Bsize) - free
+	if n <= 0 {
+		return
+	}
+	f, err := os.CreateTemp(dir, "filler")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return n
+	defer f.Close()
+	if _, err := f.Write(make([]byte, n)); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // TestMemberSmallDisk starts the embedded member in small file systems.
@@ -71,12 +70,44 @@ func TestMemberSmallDisk(t *testing.T) {
 	}
 
 	roomy := mountTmpfs(t, "40m")
-	c = open(t, embeddedConfig(roomy, 1))
+	cfg := embeddedConfig(roomy, 1)
+	c, err = Open(ctx, cfg, testLogger(t))
+	if err != nil {
+		t.Fatalf("start in 40 MiB: %v", err)
+	}
 	if _, err := c.client.Put(testCtx(t), "/probe", strings.Repeat("x", 1<<20)); err != nil {
 		t.Fatalf("write to the member in 40 MiB: %v", err)
 	}
-	if used := diskUsage(t, filepath.Join(roomy, "etcd")); used > memberMinFreeBytes {
-		t.Errorf("the member's files take %d MiB, more than the %d MiB it asks for", used>>20, memberMinFreeBytes>>20)
+	held, err := allocatedBytes(filepath.Join(roomy, "etcd"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if held > memberMinFreeBytes {
+		t.Errorf("the member's files take %d MiB, more than the %d MiB it asks for", held>>20, memberMinFreeBytes>>20)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// A member that has its files needs only what they lack.
+	if held, err = allocatedBytes(filepath.Join(roomy, "etcd")); err != nil {
+		t.Fatal(err)
+	}
+	free := memberMinFreeBytes - held + 1<<20
+	fillTo(t, roomy, free)
+	c, err = Open(ctx, cfg, testLogger(t))
+	if err != nil {
+		t.Fatalf("restart with files of %d KiB and %d KiB free: %v", held>>10, free>>10, err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	fillTo(t, roomy, 0)
+	if c, err = Open(ctx, cfg, testLogger(t)); !errors.Is(err, ErrMemberNoSpace) {
+		if err == nil {
+			c.Close()
+		}
+		t.Errorf("restart with a full disk: %v, want ErrMemberNoSpace", err)
 	}
 }
 
