@@ -94,7 +94,9 @@ func etcdLogging(cfg Config) (*etcdLogs, error) {
 	enc := zap.NewProductionEncoderConfig()
 	enc.EncodeTime = zapcore.RFC3339NanoTimeEncoder
 	cores := []zapcore.Core{
-		zapcore.NewCore(zapcore.NewJSONEncoder(enc), w, level),
+		// Sampled as etcd samples its own logs: a storm of one error
+		// (an unreachable endpoint) must not fill the disk.
+		zapcore.NewSamplerWithOptions(zapcore.NewCore(zapcore.NewJSONEncoder(enc), w, level), time.Second, 100, 100),
 		zapcore.NewCore(zapcore.NewJSONEncoder(enc), zapcore.AddSync(logs.last), zapcore.ErrorLevel),
 	}
 	if out != "stderr" {
