@@ -189,9 +189,15 @@ func (c *conn) handle(ctx context.Context, frame []byte, arrived time.Time) (*ou
 	if !c.b.apis.Supports(prefix.APIKey, prefix.APIVersion) {
 		if prefix.APIKey == protocol.APIVersionsKey {
 			// KIP-511: an ApiVersions version above ours gets a v0 reply
-			// with UNSUPPORTED_VERSION and our ranges, so the client can
-			// pick a version; the body is not read.
-			resp := c.b.apiVersionsResponse()
+			// with UNSUPPORTED_VERSION and, as Kafka answers, the range of
+			// ApiVersions alone, so the client can pick a version and ask
+			// again; the body is not read.
+			resp := kmsg.NewPtrApiVersionsResponse()
+			for _, k := range c.b.apiVersionsResponse().ApiKeys {
+				if k.ApiKey == protocol.APIVersionsKey {
+					resp.ApiKeys = append(resp.ApiKeys, k)
+				}
+			}
 			resp.SetVersion(0)
 			resp.ErrorCode = int16(protocol.UnsupportedVersion)
 			return bytesFrame(encodeResponse(prefix, resp)), nil, nil
