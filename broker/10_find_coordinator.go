@@ -5,8 +5,8 @@ package broker
 // Groups (key type 0): the coordinator of a group is the leader of its
 // __consumer_offsets partition (Kafka's hash of the group id modulo the
 // partition count). The topic is created on the first request, as Kafka
-// does. v4+ takes a batch of keys. Transactions (key type 1) wait for the
-// transaction coordinator: COORDINATOR_NOT_AVAILABLE until it exists.
+// does. v4+ takes a batch of keys. Transactions (key type 1) are not
+// served yet: INVALID_REQUEST, which clients do not retry.
 // librdkafka also reads this API's presence as a feature flag (it
 // compresses with LZ4 only for brokers that advertise it from v0).
 
@@ -55,7 +55,10 @@ func (b *Broker) findCoordinator(ctx context.Context, keyType int8, key string) 
 	switch keyType {
 	case coordinatorGroup:
 	case coordinatorTransaction:
-		return fail(protocol.CoordinatorNotAvailable, "The transaction coordinator is not available.")
+		// Not retriable: a transactional producer or tool fails at once
+		// with this message, instead of retrying until its timeout for a
+		// coordinator that will not come.
+		return fail(protocol.InvalidRequest, "Transactions are not supported by this broker yet: it has no transaction coordinator.")
 	default:
 		return fail(protocol.InvalidRequest, "Unknown coordinator type.")
 	}

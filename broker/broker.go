@@ -57,6 +57,11 @@ var handlers = []handler{
 	alterConfigsAPI,
 	incrementalAlterConfigsAPI,
 	describeTopicPartitionsAPI,
+	describeAclsAPI,
+	createAclsAPI,
+	deleteAclsAPI,
+	describeClientQuotasAPI,
+	describeScramAPI,
 }
 
 // Broker is one Gregor broker.

@@ -44,6 +44,8 @@ func Scenarios(log io.Writer, debug bool) []compat.Scenario {
 		compat.Scenario{Name: "admin-configs", Run: s.adminConfigs},
 		compat.Scenario{Name: "admin-groups", Run: s.adminGroups},
 		compat.Scenario{Name: "delete-records", Run: s.deleteRecords},
+		compat.Scenario{Name: "security-off", Run: s.securityOff},
+		compat.Scenario{Name: "transaction-coordinator", Run: s.transactionCoordinator},
 	)
 }
 

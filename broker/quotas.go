@@ -1,0 +1,115 @@
+package broker
+
+// DescribeClientQuotas (key 48), versions 0-1, and
+// DescribeUserScramCredentials (key 50), version 0.
+//
+// Gregor has no client quotas and no SCRAM credentials yet (they come with
+// the security work), so it answers as a Kafka broker that has none: an
+// empty list of quota entries for any valid filter, and for SCRAM users
+// none at all (all users asked for) or RESOURCE_NOT_FOUND for each user
+// named. Invalid requests get Kafka's errors: UNSUPPORTED_VERSION for a
+// quota filter with an entity type other than user, client-id and ip;
+// INVALID_REQUEST for one that repeats an entity type, mixes ip with user
+// or client-id, or whose match string does not fit its match type;
+// DUPLICATE_RESOURCE for a user named twice.
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/gregor-io/gregor/protocol"
+)
+
+var (
+	describeClientQuotasAPI = handler{key: 48, min: 0, max: 1, handle: (*Broker).handleDescribeClientQuotas}
+	describeScramAPI        = handler{key: 50, min: 0, max: 0, handle: (*Broker).handleDescribeUserScramCredentials}
+)
+
+// Quota filter match types.
+const (
+	quotaMatchExact   = 0
+	quotaMatchDefault = 1
+	quotaMatchAny     = 2
+)
+
+func (b *Broker) handleDescribeClientQuotas(_ context.Context, _ *conn, _ protocol.RequestHeader, r kmsg.Request) (kmsg.Response, error) {
+	req := r.(*kmsg.DescribeClientQuotasRequest)
+	resp := req.ResponseKind().(*kmsg.DescribeClientQuotasResponse)
+	code, msg := checkQuotaFilter(req.Components)
+	resp.ErrorCode, resp.ErrorMessage = int16(code), &msg
+	if code == protocol.None {
+		resp.Entries = []kmsg.DescribeClientQuotasResponseEntry{} // no quotas are set
+	}
+	return resp, nil
+}
+
+// checkQuotaFilter returns the error code and message for a
+// DescribeClientQuotas filter: NONE and "" when it is valid.
+func checkQuotaFilter(components []kmsg.DescribeClientQuotasRequestComponent) (protocol.ErrorCode, string) {
+	seen := map[string]bool{}
+	for _, c := range components {
+		switch c.EntityType {
+		case "user", "client-id", "ip":
+		default:
+			return protocol.UnsupportedVersion, fmt.Sprintf("Entity type %q is not supported.", c.EntityType)
+		}
+		if seen[c.EntityType] {
+			return protocol.InvalidRequest, fmt.Sprintf("The filter names entity type %s more than once.", c.EntityType)
+		}
+		seen[c.EntityType] = true
+		switch c.MatchType {
+		case quotaMatchExact:
+			if c.Match == nil {
+				return protocol.InvalidRequest, "An exact match (match type 0) needs a match string; it is null."
+			}
+		case quotaMatchDefault:
+			if c.Match != nil {
+				return protocol.InvalidRequest, "A default match (match type 1) takes no match string."
+			}
+		case quotaMatchAny:
+		default:
+			return protocol.InvalidRequest, fmt.Sprintf("Unknown match type %d.", c.MatchType)
+		}
+	}
+	if seen["ip"] && (seen["user"] || seen["client-id"]) {
+		return protocol.InvalidRequest, "An ip filter component cannot be combined with a user or client-id one."
+	}
+	return protocol.None, ""
+}
+
+func (b *Broker) handleDescribeUserScramCredentials(_ context.Context, _ *conn, _ protocol.RequestHeader, r kmsg.Request) (kmsg.Response, error) {
+	req := r.(*kmsg.DescribeUserSCRAMCredentialsRequest)
+	resp := req.ResponseKind().(*kmsg.DescribeUserSCRAMCredentialsResponse)
+	empty := ""
+	resp.ErrorMessage = &empty
+	count := map[string]int{}
+	var order []string
+	for _, u := range req.Users {
+		if count[u.Name]++; count[u.Name] == 1 {
+			order = append(order, u.Name)
+		}
+	}
+	// As Kafka orders them: the users named once, then those named twice.
+	for _, dup := range []bool{false, true} {
+		for _, name := range order {
+			if (count[name] > 1) != dup {
+				continue
+			}
+			res := kmsg.NewDescribeUserSCRAMCredentialsResponseResult()
+			res.User = name
+			var msg string
+			if dup {
+				res.ErrorCode = int16(protocol.DuplicateResource)
+				msg = "The request names user " + name + " more than once."
+			} else {
+				res.ErrorCode = int16(protocol.ResourceNotFound)
+				msg = "User " + name + " has no SCRAM credentials."
+			}
+			res.ErrorMessage = &msg
+			resp.Results = append(resp.Results, res)
+		}
+	}
+	return resp, nil
+}

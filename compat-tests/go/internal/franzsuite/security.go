@@ -1,0 +1,192 @@
+package franzsuite
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/gregor-io/gregor/compat-tests/go/internal/compat"
+)
+
+// securityOff asks the security APIs of a broker that has no authorizer,
+// no SCRAM users and no client quotas configured, as the lab's brokers
+// are: ACL requests get SECURITY_DISABLED, quota and SCRAM descriptions an
+// empty answer or the error for what is wrong with the request. A broker
+// that closed the connection instead would read as EOF to every client.
+func (s *suite) securityOff(ctx context.Context, t *compat.T) (string, error) {
+	cl, err := s.client(t)
+	if err != nil {
+		return "", err
+	}
+	defer cl.Close()
+	ask := func(name string, req kmsg.Request) (kmsg.Response, error) {
+		sctx, cancel := t.Step(ctx, name)
+		defer cancel()
+		resp, err := cl.Request(sctx, req)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		return resp, nil
+	}
+	code := func(name string, got int16, want error) error {
+		if err := kerr.ErrorForCode(got); !errors.Is(err, want) {
+			return fmt.Errorf("%s: error %v, want %v", name, err, want)
+		}
+		return nil
+	}
+
+	describe := kmsg.NewPtrDescribeACLsRequest()
+	describe.ResourceType, describe.ResourcePatternType, describe.Operation, describe.PermissionType = 1, 1, 1, 1 // ANY
+	resp, err := ask("describe acls", describe)
+	if err != nil {
+		return "", err
+	}
+	if err := code("describe acls", resp.(*kmsg.DescribeACLsResponse).ErrorCode, kerr.SecurityDisabled); err != nil {
+		return "", err
+	}
+
+	create := kmsg.NewPtrCreateACLsRequest()
+	for _, topic := range []string{t.Name("a"), t.Name("b")} {
+		c := kmsg.NewCreateACLsRequestCreation()
+		c.ResourceType, c.ResourceName, c.ResourcePatternType = 2, topic, 3           // TOPIC, LITERAL
+		c.Principal, c.Host, c.Operation, c.PermissionType = "User:compat", "*", 3, 3 // READ, ALLOW
+		create.Creations = append(create.Creations, c)
+	}
+	if resp, err = ask("create acls", create); err != nil {
+		return "", err
+	}
+	results := resp.(*kmsg.CreateACLsResponse).Results
+	if len(results) != 2 {
+		return "", fmt.Errorf("create acls: %d results for 2 creations", len(results))
+	}
+	for _, r := range results {
+		if err := code("create acls", r.ErrorCode, kerr.SecurityDisabled); err != nil {
+			return "", err
+		}
+	}
+
+	del := kmsg.NewPtrDeleteACLsRequest()
+	f := kmsg.NewDeleteACLsRequestFilter()
+	f.ResourceType, f.ResourcePatternType, f.Operation, f.PermissionType = 1, 1, 1, 1
+	del.Filters = append(del.Filters, f)
+	if resp, err = ask("delete acls", del); err != nil {
+		return "", err
+	}
+	if rs := resp.(*kmsg.DeleteACLsResponse).Results; len(rs) != 1 {
+		return "", fmt.Errorf("delete acls: %d results for 1 filter", len(rs))
+	} else if err := code("delete acls", rs[0].ErrorCode, kerr.SecurityDisabled); err != nil {
+		return "", err
+	}
+
+	quotas := []struct {
+		name  string
+		comps []kmsg.DescribeClientQuotasRequestComponent
+		want  error // nil: no error and no entries
+	}{
+		{"every quota", nil, nil},
+		{"quotas of any user", []kmsg.DescribeClientQuotasRequestComponent{{EntityType: "user", MatchType: 2}}, nil},
+		{"quotas of one client id", []kmsg.DescribeClientQuotasRequestComponent{{EntityType: "client-id", MatchType: 0, Match: kmsg.StringPtr(t.Name(""))}}, nil},
+		{"an exact match with no string", []kmsg.DescribeClientQuotasRequestComponent{{EntityType: "user", MatchType: 0}}, kerr.InvalidRequest},
+		{"a default match with a string", []kmsg.DescribeClientQuotasRequestComponent{{EntityType: "user", MatchType: 1, Match: kmsg.StringPtr("x")}}, kerr.InvalidRequest},
+		{"an unknown entity type", []kmsg.DescribeClientQuotasRequestComponent{{EntityType: "team", MatchType: 2}}, kerr.UnsupportedVersion},
+		{"one entity type twice", []kmsg.DescribeClientQuotasRequestComponent{{EntityType: "user", MatchType: 2}, {EntityType: "user", MatchType: 1}}, kerr.InvalidRequest},
+		{"ip with user", []kmsg.DescribeClientQuotasRequestComponent{{EntityType: "ip", MatchType: 2}, {EntityType: "user", MatchType: 2}}, kerr.InvalidRequest},
+	}
+	for _, q := range quotas {
+		req := kmsg.NewPtrDescribeClientQuotasRequest()
+		req.Components = q.comps
+		resp, err := ask("describe client quotas: "+q.name, req)
+		if err != nil {
+			return "", err
+		}
+		r := resp.(*kmsg.DescribeClientQuotasResponse)
+		if q.want == nil {
+			if r.ErrorCode != 0 || len(r.Entries) != 0 {
+				return "", fmt.Errorf("describe client quotas, %s: error %v, %d entries; want none of either", q.name, kerr.ErrorForCode(r.ErrorCode), len(r.Entries))
+			}
+		} else if err := code("describe client quotas, "+q.name, r.ErrorCode, q.want); err != nil {
+			return "", err
+		}
+	}
+
+	scram := kmsg.NewPtrDescribeUserSCRAMCredentialsRequest()
+	if resp, err = ask("describe scram credentials of every user", scram); err != nil {
+		return "", err
+	}
+	if r := resp.(*kmsg.DescribeUserSCRAMCredentialsResponse); r.ErrorCode != 0 || len(r.Results) != 0 {
+		return "", fmt.Errorf("describe scram credentials of every user: error %v, %d results; want none", kerr.ErrorForCode(r.ErrorCode), len(r.Results))
+	}
+	a, b := t.Name("alice"), t.Name("bob")
+	scram = kmsg.NewPtrDescribeUserSCRAMCredentialsRequest()
+	for _, u := range []string{a, b, a} {
+		scram.Users = append(scram.Users, kmsg.DescribeUserSCRAMCredentialsRequestUser{Name: u})
+	}
+	if resp, err = ask("describe scram credentials of named users", scram); err != nil {
+		return "", err
+	}
+	var got []string
+	for _, r := range resp.(*kmsg.DescribeUserSCRAMCredentialsResponse).Results {
+		got = append(got, fmt.Sprintf("%s:%v", r.User, kerr.ErrorForCode(r.ErrorCode)))
+	}
+	want := []string{fmt.Sprintf("%s:%v", a, kerr.DuplicateResource), fmt.Sprintf("%s:%v", b, kerr.ResourceNotFound)}
+	slices.Sort(got) // the order of the results is not defined
+	if !slices.Equal(got, want) {
+		return "", fmt.Errorf("describe scram credentials of %s, %s, %s: %v, want %v", a, b, a, got, want)
+	}
+	return "acls, 8 quota filters and scram users answered", nil
+}
+
+// transactionCoordinator asks for the coordinator of a transactional id:
+// within a few seconds the broker must name one or say, with an error a
+// client does not retry, why not. A retriable answer that never turns
+// into one of those leaves a transactional producer waiting out its
+// timeout (a minute by default).
+func (s *suite) transactionCoordinator(ctx context.Context, t *compat.T) (string, error) {
+	cl, err := s.client(t)
+	if err != nil {
+		return "", err
+	}
+	defer cl.Close()
+	sctx, cancel := t.Step(ctx, "find the coordinator of a transactional id")
+	defer cancel()
+	deadline := time.Now().Add(15 * time.Second)
+	for tries := 1; ; tries++ {
+		req := kmsg.NewPtrFindCoordinatorRequest()
+		req.CoordinatorType = 1
+		req.CoordinatorKey = t.Name("txn")
+		req.CoordinatorKeys = []string{req.CoordinatorKey}
+		resp, err := req.RequestWith(sctx, cl)
+		if err != nil {
+			return "", fmt.Errorf("find coordinator: %w", err)
+		}
+		c := kmsg.NewFindCoordinatorResponseCoordinator()
+		if len(resp.Coordinators) > 0 {
+			c = resp.Coordinators[0]
+		} else {
+			c.ErrorCode, c.NodeID = resp.ErrorCode, resp.NodeID
+		}
+		cerr := kerr.ErrorForCode(c.ErrorCode)
+		switch {
+		case cerr == nil:
+			return fmt.Sprintf("coordinator %d after %d tries", c.NodeID, tries), nil
+		case !kerr.IsRetriable(cerr):
+			msg := ""
+			if c.ErrorMessage != nil {
+				msg = ": " + *c.ErrorMessage
+			}
+			return fmt.Sprintf("refused after %d tries, not retriable: %s%s", tries, cerr.(*kerr.Error).Message, msg), nil
+		case time.Now().After(deadline):
+			return "", fmt.Errorf("find coordinator: still %v after %d tries in 15s", cerr, tries)
+		}
+		select {
+		case <-sctx.Done():
+			return "", sctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
