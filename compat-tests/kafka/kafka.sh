@@ -5,11 +5,13 @@
 # config/server.properties sample configures a single-node cluster.
 #
 #   kafka.sh fetch                   copy the jars into the cache (once); prints the libs dir
-#   kafka.sh start WORKDIR PORT      format WORKDIR/data, start the broker on 127.0.0.1:PORT,
+#   kafka.sh start WORKDIR PORT [CONTROLLER_PORT]
+#                                    format WORKDIR/data, start the broker on 127.0.0.1:PORT,
 #                                    wait until it answers; its log is WORKDIR/server.log
 #   kafka.sh stop WORKDIR            SIGTERM, wait for the exit (SIGKILL after 60 s)
 #
-# The controller listens on a second free port. KAFKA_HEAP (default 1g) sets
+# The controller listens on CONTROLLER_PORT, or KAFKA_CONTROLLER_PORT, or
+# else a free port picked at random. KAFKA_HEAP (default 1g) sets
 # -Xms/-Xmx. Extra broker settings, one key=value per line, can be appended
 # with KAFKA_EXTRA_PROPERTIES.
 set -euo pipefail
@@ -63,13 +65,14 @@ PY
 }
 
 start() {
-	local work=$1 port=$2 libs cport cluster java_opts pid deadline
+	local work=$1 port=$2 cport=${3:-${KAFKA_CONTROLLER_PORT:-}} libs cluster java_opts pid deadline
 	libs=$(fetch)
 	mkdir -p "$work"
 	work=$(cd "$work" && pwd)
 	[[ ! -s $work/kafka.pid ]] || ! kill -0 "$(cat "$work/kafka.pid")" 2>/dev/null ||
 		die "a broker from $work is already running (pid $(cat "$work/kafka.pid"))"
-	cport=$(free_port)
+	[[ -n $cport ]] || cport=$(free_port)
+	[[ $cport =~ ^[0-9]+$ && $cport != "$port" ]] || die "controller port '$cport' must be a number other than the broker port $port"
 	cat >"$work/server.properties" <<PROPS
 process.roles=broker,controller
 node.id=1
@@ -135,7 +138,7 @@ stop() {
 
 case ${1:-} in
 fetch) fetch ;;
-start) [[ $# -eq 3 ]] || die "usage: kafka.sh start WORKDIR PORT"; start "$2" "$3" ;;
+start) [[ $# -eq 3 || $# -eq 4 ]] || die "usage: kafka.sh start WORKDIR PORT [CONTROLLER_PORT]"; start "$2" "$3" "${4:-}" ;;
 stop) [[ $# -eq 2 ]] || die "usage: kafka.sh stop WORKDIR"; stop "$2" ;;
-*) die "usage: kafka.sh fetch | start WORKDIR PORT | stop WORKDIR" ;;
+*) die "usage: kafka.sh fetch | start WORKDIR PORT [CONTROLLER_PORT] | stop WORKDIR" ;;
 esac
