@@ -30,9 +30,10 @@ package broker
 // when it is a secondary synonym (log.retention.hours for retention.ms), as
 // Kafka's controller reports them (see configs.Resolve).
 //
-// Not served: BROKER_LOGGER (Gregor has no runtime log4j loggers to list),
-// CLIENT_METRICS and GROUP resources get INVALID_REQUEST ("Unsupported
-// resource type: ..."), BROKER_LOGGER after Kafka's checks of its name. A
+// BROKER_LOGGER lists the components' loggers and their levels (see
+// loggers.go), after Kafka's checks of the name (this broker's id). Not
+// served: CLIENT_METRICS and GROUP resources get INVALID_REQUEST
+// ("Unsupported resource type: ..."). A
 // resource type Kafka does not know fails the whole request: every resource
 // gets INVALID_REQUEST with Kafka's default message, as Kafka's error
 // response does.
@@ -83,9 +84,8 @@ func (b *Broker) handleDescribeConfigs(_ context.Context, _ *conn, _ protocol.Re
 		case kmsg.ConfigResourceTypeBroker:
 			out.Configs, err = b.describeBrokerConfigs(md, rr, req.IncludeSynonyms, req.IncludeDocumentation)
 		case kmsg.ConfigResourceTypeBrokerLogger:
-			err = b.checkBrokerLoggerName(rr.ResourceName)
-			if err == nil {
-				err = unsupportedResource(rr.ResourceType)
+			if err = b.checkBrokerLoggerName(rr.ResourceName); err == nil {
+				out.Configs = b.describeLoggers(rr.ConfigNames)
 			}
 		default:
 			err = unsupportedResource(rr.ResourceType)

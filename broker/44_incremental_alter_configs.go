@@ -25,9 +25,9 @@ package broker
 //     Kafka answers (KAFKA-13609). Unlike Kafka, the name is checked before
 //     the duplicate and null checks; both are INVALID_REQUEST.
 //   - BROKER_LOGGER: after Kafka's checks of the name (this broker's id),
-//     INVALID_REQUEST "Unsupported resource type: BROKER_LOGGER": Gregor has
-//     no runtime log4j loggers. GROUP and CLIENT_METRICS are not served yet
-//     (INVALID_REQUEST); other types are "Unknown resource type N".
+//     SET and DELETE of the components' log levels (see loggers.go).
+//     GROUP and CLIENT_METRICS are not served yet (INVALID_REQUEST); other
+//     types are "Unknown resource type N".
 //
 // validate_only stops before writing. Once any resource changed, the local
 // logs are brought in line with the new values before the response.
@@ -81,7 +81,7 @@ func (b *Broker) incrementalAlter(ctx context.Context, rr kmsg.IncrementalAlterC
 		if err := b.checkBrokerLoggerAlterName(rr.ResourceName); err != nil {
 			return false, err
 		}
-		return false, unsupportedResource(rr.ResourceType)
+		return false, b.alterLoggers(rr.Configs, validateOnly)
 	case kmsg.ConfigResourceTypeClientMetrics, kmsg.ConfigResourceTypeGroupConfig:
 		return false, unsupportedResource(rr.ResourceType)
 	}

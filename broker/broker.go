@@ -75,7 +75,11 @@ var handlers = []handler{
 // the registry; the logs last, which writes the clean-shutdown marker.
 type Broker struct {
 	cfg    Config
-	logger *slog.Logger
+	logger *slog.Logger // the "broker" component's (see loggers.go)
+	// logBase is the handler every component logs to; logLevels their
+	// levels (BROKER_LOGGER configs).
+	logBase   slog.Handler
+	logLevels *logLevels
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -130,8 +134,10 @@ func New(cfg Config) (*Broker, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	b := &Broker{cfg: cfg, logger: logger, apis: &protocol.Registry{}, handlers: map[int16]*handler{},
-		sessions: newFetchSessions(1000), metrics: newMetrics(cfg.Registerer)}
+	b := &Broker{cfg: cfg, apis: &protocol.Registry{}, handlers: map[int16]*handler{},
+		sessions: newFetchSessions(1000), metrics: newMetrics(cfg.Registerer),
+		logBase: logger.Handler(), logLevels: newLogLevels(logger.Handler())}
+	b.logger = b.loggerFor("broker")
 	b.apiMetrics = map[int16]*apiMetrics{}
 	for i := range handlers {
 		h := &handlers[i]
@@ -168,7 +174,7 @@ func (b *Broker) Start(ctx context.Context) (err error) {
 		}
 	}
 	mcfg := storage.DefaultManagerConfig(b.cfg.LogDirs...)
-	mcfg.Logger = b.logger
+	mcfg.Logger = b.loggerFor("storage")
 	mcfg.RetentionCheckInterval = b.cfg.LogRetentionCheckInterval
 	mcfg.CleanerEnable = b.cfg.LogCleanerEnable
 	mcfg.CleanerBackoff = b.cfg.LogCleanerBackoff
@@ -201,7 +207,7 @@ func (b *Broker) Start(ctx context.Context) (err error) {
 	if err := logs.CheckNodeID(b.cfg.NodeID); err != nil {
 		return err
 	}
-	cl, err := cluster.Open(ctx, ccfg, b.logger.With("component", "cluster"))
+	cl, err := cluster.Open(ctx, ccfg, b.loggerFor("cluster"))
 	if err != nil {
 		return fmt.Errorf("open cluster registry: %w", err)
 	}

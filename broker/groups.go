@@ -122,7 +122,7 @@ func (g *groupDrivers) all() []*groupDriver {
 // the driver then reloads it from the log.
 func (g *groupDrivers) run(d *groupDriver) {
 	defer close(d.done)
-	logger := g.b.logger.With("group_coordinator", d.partition)
+	logger := g.b.loggerFor("group").With("group_coordinator", d.partition)
 	for {
 		c, out, err := g.load(d)
 		if err != nil {
@@ -179,7 +179,7 @@ func (g *groupDrivers) load(d *groupDriver) (*group.Coordinator, group.Output, e
 			}
 		}
 	}
-	g.b.logger.Debug("loaded group coordinator", "partition", d.partition, "records_to", end, "took", time.Since(start))
+	g.b.loggerFor("group").Debug("loaded group coordinator", "partition", d.partition, "records_to", end, "took", time.Since(start))
 	return c, c.Loaded(time.Now()), nil
 }
 

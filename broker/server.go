@@ -66,7 +66,7 @@ func (b *Broker) serve(ln net.Listener, name string) {
 			continue
 		}
 		c := &conn{b: b, nc: idleConn{Conn: nc, idle: b.cfg.ConnectionsMaxIdle}, listener: name, out: make(chan *outFrame, 8),
-			logger: b.logger.With("remote", nc.RemoteAddr().String())}
+			logger: b.loggerFor("network").With("remote", nc.RemoteAddr().String())}
 		if !b.trackConn(c, true) {
 			b.quotas.release(ip, true)
 			nc.Close()
