@@ -46,6 +46,7 @@ func Scenarios(log io.Writer, debug bool) []compat.Scenario {
 		compat.Scenario{Name: "delete-records", Run: s.deleteRecords},
 		compat.Scenario{Name: "security-off", Run: s.securityOff},
 		compat.Scenario{Name: "transaction-coordinator", Run: s.transactionCoordinator},
+		compat.Scenario{Name: "broker-loggers", Run: s.brokerLoggers},
 	)
 }
 

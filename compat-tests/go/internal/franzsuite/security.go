@@ -190,3 +190,116 @@ func (s *suite) transactionCoordinator(ctx context.Context, t *compat.T) (string
 		}
 	}
 }
+
+// brokerLoggers reads the broker's loggers (BROKER_LOGGER configs), raises
+// one to DEBUG, reads it back, and removes its level again, which leaves it
+// at root's, as kafka-configs --entity-type broker-loggers does.
+func (s *suite) brokerLoggers(ctx context.Context, t *compat.T) (string, error) {
+	cl, err := s.client(t)
+	if err != nil {
+		return "", err
+	}
+	defer cl.Close()
+	sctx, cancel := t.Step(ctx, "find the broker's node id")
+	defer cancel()
+	md, err := kmsg.NewPtrMetadataRequest().RequestWith(sctx, cl)
+	if err != nil || len(md.Brokers) == 0 {
+		return "", fmt.Errorf("metadata: %v, %d brokers", err, len(md.Brokers))
+	}
+	node := md.Brokers[0].NodeID
+	id := fmt.Sprint(node)
+	levels := func(step string) (map[string]string, error) {
+		sctx, cancel := t.Step(ctx, step)
+		defer cancel()
+		req := kmsg.NewPtrDescribeConfigsRequest()
+		rr := kmsg.NewDescribeConfigsRequestResource()
+		rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeBrokerLogger, id
+		req.Resources = append(req.Resources, rr)
+		resp, err := req.RequestWith(sctx, cl.Broker(int(node)))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", step, err)
+		}
+		if len(resp.Resources) != 1 {
+			return nil, fmt.Errorf("%s: %d resources", step, len(resp.Resources))
+		}
+		r := resp.Resources[0]
+		if err := kerr.ErrorForCode(r.ErrorCode); err != nil {
+			return nil, fmt.Errorf("%s: %w", step, err)
+		}
+		out := map[string]string{}
+		for _, c := range r.Configs {
+			if c.Value == nil || c.ReadOnly || c.Source != kmsg.ConfigSourceDynamicBrokerLoggerConfig {
+				return nil, fmt.Errorf("%s: logger %s: value %v, read-only %v, source %v", step, c.Name, c.Value, c.ReadOnly, c.Source)
+			}
+			out[c.Name] = *c.Value
+		}
+		return out, nil
+	}
+	alter := func(step string, op kmsg.IncrementalAlterConfigsRequestResourceConfig) error {
+		sctx, cancel := t.Step(ctx, step)
+		defer cancel()
+		req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+		rr := kmsg.NewIncrementalAlterConfigsRequestResource()
+		rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeBrokerLogger, id
+		rr.Configs = append(rr.Configs, op)
+		req.Resources = append(req.Resources, rr)
+		resp, err := req.RequestWith(sctx, cl.Broker(int(node)))
+		if err != nil {
+			return fmt.Errorf("%s: %w", step, err)
+		}
+		if len(resp.Resources) != 1 {
+			return fmt.Errorf("%s: %d resources", step, len(resp.Resources))
+		}
+		if err := kerr.ErrorForCode(resp.Resources[0].ErrorCode); err != nil {
+			return fmt.Errorf("%s: %w", step, err)
+		}
+		return nil
+	}
+
+	before, err := levels("describe the loggers")
+	if err != nil {
+		return "", err
+	}
+	root, ok := before["root"]
+	if !ok {
+		return "", fmt.Errorf("no root logger among %d", len(before))
+	}
+	var name string
+	for n, l := range before {
+		if n != "root" && l == root && (name == "" || n < name) {
+			name = n
+		}
+	}
+	if name == "" {
+		return "", fmt.Errorf("no logger at root's level %s among %d", root, len(before))
+	}
+	level := "DEBUG"
+	if root == "DEBUG" {
+		level = "TRACE"
+	}
+	if err := alter("set "+name+"="+level, kmsg.IncrementalAlterConfigsRequestResourceConfig{Name: name, Op: kmsg.IncrementalAlterConfigOpSet, Value: &level}); err != nil {
+		return "", err
+	}
+	during, err := levels("describe after the change")
+	if err != nil {
+		return "", err
+	}
+	if during[name] != level {
+		return "", fmt.Errorf("logger %s is %s after it was set to %s", name, during[name], level)
+	}
+	if err := alter("delete "+name, kmsg.IncrementalAlterConfigsRequestResourceConfig{Name: name, Op: kmsg.IncrementalAlterConfigOpDelete}); err != nil {
+		return "", err
+	}
+	after, err := levels("describe after the delete")
+	if err != nil {
+		return "", err
+	}
+	if after[name] != root {
+		return "", fmt.Errorf("logger %s is %s after its level was deleted, want root's %s", name, after[name], root)
+	}
+	bad := "LOUDLY"
+	if err := alter("set a level that does not exist", kmsg.IncrementalAlterConfigsRequestResourceConfig{Name: name, Op: kmsg.IncrementalAlterConfigOpSet, Value: &bad}); !errors.Is(err, kerr.InvalidConfig) {
+		return "", fmt.Errorf("set %s=%s: %v, want INVALID_CONFIG", name, bad, err)
+	}
+	return fmt.Sprintf("%d loggers; %s set to %s and back to root's %s", len(before), name, level, root), nil
+}
