@@ -603,3 +603,52 @@ func TestStaticConfigSources(t *testing.T) {
 		t.Errorf("partition max.message.bytes = %d, want the static 2000000", got)
 	}
 }
+
+// TestKafkaBrokerCatalogue describes the broker configs as
+// kafka-configs --describe --all does: every config Kafka 4.4 reports is
+// there (83 were, of 350), those Gregor does not act on with Kafka's
+// default, read-only. A Kafka config Gregor did not know
+// (log.cleaner.threads) used to be accepted and then shown as null and
+// sensitive; now it is refused as read-only, as Kafka refuses a static
+// config.
+func TestKafkaBrokerCatalogue(t *testing.T) {
+	t.Parallel()
+	b := startBroker(t)
+	ctx := configsTestCtx(t)
+	cl := newClient(t, b)
+	all := cfgDescribe(ctx, t, b, cl, kmsg.ConfigResourceTypeBroker, "1", nil, true, true)
+	if all.ErrorCode != 0 || len(all.Configs) < 350 {
+		t.Fatalf("describe all broker configs: error %d, %d configs, want Kafka 4.4's 350 at least", all.ErrorCode, len(all.Configs))
+	}
+	seen := map[string]bool{}
+	for _, c := range all.Configs {
+		seen[c.Name] = true
+	}
+	for _, name := range []string{"log.cleaner.threads", "num.replica.fetchers", "controller.quorum.voters",
+		"sasl.enabled.mechanisms", "ssl.keystore.password", "transaction.state.log.replication.factor"} {
+		if !seen[name] {
+			t.Errorf("Kafka broker config %s not described", name)
+		}
+	}
+	threads := cfgEntry(t, all, "log.cleaner.threads")
+	if threads.Value == nil || *threads.Value != "1" || threads.IsSensitive || !threads.ReadOnly ||
+		threads.Source != kmsg.ConfigSourceDefaultConfig || threads.ConfigType != kmsg.ConfigTypeInt ||
+		threads.Documentation == nil || *threads.Documentation == "" {
+		t.Errorf("log.cleaner.threads: %+v", threads)
+	}
+	if pw := cfgEntry(t, all, "ssl.keystore.password"); pw.Value != nil || !pw.IsSensitive {
+		t.Errorf("ssl.keystore.password: value %v, sensitive %v", pw.Value, pw.IsSensitive)
+	}
+
+	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	rr := kmsg.NewIncrementalAlterConfigsRequestResource()
+	rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeBroker, ""
+	rr.Configs = []kmsg.IncrementalAlterConfigsRequestResourceConfig{{Name: "log.cleaner.threads", Op: kmsg.IncrementalAlterConfigOpSet, Value: kmsg.StringPtr("2")}}
+	req.Resources = append(req.Resources, rr)
+	res := cfgNodeRequest[*kmsg.IncrementalAlterConfigsResponse](ctx, t, b, cl, req).Resources[0]
+	cfgCheckErr(t, "set log.cleaner.threads", res.ErrorCode, res.ErrorMessage, kerr.InvalidRequest,
+		"Cannot update these configs dynamically: [log.cleaner.threads]")
+	if got := b.cluster.Snapshot().BrokerConfigs[-1]["log.cleaner.threads"]; got != "" {
+		t.Errorf("log.cleaner.threads stored as %q", got)
+	}
+}

@@ -12,41 +12,18 @@ package configs
 // here, some reported with Kafka's default although Gregor has no such knob
 // (num.io.threads, num.network.threads, background.threads: Gregor runs a
 // goroutine per connection and request, so the values are accepted and
-// unused). Left out, because Gregor has nothing they could describe:
+// unused). Every other config Kafka reports (kafka_broker.go, generated from
+// the reference broker by testdata/cfggen) is described as unused: Kafka's
+// type and default, read-only, refused as a dynamic change ("Cannot update
+// these configs dynamically") and ignored with a warning at start. Among
+// them: KRaft and the controller quorum (Gregor keeps cluster metadata in
+// etcd), replication and its quotas, TLS, SASL and delegation tokens,
+// transactions, share groups and the newer group protocols, tiered storage,
+// the log cleaner's threads and I/O tuning, limits Gregor does not enforce,
+// socket tuning, purgatories, metrics reporters, policies and plugins.
 //
-//   - KRaft and the controller quorum (process.roles, controller.*,
-//     metadata.*, broker.heartbeat.interval.ms, initial.broker.registration.*):
-//     Gregor keeps cluster metadata in etcd;
-//   - replication between brokers and its quotas (replica.fetch.*,
-//     num.replica.fetchers, inter.broker.listener.name,
-//     security.inter.broker.protocol, *.quota.window.*, leader.imbalance.*,
-//     auto.leader.rebalance.enable): every partition has one replica;
-//   - TLS, SASL, delegation tokens and principal builders (ssl.*, sasl.*,
-//     delegation.token.*, connections.max.reauth.ms): listeners are
-//     PLAINTEXT only;
-//   - transactions beyond the two settings above, share groups, the
-//     consumer and streams group protocols (transaction.*, share.*,
-//     group.share.*, group.consumer.*, group.streams.*,
-//     errors.deadletterqueue.*): not served;
-//   - tiered storage's managers and pools (remote.log.*, remote.fetch.*):
-//     remote.log.storage.system.enable says it is off;
-//   - the log cleaner's threads and I/O tuning (log.cleaner.threads,
-//     log.cleaner.io.*): one cleaner goroutine, no I/O throttle;
-//   - limits Gregor does not enforce (request.timeout.ms,
-//     queued.max.request.bytes, max.connection.creation.rate,
-//     max.connections.per.ip.overrides, telemetry.max.bytes): Kafka's
-//     default would claim a limit that is not there;
-//   - log directory failure handling and checkpoints Gregor keeps its own
-//     way (log.dir.failure.timeout.ms, cordoned.log.dirs,
-//     log.flush.start.offset.checkpoint.interval.ms, early.start.listeners);
-//   - socket tuning, purgatories, metrics reporters, config providers,
-//     policies and plugins (socket.send.buffer.bytes, *.purgatory.*,
-//     metric.reporters, *.policy.class.name, ...): Go's defaults or no
-//     equivalent.
-//
-// Names Kafka knows that are missing here are treated as unknown: accepted
-// and stored as they are in broker configs, as Kafka does with custom
-// configs, but not validated.
+// Names Kafka does not know are custom configs: accepted and stored as they
+// are in broker configs, as Kafka does, but not validated.
 
 // brokerFamilies are Kafka's DynamicBrokerConfig.brokerConfigSynonyms: the
 // names one broker setting goes by, in order of precedence.

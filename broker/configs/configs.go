@@ -146,6 +146,10 @@ type Def struct {
 	Update UpdateMode
 	// Deprecated configs are accepted but have no effect.
 	Deprecated bool
+	// Unused configs are Kafka's, and Gregor does not act on them: they are
+	// described with Kafka's default, read-only, and ignored (with a
+	// warning) when given at start.
+	Unused bool
 
 	check validator
 	// syns are the topic config's broker synonyms with their conversions.
@@ -205,7 +209,35 @@ var (
 	brokerSorted []*Def
 )
 
+// unusedDoc documents every unused broker config.
+const unusedDoc = "A setting of Apache Kafka that Gregor does not act on; described with Kafka's default, read-only."
+
+// addUnusedBrokerDefs defines, as unused, every broker config Kafka
+// reports that Gregor does not define itself.
+func addUnusedBrokerDefs() {
+	defined := map[string]bool{}
+	for _, d := range brokerDefs {
+		defined[d.Name] = true
+	}
+	for _, k := range kafkaBrokerConfigs {
+		if defined[k.name] {
+			continue
+		}
+		brokerDefs = append(brokerDefs, &Def{Name: k.name, Type: k.typ, Default: k.def, NullDefault: k.null,
+			Doc: unusedDoc, Update: UpdateReadOnly, Unused: true})
+	}
+}
+
+// kafkaBrokerConfig is one broker config as Kafka reports it.
+type kafkaBrokerConfig struct {
+	name string
+	typ  Type
+	def  string
+	null bool // the default is null
+}
+
 func init() {
+	addUnusedBrokerDefs()
 	for _, d := range topicDefs {
 		if topicByName[d.Name] != nil {
 			panic("configs: topic config defined twice: " + d.Name)

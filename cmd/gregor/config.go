@@ -565,7 +565,9 @@ func (l *configLoader) ignored() []string {
 	used := func(name string) bool { return l.isKeyFlag(name) }
 	var out []string
 	warn := func(name, where string) {
-		if _, ok := configs.Broker(name); ok {
+		if d, ok := configs.Broker(name); ok && d.Unused {
+			out = append(out, fmt.Sprintf("%s (%s) is a Kafka broker config Gregor does not act on; ignored", name, where))
+		} else if ok {
 			out = append(out, fmt.Sprintf("%s (%s) is a Kafka broker config Gregor does not support yet; ignored", name, where))
 		} else {
 			out = append(out, fmt.Sprintf("%s (%s) is not a known config; ignored", name, where))

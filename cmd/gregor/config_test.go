@@ -368,12 +368,14 @@ func TestIgnoredKeysWarn(t *testing.T) {
 node.id: 2
 foo.bar: 1
 num.io.threads: 4
+log.cleaner.threads: 2
 `)
 	c := mustLoad(t, "--config", file)
 	if c.broker.NodeID != 2 {
 		t.Errorf("node.id = %d, want 2", c.broker.NodeID)
 	}
-	want := []string{"foo.bar", "num.io.threads", "GREGOR_NO_SUCH_THING", "GREGOR_REPLICA_LAG_TIME_MAX_MS"}
+	want := []string{"foo.bar", "num.io.threads", "GREGOR_NO_SUCH_THING", "GREGOR_REPLICA_LAG_TIME_MAX_MS",
+		"log.cleaner.threads (config file " + file + ") is a Kafka broker config Gregor does not act on; ignored"}
 	all := strings.Join(c.warnings, "\n")
 	for _, w := range want {
 		if !strings.Contains(all, w) {
