@@ -62,6 +62,7 @@ var handlers = []handler{
 	deleteAclsAPI,
 	describeClientQuotasAPI,
 	describeScramAPI,
+	updateFeaturesAPI,
 }
 
 // Broker is one Gregor broker.
@@ -460,5 +461,6 @@ func (b *Broker) nextProducerID(ctx context.Context) (int64, error) {
 func (b *Broker) apiVersionsResponse() *kmsg.ApiVersionsResponse {
 	resp := kmsg.NewPtrApiVersionsResponse()
 	b.apis.AppendAPIVersions(resp)
+	addFeatures(resp)
 	return resp
 }

@@ -47,6 +47,7 @@ func Scenarios(log io.Writer, debug bool) []compat.Scenario {
 		compat.Scenario{Name: "security-off", Run: s.securityOff},
 		compat.Scenario{Name: "transaction-coordinator", Run: s.transactionCoordinator},
 		compat.Scenario{Name: "broker-loggers", Run: s.brokerLoggers},
+		compat.Scenario{Name: "features", Run: s.features},
 	)
 }
 

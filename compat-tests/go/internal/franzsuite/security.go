@@ -303,3 +303,81 @@ func (s *suite) brokerLoggers(ctx context.Context, t *compat.T) (string, error) 
 	}
 	return fmt.Sprintf("%d loggers; %s set to %s and back to root's %s", len(before), name, level, root), nil
 }
+
+// features reads the broker's features from ApiVersions, as kafka-features
+// describe does: every finalized level lies in its supported range; then,
+// validate-only, it asks to keep each supported feature at its finalized
+// level (0 when none is), which must be accepted, and to raise one past
+// its supported maximum and to set a feature no broker has, which must be
+// refused with INVALID_UPDATE_VERSION.
+func (s *suite) features(ctx context.Context, t *compat.T) (string, error) {
+	cl, err := s.client(t)
+	if err != nil {
+		return "", err
+	}
+	defer cl.Close()
+	sctx, cancel := t.Step(ctx, "api versions")
+	defer cancel()
+	av := kmsg.NewPtrApiVersionsRequest()
+	av.ClientSoftwareName, av.ClientSoftwareVersion = "gregor-compat", "1"
+	resp, err := av.RequestWith(sctx, cl)
+	if err != nil {
+		return "", fmt.Errorf("api versions: %w", err)
+	}
+	if len(resp.SupportedFeatures) == 0 {
+		return "", errors.New("api versions reports no supported features")
+	}
+	finalized := map[string]int16{}
+	for _, f := range resp.FinalizedFeatures {
+		finalized[f.Name] = f.MaxVersionLevel
+	}
+	var keep []kmsg.UpdateFeaturesRequestFeatureUpdate
+	var over kmsg.UpdateFeaturesRequestFeatureUpdate
+	for _, f := range resp.SupportedFeatures {
+		level := finalized[f.Name]
+		if (level != 0 || f.MinVersion > 0) && (level < f.MinVersion || level > f.MaxVersion) {
+			return "", fmt.Errorf("feature %s finalized at %d, outside its supported %d-%d", f.Name, level, f.MinVersion, f.MaxVersion)
+		}
+		if f.Name == "metadata.version" || f.Name == "kraft.version" {
+			continue // levels of the KRaft quorum, not for a client to change
+		}
+		u := kmsg.NewUpdateFeaturesRequestFeatureUpdate()
+		u.Feature, u.MaxVersionLevel, u.UpgradeType = f.Name, level, 1
+		keep = append(keep, u)
+		if over.Feature == "" {
+			over = u
+			over.MaxVersionLevel = f.MaxVersion + 1
+		}
+	}
+	update := func(step string, ups ...kmsg.UpdateFeaturesRequestFeatureUpdate) (error, error) {
+		sctx, cancel := t.Step(ctx, step)
+		defer cancel()
+		req := kmsg.NewPtrUpdateFeaturesRequest()
+		req.TimeoutMillis, req.ValidateOnly, req.FeatureUpdates = 30000, true, ups
+		resp, err := req.RequestWith(sctx, cl)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", step, err)
+		}
+		return kerr.ErrorForCode(resp.ErrorCode), nil
+	}
+	if got, err := update("keep every feature at its level", keep...); err != nil {
+		return "", err
+	} else if got != nil {
+		return "", fmt.Errorf("keep every feature at its level: %v", got)
+	}
+	if over.Feature != "" {
+		if got, err := update("raise "+over.Feature+" past its maximum", over); err != nil {
+			return "", err
+		} else if !errors.Is(got, kerr.InvalidUpdateVersion) {
+			return "", fmt.Errorf("raise %s to %d: %v, want INVALID_UPDATE_VERSION", over.Feature, over.MaxVersionLevel, got)
+		}
+	}
+	none := kmsg.NewUpdateFeaturesRequestFeatureUpdate()
+	none.Feature, none.MaxVersionLevel, none.UpgradeType = t.Name("feature"), 1, 1
+	if got, err := update("set a feature no broker has", none); err != nil {
+		return "", err
+	} else if !errors.Is(got, kerr.InvalidUpdateVersion) {
+		return "", fmt.Errorf("set feature %s: %v, want INVALID_UPDATE_VERSION", none.Feature, got)
+	}
+	return fmt.Sprintf("%d features supported, %d finalized", len(resp.SupportedFeatures), len(resp.FinalizedFeatures)), nil
+}
