@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"syscall"
@@ -220,7 +221,9 @@ func checkBackend(ctx context.Context, dir string) (ok bool, err error) {
 		return false, nil
 	}
 	var out boundedBuffer
-	cmd := exec.CommandContext(ctx, exe)
+	cctx, cancel := context.WithTimeout(ctx, dbCheckTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(cctx, exe)
 	cmd.Env = append(os.Environ(), checkDBEnv+"="+path)
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err = cmd.Run()
@@ -230,6 +233,12 @@ func checkBackend(ctx context.Context, dir string) (ok bool, err error) {
 		return true, nil
 	case ctx.Err() != nil:
 		return false, ctx.Err()
+	case cctx.Err() != nil:
+		// A registry's database is checked in well under a second; a
+		// damaged page count or pointer sends the check over billions
+		// of pages, or in circles, as it would send etcd.
+		out.Reset()
+		fmt.Fprintf(&out, "its check did not finish within %s, as on a damaged page count or pointer", dbCheckTimeout)
 	case !errors.As(err, &exit):
 		return false, nil // the check did not run
 	}
@@ -244,6 +253,9 @@ func checkBackend(ctx context.Context, dir string) (ok bool, err error) {
 		ErrMemberDamaged, path, cause, dir)
 }
 
+// dbCheckTimeout bounds checkBackend's child process; a test shortens it.
+var dbCheckTimeout = 15 * time.Second
+
 // checkDBEnv, set in the environment, makes this executable check the
 // bbolt file it names and exit: 0 when it is sound, 1 (the problems on
 // stderr) or a panic when it is not.
@@ -251,6 +263,9 @@ const checkDBEnv = "GREGOR_INTERNAL_CHECK_ETCD_DB"
 
 // checkDB is the child process's check of the database file at path.
 func checkDB(path string) int {
+	// A damaged file can make the page walk recurse without end: fail
+	// fast rather than grow a stack of a gigabyte.
+	debug.SetMaxStack(64 << 20)
 	db, err := bolt.Open(path, 0o400, &bolt.Options{ReadOnly: true, Timeout: 5 * time.Second})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -3,6 +3,7 @@ package cluster
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"os"
 	"path/filepath"
@@ -190,4 +191,52 @@ func TestMemberStopBounded(t *testing.T) {
 	case <-time.After(testTimeout):
 		t.Fatalf("Close still blocked %s after it began, with StopTimeout 1s", testTimeout)
 	}
+}
+
+// TestMemberDatabaseCheckBounded gives the member's database a root page
+// that claims four billion overflow pages: the check, as etcd would, walks
+// them for minutes. It must stop at its bound and refuse the file as
+// damaged. Not parallel: it shortens dbCheckTimeout.
+func TestMemberDatabaseCheckBounded(t *testing.T) {
+	dir := t.TempDir()
+	c := open(t, embeddedConfig(dir, 1))
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(dir, "etcd", "member", "snap", "db")
+	data, err := os.ReadFile(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The newer of the two meta pages (page 0 and 1, 4 KiB each: the
+	// page header is 16 bytes, then magic, version, page size, flags,
+	// the root bucket's page id at 32, ..., the txid at 64) names the
+	// root page; its header's overflow count is at byte 12.
+	meta := func(i int) (root, txid uint64) {
+		p := data[i*4096:]
+		return binary.LittleEndian.Uint64(p[32:]), binary.LittleEndian.Uint64(p[64:])
+	}
+	root, tx0 := meta(0)
+	if r1, tx1 := meta(1); tx1 > tx0 {
+		root = r1
+	}
+	binary.LittleEndian.PutUint32(data[int(root)*4096+12:], 0xfffffff0)
+	if err := os.WriteFile(db, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	dbCheckTimeout = 2 * time.Second
+	defer func() { dbCheckTimeout = 15 * time.Second }()
+	ctx, cancel := context.WithTimeout(t.Context(), testTimeout)
+	defer cancel()
+	start := time.Now()
+	c2, err := Open(ctx, embeddedConfig(dir, 1), testLogger(t))
+	if err == nil {
+		c2.Close()
+		t.Fatal("the member started on a database whose root page claims 4 billion overflow pages")
+	}
+	if !errors.Is(err, ErrMemberDamaged) || !strings.Contains(err.Error(), db) {
+		t.Errorf("start on it: %v (after %s), want ErrMemberDamaged naming %s", err, time.Since(start).Round(time.Millisecond), db)
+	}
+	t.Logf("refused after %s: %v", time.Since(start).Round(time.Millisecond), err)
 }
