@@ -171,6 +171,10 @@ type Manager struct {
 		strays []string
 		closed bool
 	}
+	// stepHook, set only by tests, is called after each step of a rename
+	// of a partition dir (detachAndRename), so that a test can take the
+	// files as a kill -9 at that moment leaves them.
+	stepHook func(step string)
 	// creating counts the Creates under way; Add is only called under mu
 	// while the Manager is open, so Close can wait for them.
 	creating sync.WaitGroup
@@ -637,27 +641,16 @@ func (m *Manager) GetOrCreate(tp TopicPartition, cfg Config) (*Log, error) {
 // "<topic>-<partition>.<32 hex digits>-stray", as Kafka names a log the
 // metadata does not know: it is kept, never opened again and never
 // removed by the broker, for an operator to look at and remove. It returns
-// the new path.
+// the new path. A crash before the rename leaves the log as it was (the
+// next start finds it unknown again); after it, the stray.
 func (m *Manager) MarkStray(tp TopicPartition) (string, error) {
-	m.mu.Lock()
-	l, ok := m.mu.logs[tp]
-	d := m.mu.dirOf[tp]
-	if ok {
-		delete(m.mu.logs, tp)
-		delete(m.mu.dirOf, tp)
-	}
-	m.mu.Unlock()
-	if !ok {
-		return "", fmt.Errorf("%w: %s", ErrUnknownPartition, tp)
-	}
-	if err := l.Close(); err != nil {
-		m.logger.Error("closing a stray log", "partition", tp.String(), "err", err)
-	}
-	renamed := filepath.Join(d.path, markedDirName(tp, strayDirSuffix))
-	if err := os.Rename(l.dir, renamed); err != nil {
-		return "", fmt.Errorf("rename stray log: %w", err)
-	}
-	if err := syncDir(d.path); err != nil {
+	renamed, err := m.detachAndRename(tp, strayDirSuffix, func(l *Log) {
+		// Flushed and closed cleanly: the stray keeps every byte.
+		if err := l.Close(); err != nil {
+			m.logger.Error("closing a stray log", "partition", tp.String(), "err", err)
+		}
+	})
+	if err != nil {
 		return "", err
 	}
 	m.mu.Lock()
@@ -678,6 +671,29 @@ func (m *Manager) Strays() []string {
 // renamed with a -delete suffix, so a crash midway finishes the removal at
 // the next start instead of bringing the partition back.
 func (m *Manager) Delete(tp TopicPartition) error {
+	renamed, err := m.detachAndRename(tp, deleteDirSuffix, func(l *Log) {
+		// Its data is going: closed without flushing.
+		l.mu.Lock()
+		l.mu.closed = true
+		l.untrackCacheLocked()
+		l.mu.Unlock()
+		l.closeFiles()
+		l.wakeWaiters(0, ErrClosed)
+		l.notify.broadcast()
+	})
+	if err != nil {
+		return err
+	}
+	if err := os.RemoveAll(renamed); err != nil {
+		return fmt.Errorf("remove deleted log: %w", err)
+	}
+	return nil
+}
+
+// detachAndRename takes tp's log out of the Manager, closes it with
+// closeLog, renames its dir with suffix (markedDirName) and fsyncs the log
+// dir, so the rename survives a crash. It returns the new path.
+func (m *Manager) detachAndRename(tp TopicPartition, suffix string, closeLog func(*Log)) (string, error) {
 	m.mu.Lock()
 	l, ok := m.mu.logs[tp]
 	d := m.mu.dirOf[tp]
@@ -687,26 +703,27 @@ func (m *Manager) Delete(tp TopicPartition) error {
 	}
 	m.mu.Unlock()
 	if !ok {
-		return fmt.Errorf("%w: %s", ErrUnknownPartition, tp)
+		return "", fmt.Errorf("%w: %s", ErrUnknownPartition, tp)
 	}
-	l.mu.Lock()
-	l.mu.closed = true
-	l.untrackCacheLocked()
-	l.mu.Unlock()
-	l.closeFiles()
-	l.wakeWaiters(0, ErrClosed)
-	l.notify.broadcast()
-	renamed := filepath.Join(d.path, markedDirName(tp, deleteDirSuffix))
+	closeLog(l)
+	m.step("closed")
+	renamed := filepath.Join(d.path, markedDirName(tp, suffix))
 	if err := os.Rename(l.dir, renamed); err != nil {
-		return fmt.Errorf("rename deleted log: %w", err)
+		return "", fmt.Errorf("rename log dir to %s: %w", renamed, err)
 	}
+	m.step("renamed")
 	if err := syncDir(d.path); err != nil {
-		return err
+		return "", err
 	}
-	if err := os.RemoveAll(renamed); err != nil {
-		return fmt.Errorf("remove deleted log: %w", err)
+	m.step("synced")
+	return renamed, nil
+}
+
+// step calls the test hook, if any.
+func (m *Manager) step(name string) {
+	if m.stepHook != nil {
+		m.stepHook(name)
 	}
-	return nil
 }
 
 // Suffixes of partition dirs renamed out of the way: a partition being

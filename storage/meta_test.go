@@ -160,3 +160,93 @@ func FuzzMetaProperties(f *testing.F) {
 		}
 	})
 }
+
+// TestStrayKilledAtEveryStep takes the files as a kill -9 leaves them
+// after each step of MarkStray (log closed, dir renamed, log dir fsynced)
+// and of Delete, and reopens them: the Manager always opens, and every
+// record of the marked log is there, in the log (a crash before the
+// rename) or in the stray dir; a deletion is either undone (before the
+// rename) or finished at the open.
+func TestStrayKilledAtEveryStep(t *testing.T) {
+	t.Parallel()
+	tp := TopicPartition{Topic: "marked", Partition: 3}
+	for _, op := range []string{"stray", "delete"} {
+		for _, kill := range []string{"closed", "renamed", "synced"} {
+			what := op + ", killed after " + kill
+			dir := t.TempDir()
+			m, err := OpenManager(DefaultManagerConfig(dir))
+			if err != nil {
+				t.Fatal(err)
+			}
+			l, err := m.Create(tp, testConfig())
+			if err != nil {
+				t.Fatal(err)
+			}
+			for range 5 {
+				if _, err := l.Append(makeBatch(t, 4, 100, 1, 1, 0), AppendOptions{AssignOffsets: true}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			end := l.LogEndOffset()
+			var snap string
+			m.stepHook = func(step string) {
+				if step == kill {
+					snap = killCopy(t, dir)
+				}
+			}
+			if op == "stray" {
+				_, err = m.MarkStray(tp)
+			} else {
+				err = m.Delete(tp)
+			}
+			if err != nil {
+				t.Fatalf("%s: %v", what, err)
+			}
+			m.Close()
+			if snap == "" {
+				t.Fatalf("%s: no such step", what)
+			}
+
+			m2, err := OpenManager(DefaultManagerConfig(snap))
+			if err != nil {
+				t.Fatalf("%s: open after the kill: %v", what, err)
+			}
+			l2, open := m2.Get(tp)
+			strays := m2.Strays()
+			switch {
+			case open:
+				if got := l2.LogEndOffset(); got != end || len(readAll(t, l2, 0, 0)) != 5 {
+					t.Errorf("%s: the log reopened with end %d, want %d and 5 batches", what, got, end)
+				}
+			case op == "stray" && len(strays) == 1:
+				// The stray dir, opened as a log of its own, holds it all.
+				m3, err := OpenManager(DefaultManagerConfig(t.TempDir()))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := copyTree(strays[0], filepath.Join(m3.cfg.Dirs[0], tp.DirName())); err != nil {
+					t.Fatal(err)
+				}
+				m3.Close()
+				m4, err := OpenManager(DefaultManagerConfig(m3.cfg.Dirs[0]))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if l4, ok := m4.Get(tp); !ok || l4.LogEndOffset() != end || len(readAll(t, l4, 0, 0)) != 5 {
+					t.Errorf("%s: the stray dir does not hold the log's %d offsets", what, end)
+				}
+				m4.Close()
+			case op == "delete" && len(strays) == 0:
+				if left, _ := filepath.Glob(filepath.Join(snap, "*"+deleteDirSuffix)); len(left) != 0 {
+					t.Errorf("%s: %v left after the open", what, left)
+				}
+			default:
+				t.Errorf("%s: log open %v, strays %v", what, open, strays)
+			}
+			if op == "delete" && kill != "closed" && open {
+				t.Errorf("%s: a deleted log came back after its rename", what)
+			}
+			m2.Close()
+		}
+	}
+}
