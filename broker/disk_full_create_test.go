@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -9,7 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"golang.org/x/sys/unix"
@@ -59,20 +57,8 @@ func fillDir(t *testing.T, dir string) (filler string) {
 // the first, or the external etcd at endpoints) with an admin listener.
 func startDirsBroker(t *testing.T, nodeID int32, endpoints []string, dirs ...string) *Broker {
 	t.Helper()
-	cfg := DefaultConfig()
-	cfg.NodeID = nodeID
-	cfg.Listeners = []string{"PLAINTEXT://127.0.0.1:0"}
-	cfg.LogDirs = dirs
-	cfg.AdminListener = "127.0.0.1:0"
-	cfg.EtcdEndpoints = endpoints
-	cfg.EtcdClientAddr, cfg.EtcdPeerAddr = "127.0.0.1:0", "127.0.0.1:0"
-	b, err := New(cfg)
+	b, err := tryStartWith(t, nodeID, endpoints, nil, dirs...)
 	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := b.Start(ctx); err != nil {
 		t.Fatalf("start broker on %v: %v", dirs, err)
 	}
 	return b

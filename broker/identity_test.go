@@ -17,11 +17,20 @@ import (
 // in the first, and returns it, or the error Start returned.
 func tryStart(t *testing.T, nodeID int32, reg *prometheus.Registry, dirs ...string) (*Broker, error) {
 	t.Helper()
+	return tryStartWith(t, nodeID, nil, reg, dirs...)
+}
+
+// tryStartWith starts a broker with node id nodeID on dirs (etcd's data in
+// the first, or the external etcd at endpoints), with an admin listener
+// and, when reg is set, its metrics in reg.
+func tryStartWith(t *testing.T, nodeID int32, endpoints []string, reg *prometheus.Registry, dirs ...string) (*Broker, error) {
+	t.Helper()
 	cfg := DefaultConfig()
 	cfg.NodeID = nodeID
 	cfg.Listeners = []string{"PLAINTEXT://127.0.0.1:0"}
 	cfg.LogDirs = dirs
 	cfg.AdminListener = "127.0.0.1:0"
+	cfg.EtcdEndpoints = endpoints
 	cfg.EtcdClientAddr, cfg.EtcdPeerAddr = "127.0.0.1:0", "127.0.0.1:0"
 	if reg != nil {
 		cfg.Registerer, cfg.Gatherer = reg, reg
