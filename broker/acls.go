@@ -23,12 +23,15 @@ var (
 	deleteAclsAPI   = handler{key: 31, min: 1, max: 3, handle: (*Broker).handleDeleteAcls}
 )
 
-const noAuthorizerMessage = "ACLs are not enabled: this broker has no authorizer."
+// noAuthorizer is the error every ACL request and result gets.
+func noAuthorizer() (int16, *string) {
+	msg := "ACLs are not enabled: this broker has no authorizer."
+	return int16(protocol.SecurityDisabled), &msg
+}
 
 func (b *Broker) handleDescribeAcls(_ context.Context, _ *conn, _ protocol.RequestHeader, r kmsg.Request) (kmsg.Response, error) {
 	resp := r.(*kmsg.DescribeACLsRequest).ResponseKind().(*kmsg.DescribeACLsResponse)
-	msg := noAuthorizerMessage
-	resp.ErrorCode, resp.ErrorMessage = int16(protocol.SecurityDisabled), &msg
+	resp.ErrorCode, resp.ErrorMessage = noAuthorizer()
 	return resp, nil
 }
 
@@ -37,8 +40,7 @@ func (b *Broker) handleCreateAcls(_ context.Context, _ *conn, _ protocol.Request
 	resp := req.ResponseKind().(*kmsg.CreateACLsResponse)
 	for range req.Creations {
 		res := kmsg.NewCreateACLsResponseResult()
-		msg := noAuthorizerMessage
-		res.ErrorCode, res.ErrorMessage = int16(protocol.SecurityDisabled), &msg
+		res.ErrorCode, res.ErrorMessage = noAuthorizer()
 		resp.Results = append(resp.Results, res)
 	}
 	return resp, nil
@@ -49,8 +51,7 @@ func (b *Broker) handleDeleteAcls(_ context.Context, _ *conn, _ protocol.Request
 	resp := req.ResponseKind().(*kmsg.DeleteACLsResponse)
 	for range req.Filters {
 		res := kmsg.NewDeleteACLsResponseResult()
-		msg := noAuthorizerMessage
-		res.ErrorCode, res.ErrorMessage = int16(protocol.SecurityDisabled), &msg
+		res.ErrorCode, res.ErrorMessage = noAuthorizer()
 		resp.Results = append(resp.Results, res)
 	}
 	return resp, nil
