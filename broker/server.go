@@ -222,6 +222,9 @@ func (c *conn) handle(ctx context.Context, frame []byte, arrived time.Time) (*ou
 	} else {
 		err = req.ReadFrom(body)
 	}
+	if err == nil {
+		err = protocol.CheckNulls(req, body)
+	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("decode api %d v%d: %w", hdr.APIKey, hdr.APIVersion, err)
 	}
