@@ -4,8 +4,9 @@ package broker
 //
 // Versions 0-2 carry message formats v0/v1, which Kafka 4 no longer stores.
 // Kafka 4 still advertises them, because librdkafka refuses a broker that
-// does not (KAFKA-18659), and answers them with UNSUPPORTED_VERSION; so do
-// we. From v3 each partition carries exactly one RecordBatch v2. v13
+// does not (KAFKA-18659), but closes the connection on any request of
+// those versions, even one with no topics (Kafka 4.4, measured by the
+// compat lab's null-edges scenario); so do we. From v3 each partition carries exactly one RecordBatch v2. v13
 // addresses topics by id.
 //
 // A batch is checked as Kafka checks it (base offset 0, size against
@@ -42,6 +43,9 @@ var scratchPool = sync.Pool{New: func() any { return new([]byte) }}
 
 func (b *Broker) handleProduce(ctx context.Context, c *conn, hdr protocol.RequestHeader, r kmsg.Request) (kmsg.Response, error) {
 	req := r.(*kmsg.ProduceRequest)
+	if hdr.APIVersion < 3 {
+		return nil, fmt.Errorf("%w: produce v%d carries message formats v0/v1", errCloseConn, hdr.APIVersion)
+	}
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
 	byID := hdr.APIVersion >= 13
 	now := time.Now().UnixMilli()
@@ -67,8 +71,6 @@ func (b *Broker) handleProduce(ctx context.Context, c *conn, hdr protocol.Reques
 			rp.BaseOffset, rp.LogAppendTime, rp.LogStartOffset = -1, -1, -1
 			var code protocol.ErrorCode
 			switch {
-			case hdr.APIVersion < 3:
-				code = protocol.UnsupportedVersion
 			case req.Acks != -1 && req.Acks != 0 && req.Acks != 1:
 				code = protocol.InvalidRequiredAcks
 			default:

@@ -40,6 +40,9 @@ const (
 func (b *Broker) handleMetadata(ctx context.Context, c *conn, hdr protocol.RequestHeader, r kmsg.Request) (kmsg.Response, error) {
 	req := r.(*kmsg.MetadataRequest)
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
+	if code := metadataRequestError(req); code != protocol.None {
+		return metadataErrorResponse(req, code), nil
+	}
 	md := b.cluster.Snapshot()
 	all := req.Topics == nil || (hdr.APIVersion == 0 && len(req.Topics) == 0)
 	autoCreate := b.cfg.AutoCreateTopicsEnable && (hdr.APIVersion < 4 || req.AllowAutoTopicCreation)
@@ -143,4 +146,41 @@ func (b *Broker) describeTopic(md *cluster.Metadata, t *cluster.Topic, req *kmsg
 		mt.Partitions = append(mt.Partitions, mp)
 	}
 	return mt
+}
+
+// metadataRequestError returns the error that fails a whole Metadata
+// request as Kafka 4.4 fails it: before v12 a topic must have a name and no
+// id (INVALID_REQUEST); from v12 a request that names no topic by id and
+// has a topic with neither name nor id fails with UNKNOWN_SERVER_ERROR,
+// which is what Kafka answers (its lookup of the null name fails).
+func metadataRequestError(req *kmsg.MetadataRequest) protocol.ErrorCode {
+	byID, nullName := false, false
+	for _, t := range req.Topics {
+		byID = byID || t.TopicID != [16]byte{}
+		nullName = nullName || t.Topic == nil
+	}
+	switch {
+	case req.Version < 12 && (byID || nullName):
+		return protocol.InvalidRequest
+	case !byID && nullName:
+		return protocol.UnknownServerError
+	}
+	return protocol.None
+}
+
+// metadataErrorResponse is Kafka's answer to a Metadata request that
+// failed as a whole: each topic asked for, with the error, and no brokers.
+func metadataErrorResponse(req *kmsg.MetadataRequest, code protocol.ErrorCode) *kmsg.MetadataResponse {
+	resp := req.ResponseKind().(*kmsg.MetadataResponse)
+	for _, rt := range req.Topics {
+		mt := kmsg.NewMetadataResponseTopic()
+		name := ""
+		if rt.Topic != nil {
+			name = *rt.Topic
+		}
+		mt.Topic, mt.TopicID, mt.ErrorCode = &name, rt.TopicID, int16(code)
+		mt.AuthorizedOperations = operationsOmitted
+		resp.Topics = append(resp.Topics, mt)
+	}
+	return resp
 }

@@ -514,30 +514,30 @@ func TestErrorInvalidRecord(t *testing.T) {
 }
 
 // Kafka 4 advertises Produce v0-2 (librdkafka needs that, KAFKA-18659)
-// and answers them with UNSUPPORTED_VERSION for every partition.
+// and closes the connection on any request of those versions; other
+// connections go on.
 func TestErrorProduceOldVersions(t *testing.T) {
 	t.Parallel()
 	b := startBroker(t)
 	w := dialWire(t, b)
 	w.createTopic("old", 1, nil)
+	if !b.apis.Supports(0, 0) {
+		t.Fatal("produce v0 is not advertised")
+	}
 	for v := int16(0); v <= 2; v++ {
-		req := produceReq(v, -1, "old", 0, buildBatch(t, plainHeader(), "v", 1))
-		rt := kmsg.NewProduceRequestTopic()
-		rt.Topic = "old"
-		rp := kmsg.NewProduceRequestTopicPartition()
-		rp.Records = buildBatch(t, plainHeader(), "w", 1)
-		rt.Partitions = append(rt.Partitions, rp)
-		req.Topics = append(req.Topics, rt) // a second entry for the same partition
-		resp := w.mustRoundTrip(req).(*kmsg.ProduceResponse)
-		n := 0
-		for _, t2 := range resp.Topics {
-			for _, p := range t2.Partitions {
-				n++
-				checkCode(t, fmt.Sprintf("produce v%d", v), p.ErrorCode, protocol.UnsupportedVersion)
+		for _, withData := range []bool{true, false} {
+			req := kmsg.NewPtrProduceRequest()
+			req.SetVersion(v)
+			if withData {
+				req = produceReq(v, -1, "old", 0, buildBatch(t, plainHeader(), "v", 1))
 			}
-		}
-		if n != 2 {
-			t.Errorf("produce v%d: %d partition results, want 2", v, n)
+			c := dialWire(t, b)
+			if err := c.writeRaw(c.fmt.AppendRequest(nil, req, 7)); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.expectClosed(10 * time.Second); err != nil {
+				t.Errorf("produce v%d (records %v): %v", v, withData, err)
+			}
 		}
 	}
 	if end := w.logEnd("old", 0); end != 0 {
@@ -603,6 +603,30 @@ func TestErrorUnknownTopicID(t *testing.T) {
 	checkCode(t, "metadata v12 of the topic's id, empty name", mt.ErrorCode, protocol.None)
 	if mt.Topic == nil || *mt.Topic != "byid" || len(mt.Partitions) != 1 {
 		t.Errorf("metadata v12 by id with an empty name: topic %v, %d partitions; want byid, 1", mt.Topic, len(mt.Partitions))
+	}
+
+	// A topic with no name: before v12 (names only) the whole request is
+	// invalid, as is one naming an id; from v12, with no id either, Kafka
+	// fails it with UNKNOWN_SERVER_ERROR.
+	for _, c := range []struct {
+		v    int16
+		id   [16]byte
+		want protocol.ErrorCode
+	}{{10, [16]byte{}, protocol.InvalidRequest}, {11, id, protocol.InvalidRequest}, {12, [16]byte{}, protocol.UnknownServerError}, {13, [16]byte{}, protocol.UnknownServerError}} {
+		mreq := kmsg.NewPtrMetadataRequest()
+		mreq.SetVersion(c.v)
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.TopicID = c.id
+		named := kmsg.NewMetadataRequestTopic()
+		named.Topic = kmsg.StringPtr("byid")
+		mreq.Topics = append(mreq.Topics, named, rt)
+		mresp := w.mustRoundTrip(mreq).(*kmsg.MetadataResponse)
+		if len(mresp.Topics) != 2 || len(mresp.Brokers) != 0 {
+			t.Fatalf("metadata v%d with a nameless topic: %d topics, %d brokers; want 2, 0", c.v, len(mresp.Topics), len(mresp.Brokers))
+		}
+		for _, mt := range mresp.Topics {
+			checkCode(t, fmt.Sprintf("metadata v%d with a nameless topic", c.v), mt.ErrorCode, c.want)
+		}
 	}
 
 	req := produceReq(13, -1, "", 0, buildBatch(t, plainHeader(), "v", 1))
