@@ -8,9 +8,14 @@ package broker
 // or for each creation and filter, and nothing changes. A client learns at
 // once that ACLs are off, instead of reading a closed connection as a
 // network failure and retrying.
+//
+// As in Kafka, a request naming the UNKNOWN value (0) of any of its enums
+// (resource type, pattern type, operation, permission type) in its filter,
+// a creation or a filter does not parse: the connection is closed.
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -29,14 +34,39 @@ func noAuthorizer() (int16, *string) {
 	return int16(protocol.SecurityDisabled), &msg
 }
 
+// errUnknownACLEnum closes the connection on an ACL request naming an
+// enum's UNKNOWN value.
+func errUnknownACLEnum(what string) error {
+	return fmt.Errorf("%w: %s names an UNKNOWN resource, pattern, operation or permission type", errCloseConn, what)
+}
+
+// anyUnknown reports whether any of an ACL's enum codes is UNKNOWN (0).
+func anyUnknown(codes ...int8) bool {
+	for _, c := range codes {
+		if c == 0 {
+			return true
+		}
+	}
+	return false
+}
+
 func (b *Broker) handleDescribeAcls(_ context.Context, _ *conn, _ protocol.RequestHeader, r kmsg.Request) (kmsg.Response, error) {
-	resp := r.(*kmsg.DescribeACLsRequest).ResponseKind().(*kmsg.DescribeACLsResponse)
+	req := r.(*kmsg.DescribeACLsRequest)
+	if anyUnknown(int8(req.ResourceType), int8(req.ResourcePatternType), int8(req.Operation), int8(req.PermissionType)) {
+		return nil, errUnknownACLEnum("DescribeAcls")
+	}
+	resp := req.ResponseKind().(*kmsg.DescribeACLsResponse)
 	resp.ErrorCode, resp.ErrorMessage = noAuthorizer()
 	return resp, nil
 }
 
 func (b *Broker) handleCreateAcls(_ context.Context, _ *conn, _ protocol.RequestHeader, r kmsg.Request) (kmsg.Response, error) {
 	req := r.(*kmsg.CreateACLsRequest)
+	for _, c := range req.Creations {
+		if anyUnknown(int8(c.ResourceType), int8(c.ResourcePatternType), int8(c.Operation), int8(c.PermissionType)) {
+			return nil, errUnknownACLEnum("CreateAcls")
+		}
+	}
 	resp := req.ResponseKind().(*kmsg.CreateACLsResponse)
 	for range req.Creations {
 		res := kmsg.NewCreateACLsResponseResult()
@@ -48,6 +78,11 @@ func (b *Broker) handleCreateAcls(_ context.Context, _ *conn, _ protocol.Request
 
 func (b *Broker) handleDeleteAcls(_ context.Context, _ *conn, _ protocol.RequestHeader, r kmsg.Request) (kmsg.Response, error) {
 	req := r.(*kmsg.DeleteACLsRequest)
+	for _, f := range req.Filters {
+		if anyUnknown(int8(f.ResourceType), int8(f.ResourcePatternType), int8(f.Operation), int8(f.PermissionType)) {
+			return nil, errUnknownACLEnum("DeleteAcls")
+		}
+	}
 	resp := req.ResponseKind().(*kmsg.DeleteACLsResponse)
 	for range req.Filters {
 		res := kmsg.NewDeleteACLsResponseResult()

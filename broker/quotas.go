@@ -50,15 +50,19 @@ func (b *Broker) handleDescribeClientQuotas(_ context.Context, _ *conn, _ protoc
 func checkQuotaFilter(components []kmsg.DescribeClientQuotasRequestComponent) (protocol.ErrorCode, string) {
 	seen := map[string]bool{}
 	for _, c := range components {
+		// Kafka's order of checks: an empty type, a repeated type, an
+		// unknown type, then the match.
+		if c.EntityType == "" {
+			return protocol.InvalidRequest, "Invalid empty entity type."
+		}
+		if seen[c.EntityType] {
+			return protocol.InvalidRequest, fmt.Sprintf("The filter names entity type %s more than once.", c.EntityType)
+		}
 		switch c.EntityType {
 		case "user", "client-id", "ip":
 		default:
 			return protocol.UnsupportedVersion, fmt.Sprintf("Entity type %q is not supported.", c.EntityType)
 		}
-		if seen[c.EntityType] {
-			return protocol.InvalidRequest, fmt.Sprintf("The filter names entity type %s more than once.", c.EntityType)
-		}
-		seen[c.EntityType] = true
 		switch c.MatchType {
 		case quotaMatchExact:
 			if c.Match == nil {
@@ -69,9 +73,13 @@ func checkQuotaFilter(components []kmsg.DescribeClientQuotasRequestComponent) (p
 				return protocol.InvalidRequest, "A default match (match type 1) takes no match string."
 			}
 		case quotaMatchAny:
+			if c.Match != nil {
+				return protocol.InvalidRequest, "A match of any entity of the type (match type 2) takes no match string."
+			}
 		default:
 			return protocol.InvalidRequest, fmt.Sprintf("Unknown match type %d.", c.MatchType)
 		}
+		seen[c.EntityType] = true
 	}
 	if seen["ip"] && (seen["user"] || seen["client-id"]) {
 		return protocol.InvalidRequest, "An ip filter component cannot be combined with a user or client-id one."

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -26,7 +27,11 @@ func TestSecurityOff(t *testing.T) {
 
 		c := kmsg.NewPtrCreateACLsRequest()
 		c.SetVersion(v)
-		c.Creations = make([]kmsg.CreateACLsRequestCreation, 2)
+		for range 2 {
+			cr := kmsg.NewCreateACLsRequestCreation()
+			cr.ResourceType, cr.ResourcePatternType, cr.Operation, cr.PermissionType = 2, 3, 3, 3 // TOPIC, LITERAL, READ, ALLOW
+			c.Creations = append(c.Creations, cr)
+		}
 		res := w.mustRoundTrip(c).(*kmsg.CreateACLsResponse).Results
 		if len(res) != 2 {
 			t.Fatalf("CreateAcls v%d: %d results for 2 creations", v, len(res))
@@ -37,7 +42,9 @@ func TestSecurityOff(t *testing.T) {
 
 		x := kmsg.NewPtrDeleteACLsRequest()
 		x.SetVersion(v)
-		x.Filters = make([]kmsg.DeleteACLsRequestFilter, 1)
+		f := kmsg.NewDeleteACLsRequestFilter()
+		f.ResourceType, f.ResourcePatternType, f.Operation, f.PermissionType = 1, 1, 1, 1 // ANY
+		x.Filters = append(x.Filters, f)
 		if res := w.mustRoundTrip(x).(*kmsg.DeleteACLsResponse).Results; len(res) != 1 {
 			t.Fatalf("DeleteAcls v%d: %d results for 1 filter", v, len(res))
 		} else {
@@ -60,6 +67,11 @@ func TestSecurityOff(t *testing.T) {
 		{[]comp{{EntityType: "team", MatchType: quotaMatchAny}}, protocol.UnsupportedVersion},
 		{[]comp{{EntityType: "user", MatchType: quotaMatchAny}, {EntityType: "user", MatchType: quotaMatchDefault}}, protocol.InvalidRequest},
 		{[]comp{{EntityType: "ip", MatchType: quotaMatchAny}, {EntityType: "client-id", MatchType: quotaMatchAny}}, protocol.InvalidRequest},
+		{[]comp{{EntityType: "user", MatchType: quotaMatchAny, Match: kmsg.StringPtr("x")}}, protocol.InvalidRequest},
+		// Kafka checks the type before the match: empty, repeated, unknown.
+		{[]comp{{EntityType: "", MatchType: quotaMatchExact}}, protocol.InvalidRequest},
+		{[]comp{{EntityType: "team", MatchType: quotaMatchExact}}, protocol.UnsupportedVersion},
+		{[]comp{{EntityType: "user", MatchType: quotaMatchAny}, {EntityType: "user", MatchType: 7}}, protocol.InvalidRequest},
 	} {
 		req := kmsg.NewPtrDescribeClientQuotasRequest()
 		req.Components = q.comps
@@ -95,5 +107,41 @@ func TestSecurityOff(t *testing.T) {
 			code = resp.Coordinators[0].ErrorCode
 		}
 		checkCode(t, fmt.Sprintf("FindCoordinator v%d for a transactional id", v), code, protocol.InvalidRequest)
+	}
+}
+
+// TestACLUnknownEnums sends ACL requests naming an enum's UNKNOWN value
+// (0): Kafka fails to parse them and closes the connection, and so does
+// Gregor; the same requests with ANY or a real value are answered above.
+func TestACLUnknownEnums(t *testing.T) {
+	t.Parallel()
+	b := startBroker(t)
+	for i := range 4 {
+		// Filters take ANY (1) and a creation a real value (TOPIC,
+		// LITERAL, READ, ALLOW), but for the one UNKNOWN.
+		filter, creation := []int8{1, 1, 1, 1}, []int8{2, 3, 3, 3}
+		filter[i], creation[i] = 0, 0
+		d := kmsg.NewPtrDescribeACLsRequest()
+		d.ResourceType, d.ResourcePatternType = kmsg.ACLResourceType(filter[0]), kmsg.ACLResourcePatternType(filter[1])
+		d.Operation, d.PermissionType = kmsg.ACLOperation(filter[2]), kmsg.ACLPermissionType(filter[3])
+		c := kmsg.NewPtrCreateACLsRequest()
+		cr := kmsg.NewCreateACLsRequestCreation()
+		cr.ResourceType, cr.ResourcePatternType = kmsg.ACLResourceType(creation[0]), kmsg.ACLResourcePatternType(creation[1])
+		cr.Operation, cr.PermissionType = kmsg.ACLOperation(creation[2]), kmsg.ACLPermissionType(creation[3])
+		c.Creations = append(c.Creations, cr)
+		x := kmsg.NewPtrDeleteACLsRequest()
+		f := kmsg.NewDeleteACLsRequestFilter()
+		f.ResourceType, f.ResourcePatternType = kmsg.ACLResourceType(filter[0]), kmsg.ACLResourcePatternType(filter[1])
+		f.Operation, f.PermissionType = kmsg.ACLOperation(filter[2]), kmsg.ACLPermissionType(filter[3])
+		x.Filters = append(x.Filters, f)
+		for _, req := range []kmsg.Request{d, c, x} {
+			w := dialWire(t, b)
+			if err := w.writeRaw(w.fmt.AppendRequest(nil, req, 1)); err != nil {
+				t.Fatal(err)
+			}
+			if err := w.expectClosed(10 * time.Second); err != nil {
+				t.Errorf("%s with enum %d UNKNOWN: %v", kmsg.NameForKey(req.Key()), i, err)
+			}
+		}
 	}
 }
