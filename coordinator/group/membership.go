@@ -533,6 +533,12 @@ func (c *Coordinator) syncExpired(groupID string, generation int32) {
 func (c *Coordinator) syncGroup(in Input, req *kmsg.SyncGroupRequest) {
 	w := &waiter{token: in.Token, version: req.Version}
 	fail := func(code int16) { c.respond(w.token, syncResponse(w, code)) }
+	if req.Version >= 5 && (req.ProtocolType == nil || req.Protocol == nil) {
+		// From v5 both are mandatory; Kafka checks this before anything
+		// else.
+		fail(errInconsistentGroupProtocol)
+		return
+	}
 	if req.Group == "" {
 		fail(errInvalidGroupID)
 		return

@@ -3,6 +3,7 @@ package group
 import (
 	"bytes"
 	"encoding/hex"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -484,6 +485,18 @@ func TestSyncGroupErrors(t *testing.T) {
 	bad = a.syncRequest(nil)
 	bad.ProtocolType = strPtr("connect")
 	wantCode(t, "protocol type mismatch", response[*kmsg.SyncGroupResponse](h, h.send("a", bad)).ErrorCode, errInconsistentGroupProtocol)
+	// From v5 both are mandatory, and their absence is the first thing
+	// checked, before the group id.
+	for _, noType := range []bool{true, false} {
+		bad = a.syncRequest(nil)
+		bad.Group = ""
+		if noType {
+			bad.ProtocolType = nil
+		} else {
+			bad.Protocol = nil
+		}
+		wantCode(t, fmt.Sprintf("v5, protocol type missing %v", noType), response[*kmsg.SyncGroupResponse](h, h.send("a", bad)).ErrorCode, errInconsistentGroupProtocol)
+	}
 
 	// A sync sent during a new rebalance, with the current generation.
 	a.sync(map[string][]byte{a.memberID: assignment("t", 0)})
