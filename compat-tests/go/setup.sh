@@ -11,7 +11,7 @@ bin=$cache/gocompat
 mkdir -p "$cache"
 cd "$here"
 
-sum=$( (go version; find . -name '*.go' -o -name go.mod -o -name go.sum | LC_ALL=C sort | xargs sha256sum) | sha256sum | cut -d' ' -f1)
+sum=$( (go version; find . -name '*.go' -o -name '*.tsv' -o -name go.mod -o -name go.sum | LC_ALL=C sort | xargs sha256sum) | sha256sum | cut -d' ' -f1)
 if [[ -x $bin && -f $cache/stamp && $(cat "$cache/stamp") == "$sum" ]]; then
 	echo "go: $bin is up to date"
 	exit 0

@@ -48,6 +48,7 @@ func Scenarios(log io.Writer, debug bool) []compat.Scenario {
 		compat.Scenario{Name: "transaction-coordinator", Run: s.transactionCoordinator},
 		compat.Scenario{Name: "broker-loggers", Run: s.brokerLoggers},
 		compat.Scenario{Name: "features", Run: s.features},
+		compat.Scenario{Name: "null-edges", Run: s.nullEdges},
 	)
 }
 
