@@ -95,7 +95,11 @@ func (b *Broker) planPartitions(md *cluster.Metadata, rt kmsg.CreatePartitionsRe
 			return nil, newTopicError(protocol.InvalidReplicationFactor,
 				"Unable to replicate the partition %d time(s): only %d broker(s) are registered.", rf, len(brokers))
 		}
-		return assignReplicas(brokers, add, int16(rf)), nil
+		out, err := assignReplicas(md.Brokers, add, int16(rf))
+		if err != nil {
+			return nil, newTopicError(protocol.InvalidReplicationFactor, "%v", err)
+		}
+		return out, nil
 	}
 	if int32(len(rt.Assignment)) != add {
 		return nil, newTopicError(protocol.InvalidReplicaAssignment,

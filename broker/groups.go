@@ -402,20 +402,20 @@ func (b *Broker) ensureOffsetsTopic(ctx context.Context) error {
 	if rf < 1 {
 		return errors.New("no live brokers")
 	}
-	brokers := make([]int32, 0, len(md.Brokers))
-	for _, br := range md.Brokers {
-		brokers = append(brokers, br.NodeID)
+	assignments, err := assignReplicas(md.Brokers, b.cfg.OffsetsTopicNumPartitions, int16(rf))
+	if err != nil {
+		return err
 	}
 	spec := cluster.TopicSpec{
 		Name:        offsetsTopic,
-		Assignments: assignReplicas(brokers, b.cfg.OffsetsTopicNumPartitions, int16(rf)),
+		Assignments: assignments,
 		Configs: map[string]string{
 			"cleanup.policy":   "compact",
 			"compression.type": "producer",
 			"segment.bytes":    fmt.Sprint(b.cfg.OffsetsTopicSegmentBytes),
 		},
 	}
-	_, err := b.createTopic(ctx, spec, topicSyncWait)
+	_, err = b.createTopic(ctx, spec, topicSyncWait)
 	var te *topicError
 	if errors.As(err, &te) && te.code == protocol.TopicAlreadyExists {
 		return nil

@@ -113,31 +113,20 @@ func (b *Broker) planTopic(md *cluster.Metadata, req topicRequest) (cluster.Topi
 			"Unable to replicate the partition %d time(s): The target replication factor of %d cannot be reached because only %d broker(s) are registered.",
 			replication, replication, len(brokers))
 	}
-	spec.Assignments = assignReplicas(brokers, partitions, replication)
+	if spec.Assignments, err = assignReplicas(md.Brokers, partitions, replication); err != nil {
+		return spec, newTopicError(protocol.InvalidReplicationFactor, "%v", err)
+	}
 	return spec, nil
 }
 
-// assignReplicas spreads partitions over brokers as Kafka's rack-unaware
-// assignment does: leaders round-robin from a random start, followers
-// shifted so that replicas of one partition differ.
-func assignReplicas(brokers []int32, partitions int32, replication int16) [][]int32 {
-	n := len(brokers)
-	start := rand.IntN(n)
-	shift := rand.IntN(n)
-	out := make([][]int32, partitions)
-	for p := range out {
-		if p > 0 && p%n == 0 {
-			shift++
-		}
-		first := (start + p) % n
-		replicas := []int32{brokers[first]}
-		for j := 0; j < int(replication)-1; j++ {
-			off := 1 + (shift+j)%(n-1)
-			replicas = append(replicas, brokers[(first+off)%n])
-		}
-		out[p] = replicas
-	}
-	return out
+// assignReplicas places partitions new partitions of replication factor
+// replication over the live brokers with the cluster's Placer (striped
+// over racks as Kafka's controller places them), from random starting
+// offsets. It fails with cluster.ErrReplicationFactor when there are not
+// enough brokers, which the callers check first for Kafka's message.
+func assignReplicas(brokers []cluster.BrokerInfo, partitions int32, replication int16) ([][]int32, error) {
+	p := cluster.NewPlacer(brokers, rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())))
+	return p.Place(int(partitions), int(replication))
 }
 
 // collidingTopic returns an existing topic whose name equals name once '.'
