@@ -46,6 +46,8 @@ type metrics struct {
 	etcdErrors  *prometheus.CounterVec
 	etcdOps     map[string]etcdOpMetrics // resolved at newMetrics; read only after
 	sessionUp   prometheus.Gauge
+	// activeController is 1 while this broker is the elected controller.
+	activeController prometheus.Gauge
 }
 
 // etcdOpMetrics are one etcd operation's series.
@@ -147,6 +149,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "gregor_etcd_session_up",
 			Help: "1 while the broker's registration (its etcd lease session) is alive, 0 before it registers, while it re-registers after losing it, and after shutdown.",
 		}),
+		activeController: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "gregor_controller_active",
+			Help: "1 while this broker is the cluster's elected controller, else 0; summed over the brokers it is 1 in a healthy cluster.",
+		}),
 	}
 	m.etcdOps = map[string]etcdOpMetrics{}
 	for _, op := range []string{cluster.OpGet, cluster.OpPut, cluster.OpDelete, cluster.OpCompact, cluster.OpDo, cluster.OpTxn,
@@ -155,7 +161,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	}
 	if reg != nil {
 		reg.MustRegister(m.requests, m.failures, m.errorCodes, m.latency, m.queueTime, m.localTime, m.fetchWait, m.produceWait, m.connections, m.connCreated, m.connClosed,
-			m.bytesIn, m.recordsIn, m.bytesOut, m.fsync, m.groupCommit, m.syncRecords, m.etcdLatency, m.etcdErrors, m.sessionUp)
+			m.bytesIn, m.recordsIn, m.bytesOut, m.fsync, m.groupCommit, m.syncRecords, m.etcdLatency, m.etcdErrors, m.sessionUp, m.activeController)
 	}
 	return m
 }
@@ -179,6 +185,15 @@ func (m *metrics) SessionUp(up bool) {
 		m.sessionUp.Set(1)
 	} else {
 		m.sessionUp.Set(0)
+	}
+}
+
+// ActiveController implements cluster.Observer.
+func (m *metrics) ActiveController(active bool) {
+	if active {
+		m.activeController.Set(1)
+	} else {
+		m.activeController.Set(0)
 	}
 }
 

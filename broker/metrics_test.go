@@ -226,6 +226,10 @@ func TestMetricsWorkload(t *testing.T) {
 		if got, found := s.sum("gregor_etcd_session_up", nil); !found || got != 1 {
 			return fmt.Errorf("etcd session up: got %v (exported: %v), want 1", got, found)
 		}
+		// A single broker is its cluster's controller.
+		if got, found := s.sum("gregor_controller_active", nil); !found || got != 1 {
+			return fmt.Errorf("controller active: got %v (exported: %v), want 1", got, found)
+		}
 		return nil
 	})
 

@@ -50,6 +50,9 @@ type Cluster struct {
 		closed bool          // set by Close before it waits for goroutines
 		reg    *registration // nil until Register; session nil while (re)registering
 		lost   chan struct{} // closed at the next session loss
+		// controller is this broker's term as controller, nil when it is
+		// not the controller.
+		controller *controllerRole
 	}
 }
 

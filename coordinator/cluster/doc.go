@@ -52,6 +52,10 @@
 //	P/configs/brokers/<node id>  {"config":{...}}
 //	P/configs/brokers/default    {"config":{...}}
 //	    Dynamic configs by Kafka name, as strings. Absent when empty.
+//	P/controller/<lease id hex>  {"node":1}
+//	    A controller candidate, bound to its broker's registration lease.
+//	    The candidate with the lowest create revision is the controller,
+//	    and that revision is its epoch.
 //	P/producer_id_block          {"broker":1,"first":2000,"count":1000}
 //	    The last block of producer ids handed out (to node "broker"); the
 //	    next block starts at first+count. Not cached.
@@ -77,8 +81,19 @@
 //
 // # Controller
 //
-// Metadata.ControllerID is, for now, the lowest live broker id (a single
-// node is its own controller). Controller election through
-// concurrency.Election, with the election's revision as the controller
-// epoch compared by every controller write, comes with replication.
+// Every registered broker stands for controller with each registration
+// session: it puts a candidate key under P/controller bound to the
+// session's lease and waits for every older candidate key to go (etcd's
+// election recipe). The oldest candidate is the controller (Metadata's
+// Controller, the same on every node), and its key's create revision is
+// its epoch, which only grows. Every controller write is a transaction
+// that compares that create revision (controllerWrite): a controller whose
+// lease expired, or that was deposed while it paused, writes nothing, as an
+// etcd lease alone is not mutual exclusion. A killed controller is
+// replaced when its lease runs out (SessionTTL); one that shuts down
+// revokes its lease, and the next is elected at once.
+//
+// Metadata.ControllerID, what clients are told, stays the lowest live
+// broker id: any broker serves the admin requests clients send to "the
+// controller", as any Kafka 4 broker forwards them.
 package cluster

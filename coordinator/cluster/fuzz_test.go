@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"strings"
 	"testing"
 )
 
@@ -21,6 +22,7 @@ func fuzzBase(k keyspace) map[string]string {
 		k.brokerConfig(-1):    encode(configRecord{Config: map[string]string{"log.retention.hours": "1"}}),
 		k.brokerConfig(1):     encode(configRecord{Config: map[string]string{"a": "b"}}),
 		k.root + "future/key": "{}",
+		k.controllerPrefix() + "/694d8c3a10ab2f04": encode(controllerRecord{Node: 2}),
 	}
 }
 
@@ -52,17 +54,17 @@ func FuzzApply(f *testing.F) {
 		checkKey(t, k, key)
 		st := newState(k, func(string, ...any) {})
 		for key, value := range fuzzBase(k) {
-			st.apply(key, []byte(value), false)
+			st.apply(key, []byte(value), 1, false)
 		}
 		before := st.snapshot(1)
-		st.apply(key, value, deleted)
+		st.apply(key, value, 2, deleted)
 		m := st.snapshot(2)
 		checkMetadata(t, m)
 		// The key again, deleted, as a later event would: the previous
 		// view is reused where untouched, and stays as it was.
-		st.apply(key, nil, true)
+		st.apply(key, nil, 0, true)
 		checkMetadata(t, st.snapshot(3))
-		if before.ClusterID != "c" || len(before.Brokers) != 2 || before.Topics["t"] == nil {
+		if before.ClusterID != "c" || len(before.Brokers) != 2 || before.Topics["t"] == nil || before.Controller.NodeID != 2 {
 			t.Fatalf("an earlier view changed: %+v", before)
 		}
 	})
@@ -75,6 +77,11 @@ func checkKey(t *testing.T, k keyspace, key string) {
 	var want string
 	switch pk.kind {
 	case kindUnknown, kindTopicID:
+		return
+	case kindController:
+		if !strings.HasPrefix(key, k.controllerPrefix()+"/") || strings.Contains(key[len(k.controllerPrefix())+1:], "/") {
+			t.Fatalf("key %q parses as a controller candidate", key)
+		}
 		return
 	case kindClusterID:
 		want = k.clusterID()
@@ -109,6 +116,9 @@ func checkMetadata(t *testing.T, m *Metadata) {
 	}
 	if len(m.Brokers) > 0 && m.ControllerID != m.Brokers[0].NodeID || len(m.Brokers) == 0 && m.ControllerID != -1 {
 		t.Fatalf("controller %d with brokers %+v", m.ControllerID, m.Brokers)
+	}
+	if (m.Controller.NodeID == -1) != (m.Controller.Epoch == 0) {
+		t.Fatalf("elected controller %+v", m.Controller)
 	}
 	for name, tp := range m.Topics {
 		if tp == nil || tp.Name != name {

@@ -28,6 +28,10 @@ func (k keyspace) topicID(id TopicID) string    { return k.root + "topic_ids/" +
 func (k keyspace) partitionsOf(t string) string { return k.root + "partitions/" + t + "/" }
 func (k keyspace) topicConfig(t string) string  { return k.root + "configs/topics/" + t }
 
+// controllerPrefix is the election's prefix: each candidate's key is
+// controllerPrefix + "/" + its lease id in hex (concurrency.Election).
+func (k keyspace) controllerPrefix() string { return k.root + "controller" }
+
 func (k keyspace) partition(topic string, p int32) string {
 	return k.partitionsOf(topic) + itoa(p)
 }
@@ -54,6 +58,7 @@ const (
 	kindPartition
 	kindTopicConfig
 	kindBrokerConfig
+	kindController
 )
 
 // parsedKey is a key split into its kind and the names it carries.
@@ -93,6 +98,10 @@ func (k keyspace) parse(key string) parsedKey {
 		}
 	case "topic_ids":
 		return parsedKey{kind: kindTopicID}
+	case "controller":
+		if !strings.Contains(tail, "/") {
+			return parsedKey{kind: kindController}
+		}
 	case "partitions":
 		topic, p, ok := strings.Cut(tail, "/")
 		if !ok || topic == "" || strings.Contains(p, "/") {
@@ -145,6 +154,12 @@ type brokerRecord struct {
 	Port  int32   `json:"port"`
 	Rack  *string `json:"rack,omitempty"`
 	Owner string  `json:"owner,omitempty"` // BrokerInfo.Owner
+}
+
+// controllerRecord is the value of a controller candidate's key,
+// prefix/controller/<lease id>.
+type controllerRecord struct {
+	Node int32 `json:"node"`
 }
 
 // topicRecord is the value of prefix/topics/<name>.

@@ -70,6 +70,16 @@ type BrokerInfo struct {
 	Owner string
 }
 
+// ControllerInfo names the elected controller: the broker whose candidate
+// key under prefix/controller has the lowest create revision, and that
+// revision as its epoch. Epochs only grow: a later controller's key is
+// created later. Every controller write compares the key's create revision
+// with the epoch, so a deposed controller cannot write.
+type ControllerInfo struct {
+	NodeID int32
+	Epoch  int64
+}
+
 // PartitionState is a partition's replicas and leadership, as Kafka keeps it
 // per partition. Invariants kept by every writer: Leader is -1 or a member of
 // ISR; ISR is a subset of Replicas; LeaderEpoch rises with every leader
@@ -102,11 +112,15 @@ type Metadata struct {
 	// Revision is the etcd revision the view reflects: all writes under the
 	// prefix up to and including it are in the view.
 	Revision int64
-	// ControllerID is the controller's node id, -1 when no broker is live.
-	// For now it is the lowest live broker id. Controller election through
-	// concurrency.Election, with an epoch compared by every controller
-	// write, replaces this when replication arrives.
+	// ControllerID is what Metadata and DescribeCluster answers name as
+	// the controller: the lowest live broker id, -1 when none is live. Any
+	// broker serves the admin requests clients send there (each writes to
+	// etcd itself), as any Kafka 4 broker forwards them, so it need not be
+	// the elected Controller.
 	ControllerID int32
+	// Controller is the elected controller, the broker that makes the
+	// cluster's decisions; NodeID -1 while there is none.
+	Controller ControllerInfo
 	// Brokers are the live registered brokers, sorted by node id.
 	Brokers []BrokerInfo
 	// Topics and TopicsByID hold the same *Topic values.
@@ -140,6 +154,9 @@ type state struct {
 	partitions    map[string]map[int32]PartitionState
 	topicConfigs  map[string]map[string]string
 	brokerConfigs map[int32]map[string]string
+	// controllers are the controller candidates by key, with the create
+	// revision of each key.
+	controllers map[string]controllerCandidate
 
 	// built holds the Topic values of the last Metadata; dirty names the
 	// topics to rebuild, and brokersDirty/configsDirty the other parts.
@@ -147,6 +164,7 @@ type state struct {
 	dirty         map[string]bool
 	brokersDirty  bool
 	configsDirty  bool
+	controlDirty  bool
 	last          *Metadata
 	warn          func(msg string, args ...any)
 	decodeFailure int // count, for tests
@@ -160,6 +178,7 @@ func newState(keys keyspace, warn func(string, ...any)) *state {
 		partitions:    map[string]map[int32]PartitionState{},
 		topicConfigs:  map[string]map[string]string{},
 		brokerConfigs: map[int32]map[string]string{},
+		controllers:   map[string]controllerCandidate{},
 		built:         map[string]*Topic{},
 		dirty:         map[string]bool{},
 		brokersDirty:  true,
@@ -168,10 +187,16 @@ func newState(keys keyspace, warn func(string, ...any)) *state {
 	}
 }
 
-// apply folds one key's new value (or its deletion) into the state. A value
-// that does not decode is logged and treated as absent: one bad key must not
+type controllerCandidate struct {
+	node int32
+	rev  int64
+}
+
+// apply folds one key's new value (or its deletion) into the state;
+// createRev is the key's create revision (0 for a deletion). A value that
+// does not decode is logged and treated as absent: one bad key must not
 // stop the cache.
-func (s *state) apply(key string, value []byte, deleted bool) {
+func (s *state) apply(key string, value []byte, createRev int64, deleted bool) {
 	pk := s.keys.parse(key)
 	decode := func(v any) bool {
 		if err := unmarshal(value, v); err != nil {
@@ -229,6 +254,14 @@ func (s *state) apply(key string, value []byte, deleted bool) {
 			return
 		}
 		s.topicConfigs[pk.topic] = r.Config
+	case kindController:
+		s.controlDirty = true
+		var r controllerRecord
+		if deleted || !decode(&r) {
+			delete(s.controllers, key)
+			return
+		}
+		s.controllers[key] = controllerCandidate{node: r.Node, rev: createRev}
 	case kindBrokerConfig:
 		s.configsDirty = true
 		var r configRecord
@@ -259,6 +292,16 @@ func (s *state) snapshot(rev int64) *Metadata {
 	if len(m.Brokers) > 0 {
 		m.ControllerID = m.Brokers[0].NodeID
 	}
+	if s.controlDirty || prev == nil {
+		m.Controller = ControllerInfo{NodeID: -1}
+		for _, cand := range s.controllers {
+			if m.Controller.NodeID == -1 || cand.rev < m.Controller.Epoch {
+				m.Controller = ControllerInfo{NodeID: cand.node, Epoch: cand.rev}
+			}
+		}
+	} else {
+		m.Controller = prev.Controller
+	}
 
 	if s.configsDirty || prev == nil {
 		m.BrokerConfigs = make(map[int32]map[string]string, len(s.brokerConfigs))
@@ -288,7 +331,7 @@ func (s *state) snapshot(rev int64) *Metadata {
 	}
 
 	clear(s.dirty)
-	s.brokersDirty, s.configsDirty = false, false
+	s.brokersDirty, s.configsDirty, s.controlDirty = false, false, false
 	s.last = m
 	return m
 }

@@ -22,6 +22,9 @@ type Observer interface {
 	// true once Register (or the background re-registration) has created
 	// the registration, false when its session is lost or Close revokes it.
 	SessionUp(up bool)
+	// ActiveController reports this broker's controller role: true when it
+	// is elected, false when its term ends.
+	ActiveController(active bool)
 }
 
 // The operations EtcdRequest reports.
@@ -44,6 +47,7 @@ type nopObserver struct{}
 
 func (nopObserver) EtcdRequest(string, time.Duration, error) {}
 func (nopObserver) SessionUp(bool)                           {}
+func (nopObserver) ActiveController(bool)                    {}
 
 // observe times one request for obs.
 func observe[T any](obs Observer, op string, f func() (T, error)) (T, error) {

@@ -14,6 +14,7 @@ type recordingObserver struct {
 	requests map[string]int // by op
 	failed   map[string]int // by op
 	up       []bool
+	active   []bool
 }
 
 func (o *recordingObserver) EtcdRequest(op string, d time.Duration, err error) {
@@ -34,14 +35,27 @@ func (o *recordingObserver) SessionUp(up bool) {
 	o.up = append(o.up, up)
 }
 
+func (o *recordingObserver) ActiveController(active bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.active = append(o.active, active)
+}
+
+func (o *recordingObserver) controllerStates() []bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return slices.Clone(o.active)
+}
+
 func (o *recordingObserver) sessionStates() []bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return slices.Clone(o.up)
 }
 
-// TestObserver checks that a node's etcd requests and its registration
-// session's ups and downs reach the configured Observer.
+// TestObserver checks that a node's etcd requests, its registration
+// session's ups and downs and its terms as controller reach the configured
+// Observer.
 func TestObserver(t *testing.T) {
 	m := open(t, embeddedConfig(t.TempDir(), 0))
 	obs := &recordingObserver{requests: map[string]int{}, failed: map[string]int{}}
@@ -82,6 +96,10 @@ func TestObserver(t *testing.T) {
 		if got := obs.sessionStates(); !slices.Equal(got, []bool{true, false, true}) {
 			return fmt.Sprintf("session states after the revoke = %v, want [true false true]", got)
 		}
+		// Alone, the node is elected controller with each session.
+		if got := obs.controllerStates(); !slices.Equal(got, []bool{true, false, true}) {
+			return fmt.Sprintf("controller states after the revoke = %v, want [true false true]", got)
+		}
 		return ""
 	})
 
@@ -90,6 +108,9 @@ func TestObserver(t *testing.T) {
 	}
 	if got := obs.sessionStates(); !slices.Equal(got, []bool{true, false, true, false}) {
 		t.Errorf("session states after Close = %v, want [true false true false]", got)
+	}
+	if got := obs.controllerStates(); !slices.Equal(got, []bool{true, false, true, false}) {
+		t.Errorf("controller states after Close = %v, want [true false true false]", got)
 	}
 	obs.mu.Lock()
 	if obs.requests[OpRevoke] < 1 {

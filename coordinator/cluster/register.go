@@ -59,6 +59,7 @@ func (c *Cluster) Register(ctx context.Context, info BrokerInfo) error {
 	if started {
 		c.mu.reg = reg
 		c.obs.SessionUp(true) // under c.mu, so it comes before Close's false
+		c.startCampaignLocked(sess, info.NodeID)
 	}
 	c.mu.Unlock()
 	if !started { // Close began meanwhile and will not see this session
@@ -225,6 +226,7 @@ func (c *Cluster) keepRegistered(reg *registration) {
 		// lease, so the new session is stored before returning either way.
 		c.mu.Lock()
 		c.mu.reg = &registration{info: info, session: sess}
+		c.startCampaignLocked(sess, info.NodeID)
 		c.mu.Unlock()
 		c.obs.SessionUp(true)
 		c.log.Info("broker re-registered", "node_id", info.NodeID, "lease", fmt.Sprintf("%x", int64(sess.Lease())))

@@ -1,0 +1,198 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/client/v3/concurrency"
+)
+
+// threeNodes opens three Clusters on the embedded member of a fourth, which
+// is not registered (so any of the three can leave without taking etcd
+// with it), and registers the three.
+func threeNodes(t *testing.T) []*Cluster {
+	t.Helper()
+	etcd := open(t, embeddedConfig(t.TempDir(), 0))
+	nodes := []*Cluster{open(t, externalConfig(etcd, 1)), open(t, externalConfig(etcd, 2)), open(t, externalConfig(etcd, 3))}
+	for i, c := range nodes {
+		if err := c.Register(testCtx(t), BrokerInfo{NodeID: int32(i + 1), Host: "h", Port: 9092}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return nodes
+}
+
+// agreedController waits until every node's view names the same elected
+// controller, and that node alone holds the role, and returns it.
+func agreedController(t *testing.T, nodes []*Cluster) ControllerInfo {
+	t.Helper()
+	var got ControllerInfo
+	eventually(t, func() string {
+		got = nodes[0].Snapshot().Controller
+		holders := 0
+		for _, c := range nodes {
+			id := c.cfg.NodeID
+			if v := c.Snapshot().Controller; v != got {
+				return fmt.Sprintf("node %d sees %+v, node %d %+v", id, v, nodes[0].cfg.NodeID, got)
+			}
+			if epoch, ok := c.ControllerEpoch(); ok {
+				holders++
+				if id != got.NodeID || epoch != got.Epoch {
+					return fmt.Sprintf("node %d holds epoch %d, the views say %+v", id, epoch, got)
+				}
+			}
+		}
+		if got.NodeID == -1 || holders != 1 {
+			return fmt.Sprintf("controller %+v held by %d nodes", got, holders)
+		}
+		return ""
+	})
+	return got
+}
+
+// TestControllerElection: three registered brokers elect one controller,
+// all see it; when it leaves, another is elected with a higher epoch
+// within a few seconds, and the one left alone ends up controller.
+func TestControllerElection(t *testing.T) {
+	nodes := threeNodes(t)
+	first := agreedController(t, nodes)
+	alive := append([]*Cluster(nil), nodes...)
+	prev := first
+	for range 2 {
+		i := slices.IndexFunc(alive, func(c *Cluster) bool { return c.cfg.NodeID == prev.NodeID })
+		start := time.Now()
+		if err := alive[i].Close(); err != nil {
+			t.Fatal(err)
+		}
+		alive = slices.Delete(alive, i, i+1)
+		next := agreedController(t, alive)
+		t.Logf("controller %d left; %d elected with epoch %d after %s", prev.NodeID, next.NodeID, next.Epoch, time.Since(start))
+		if next.NodeID == prev.NodeID || next.Epoch <= prev.Epoch {
+			t.Fatalf("after controller %+v left: %+v", prev, next)
+		}
+		prev = next
+	}
+}
+
+// TestControllerTakeOverAfterCrash: a controller that stops without
+// revoking its lease (killed) is replaced once the lease expires, and its
+// epoch is fenced off from then on.
+func TestControllerTakeOverAfterCrash(t *testing.T) {
+	cfg := embeddedConfig(t.TempDir(), 1)
+	first := open(t, cfg)
+	// A stand-in for a broker killed while controller: a candidate on a
+	// lease of 2 s whose keep-alives stop with its client.
+	cli, err := clientv3.New(clientv3.Config{Endpoints: first.ClientURLs(), DialTimeout: testTimeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess, err := concurrency.NewSession(cli, concurrency.WithTTL(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := concurrency.NewElection(sess, first.keys.controllerPrefix())
+	if err := e.Campaign(testCtx(t), encode(controllerRecord{Node: 9})); err != nil {
+		t.Fatal(err)
+	}
+	if err := first.Register(testCtx(t), BrokerInfo{NodeID: 1, Host: "h", Port: 9092}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, func() string {
+		if c := first.Snapshot().Controller; c.NodeID != 9 || c.Epoch != e.Rev() {
+			return fmt.Sprintf("controller %+v, want node 9 epoch %d", c, e.Rev())
+		}
+		return ""
+	})
+	if _, ok := first.ControllerEpoch(); ok {
+		t.Fatal("node 1 holds the role while node 9's key lives")
+	}
+	if err := first.controllerWrite(testCtx(t), nil, clientv3.OpPut(first.keys.root+"probe", "1")); !errors.Is(err, ErrNotController) {
+		t.Fatalf("a write by a broker that is not controller: %v, want ErrNotController", err)
+	}
+
+	killed := time.Now()
+	cli.Close() // no revoke: the lease runs out
+	got := agreedController(t, []*Cluster{first})
+	t.Logf("controller 9 killed; node 1 elected with epoch %d after %s (lease TTL 2s)", got.Epoch, time.Since(killed))
+	if got.NodeID != 1 || got.Epoch <= e.Rev() {
+		t.Fatalf("after the kill: %+v", got)
+	}
+
+	// The new controller writes; a write carrying the dead one's epoch is
+	// refused, whoever sends it.
+	if err := first.controllerWrite(testCtx(t), nil, clientv3.OpPut(first.keys.root+"probe", "2")); err != nil {
+		t.Fatalf("the controller's write: %v", err)
+	}
+	first.mu.Lock()
+	mine := first.mu.controller
+	first.mu.controller = &controllerRole{key: e.Key(), epoch: e.Rev()}
+	first.mu.Unlock()
+	err = first.controllerWrite(testCtx(t), nil, clientv3.OpPut(first.keys.root+"probe", "3"))
+	first.mu.Lock()
+	first.mu.controller = mine
+	first.mu.Unlock()
+	if !errors.Is(err, ErrNotController) {
+		t.Fatalf("a write with the deposed epoch: %v, want ErrNotController", err)
+	}
+
+	// A compare beside the fence that fails: ErrStaleState, nothing
+	// written.
+	stale := clientv3.Compare(clientv3.Value(first.keys.root+"probe"), "=", "1")
+	if err := first.controllerWrite(testCtx(t), []clientv3.Cmp{stale}, clientv3.OpPut(first.keys.root+"probe", "4")); !errors.Is(err, ErrStaleState) {
+		t.Fatalf("a write on a changed state: %v, want ErrStaleState", err)
+	}
+	resp, err := first.client.Get(testCtx(t), first.keys.root+"probe")
+	if err != nil || len(resp.Kvs) != 1 || string(resp.Kvs[0].Value) != "2" {
+		t.Fatalf("probe key after the refused writes: %v %v, want 2", resp, err)
+	}
+}
+
+// TestCandidateCloseWithoutEtcd: a broker waiting to be elected closes in
+// bounded time when etcd has gone away (its campaign's requests all carry
+// the Cluster's context).
+func TestCandidateCloseWithoutEtcd(t *testing.T) {
+	etcdCfg := embeddedConfig(t.TempDir(), 0)
+	ctx, cancel := context.WithTimeout(t.Context(), testTimeout)
+	defer cancel()
+	etcd, err := Open(ctx, etcdCfg, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var nodes []*Cluster
+	for id := range int32(2) {
+		c, err := Open(ctx, externalConfig(etcd, id+1), testLogger(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Without etcd, Close cannot revoke the lease: it fails, bounded.
+		t.Cleanup(func() { _ = c.Close() })
+		nodes = append(nodes, c)
+	}
+	for _, c := range nodes {
+		if err := c.Register(testCtx(t), BrokerInfo{NodeID: c.cfg.NodeID, Host: "h", Port: 9092}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	elected := agreedController(t, nodes)
+	waiting := nodes[0]
+	if waiting.cfg.NodeID == elected.NodeID {
+		waiting = nodes[1]
+	}
+	if err := etcd.Close(); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	done := make(chan error, 1)
+	go func() { done <- waiting.Close() }()
+	select {
+	case <-done: // an error is expected: the lease cannot be revoked
+		t.Logf("candidate closed in %s without etcd", time.Since(start))
+	case <-time.After(2 * testTimeout):
+		t.Fatalf("a waiting candidate's Close still running after %s without etcd", 2*testTimeout)
+	}
+}
