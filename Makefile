@@ -32,7 +32,7 @@ TEST_TIMEOUT ?= 20m
 # tests run without it and say so.
 RACE ?= $(if $(filter 1,$(shell $(GO) env CGO_ENABLED)),-race)
 
-.PHONY: help build run test vet lint fmt fuzz bench gobench clean golangci-lint
+.PHONY: help build run cluster test vet lint fmt fuzz bench gobench clean golangci-lint
 
 help: ## List the targets.
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z-]+):.*## /  \1\t/' | expand -t 16
@@ -46,6 +46,9 @@ build: ## Compile every package, and bin/gregor once cmd/gregor exists.
 
 run: ## Run a single-node broker on localhost:9092 with its data in ./data (Ctrl-C stops it cleanly).
 	$(GO) build -o bin/gregor ./cmd/gregor && ./bin/gregor serve --log.dirs $(DATA_DIR) --listeners $(LISTENERS)
+
+cluster: ## Run three brokers on localhost:9092-9094 (data in ./data/1..3), etcd embedded in all three (Ctrl-C stops them).
+	$(GO) build -o bin/gregor ./cmd/gregor && DATA_DIR=$(DATA_DIR) bash deploy/local/cluster.sh bin/gregor
 
 test: ## go vet, the unit tests with -race, then lint.
 	$(GO) vet ./...

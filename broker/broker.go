@@ -196,6 +196,7 @@ func (b *Broker) Start(ctx context.Context) (err error) {
 	ccfg.Endpoints = b.cfg.EtcdEndpoints
 	ccfg.DataDir = b.cfg.LogDirs[0]
 	ccfg.ClientListenAddr, ccfg.PeerListenAddr = b.cfg.EtcdClientAddr, b.cfg.EtcdPeerAddr
+	ccfg.InitialCluster = b.cfg.EtcdInitialCluster
 	ccfg.NodeID = b.cfg.NodeID
 	ccfg.SessionTTL = b.cfg.SessionTimeout
 	ccfg.Observer = b.metrics

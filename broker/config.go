@@ -45,6 +45,9 @@ type Config struct {
 	// addresses (etcd.client.addr, etcd.peer.addr); port 0 picks free ports.
 	EtcdClientAddr string
 	EtcdPeerAddr   string
+	// EtcdInitialCluster makes the embedded member one of several that
+	// brokers embed (etcd.initial.cluster, etcd's initial-cluster form).
+	EtcdInitialCluster string
 	// SessionTimeout bounds how long a dead broker stays registered
 	// (broker.session.timeout.ms).
 	SessionTimeout time.Duration

@@ -53,7 +53,10 @@ log.flush.interval.messages (or a topic's flush.messages) to
 9223372036854775807 to get Kafka's behaviour.
 
 With no etcd.endpoints, serve starts an embedded etcd member in the first
-log dir on etcd.client.addr and etcd.peer.addr. The admin HTTP server
+log dir on etcd.client.addr and etcd.peer.addr: a member of its own, or,
+with etcd.initial.cluster, one of the members that several brokers embed
+(three, say: the cluster needs no other process, and serves while a
+majority of them run). The admin HTTP server
 (admin.listener) serves /metrics (Prometheus), /healthz (the process is up)
 and /readyz (200 once the logs are recovered and the listeners bound, 503
 before that and while shutting down).

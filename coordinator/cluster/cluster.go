@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -331,13 +332,19 @@ const (
 // after cfg.StopTimeout rather than hang the caller.
 func startMember(ctx context.Context, cfg Config, logs *etcdLogs, logger *slog.Logger) (*embed.Etcd, []string, error) {
 	ec := embed.NewConfig()
-	ec.Name = fmt.Sprintf("gregor-%d", cfg.NodeID)
+	ec.Name = cfg.memberName()
 	ec.Dir = filepath.Join(cfg.DataDir, "etcd")
 	curl := url.URL{Scheme: "http", Host: cfg.ClientListenAddr}
 	purl := url.URL{Scheme: "http", Host: cfg.PeerListenAddr}
 	ec.ListenClientUrls, ec.AdvertiseClientUrls = []url.URL{curl}, []url.URL{curl}
 	ec.ListenPeerUrls, ec.AdvertisePeerUrls = []url.URL{purl}, []url.URL{purl}
 	ec.InitialCluster = ec.InitialClusterFromName(ec.Name)
+	if cfg.InitialCluster != "" {
+		ec.InitialCluster = cfg.InitialCluster
+		// Members started with different tokens refuse each other: a
+		// cluster of its own per Gregor cluster prefix.
+		ec.InitialClusterToken = "gregor" + cfg.Prefix
+	}
 	ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(logs.lg)
 	// Gregor talks gRPC only; the JSON gateway would be one more HTTP surface.
 	ec.EnableGRPCGateway = false
@@ -393,6 +400,21 @@ func startMember(ctx context.Context, cfg Config, logs *etcdLogs, logger *slog.L
 	eps := make([]string, 0, len(e.Clients))
 	for _, l := range e.Clients {
 		eps = append(eps, "http://"+dialable(l.Addr()))
+	}
+	// The other members' client URLs after this member's own, so the
+	// client still reaches the cluster while this member cannot.
+	for _, m := range e.Server.Cluster().Members() {
+		if m.ID == e.Server.MemberID() {
+			continue
+		}
+		for _, u := range m.ClientURLs {
+			if pu, err := url.Parse(u); err != nil || pu.Port() == "0" {
+				continue // a member that picked its port: not dialable as told
+			}
+			if !slices.Contains(eps, u) {
+				eps = append(eps, u)
+			}
+		}
 	}
 	return e, eps, nil
 }

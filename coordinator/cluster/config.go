@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"strings"
 	"time"
 )
@@ -27,6 +28,16 @@ type Config struct {
 	// ClientURLs then reports the one picked. Unused with Endpoints.
 	ClientListenAddr string
 	PeerListenAddr   string
+
+	// InitialCluster, with Endpoints empty, makes the embedded member one
+	// of a multi-member etcd cluster embedded in several brokers, in etcd's
+	// initial-cluster form: "gregor-1=http://10.0.0.1:2380,gregor-2=...".
+	// Each member is named gregor-<node id>; this node's entry must name
+	// the peer address it listens on (PeerListenAddr, a fixed port). The
+	// members form the cluster once a majority of them have started, and
+	// the list is read only then: a member that has its data ignores it.
+	// Empty: a single member of its own.
+	InitialCluster string
 
 	// Prefix is prepended to every key this package reads or writes, so
 	// that several Gregor clusters (or other users) can share one etcd. It
@@ -114,6 +125,13 @@ func (c Config) Validate() error {
 		if _, _, err := net.SplitHostPort(c.PeerListenAddr); err != nil {
 			bad("embedded peer listen address %q: %v", c.PeerListenAddr, err)
 		}
+		if c.InitialCluster != "" {
+			if err := c.checkInitialCluster(); err != nil {
+				bad("%v", err)
+			}
+		}
+	} else if c.InitialCluster != "" {
+		bad("an initial etcd cluster (%q) is for embedded members; with etcd endpoints give none", c.InitialCluster)
 	}
 	for _, ep := range c.Endpoints {
 		if strings.TrimSpace(ep) == "" {
@@ -152,4 +170,37 @@ func (c Config) Validate() error {
 // ttlSeconds is SessionTTL in whole seconds, rounded up, as etcd leases take.
 func (c Config) ttlSeconds() int64 {
 	return int64((c.SessionTTL + time.Second - 1) / time.Second)
+}
+
+// memberName is the embedded member's etcd name.
+func (c Config) memberName() string { return fmt.Sprintf("gregor-%d", c.NodeID) }
+
+// checkInitialCluster checks InitialCluster's form and that it names this
+// node's member at the peer address it listens on.
+func (c Config) checkInitialCluster() error {
+	mine := ""
+	for _, entry := range strings.Split(c.InitialCluster, ",") {
+		name, peer, ok := strings.Cut(strings.TrimSpace(entry), "=")
+		if !ok || name == "" || peer == "" {
+			return fmt.Errorf("initial etcd cluster entry %q is not name=peer-url", entry)
+		}
+		u, err := url.Parse(peer)
+		if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+			return fmt.Errorf("initial etcd cluster entry %q: the peer url is not http://host:port", entry)
+		}
+		if name == c.memberName() {
+			if mine != "" {
+				return fmt.Errorf("initial etcd cluster names %s twice", name)
+			}
+			mine = u.Host
+		}
+	}
+	switch {
+	case mine == "":
+		return fmt.Errorf("initial etcd cluster %q has no member %s for node %d; a broker that is not an etcd member takes etcd endpoints instead",
+			c.InitialCluster, c.memberName(), c.NodeID)
+	case mine != c.PeerListenAddr:
+		return fmt.Errorf("initial etcd cluster gives %s the peer address %s, but it listens on %s", c.memberName(), mine, c.PeerListenAddr)
+	}
+	return nil
 }

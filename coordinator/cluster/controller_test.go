@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -195,4 +197,83 @@ func TestCandidateCloseWithoutEtcd(t *testing.T) {
 	case <-time.After(2 * testTimeout):
 		t.Fatalf("a waiting candidate's Close still running after %s without etcd", 2*testTimeout)
 	}
+}
+
+// freeAddrs returns n loopback addresses with ports free a moment ago.
+func freeAddrs(t *testing.T, n int) []string {
+	t.Helper()
+	var out []string
+	var ls []net.Listener
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ls = append(ls, l)
+		out = append(out, l.Addr().String())
+	}
+	for _, l := range ls {
+		l.Close()
+	}
+	return out
+}
+
+// TestEmbeddedThreeMembers: three brokers each embed a member of one etcd
+// cluster (InitialCluster), elect a controller, and go on with two when
+// the third, the controller, is gone: writes, and a new controller.
+func TestEmbeddedThreeMembers(t *testing.T) {
+	peers, clients := freeAddrs(t, 3), freeAddrs(t, 3)
+	var initial []string
+	for i, p := range peers {
+		initial = append(initial, fmt.Sprintf("gregor-%d=http://%s", i+1, p))
+	}
+	nodes := make([]*Cluster, 3)
+	errs := make(chan error, 3)
+	for i := range 3 {
+		cfg := embeddedConfig(t.TempDir(), int32(i+1))
+		cfg.PeerListenAddr, cfg.ClientListenAddr = peers[i], clients[i]
+		cfg.InitialCluster = strings.Join(initial, ",")
+		go func() {
+			// Each waits for a majority of members: they start together.
+			c, err := Open(t.Context(), cfg, testLogger(t))
+			if err == nil {
+				nodes[i] = c
+				err = c.Register(testCtx(t), BrokerInfo{NodeID: cfg.NodeID, Host: "h", Port: 9092})
+			}
+			errs <- err
+		}()
+	}
+	for range 3 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range nodes {
+		t.Cleanup(func() { _ = c.Close() })
+	}
+	for _, c := range nodes {
+		if got := len(c.ClientURLs()); got < 1 {
+			t.Fatalf("node %d dials %v", c.cfg.NodeID, c.ClientURLs())
+		}
+	}
+	first := agreedController(t, nodes)
+	i := slices.IndexFunc(nodes, func(c *Cluster) bool { return c.cfg.NodeID == first.NodeID })
+	if err := nodes[i].Close(); err != nil {
+		t.Fatal(err)
+	}
+	rest := slices.Delete(slices.Clone(nodes), i, i+1)
+	next := agreedController(t, rest)
+	if next.NodeID == first.NodeID || next.Epoch <= first.Epoch {
+		t.Fatalf("after the controller's member left: %+v, then %+v", first, next)
+	}
+	spec := TopicSpec{Name: "two-of-three", Assignments: [][]int32{{rest[0].cfg.NodeID}, {rest[1].cfg.NodeID}}}
+	if _, err := rest[0].CreateTopic(testCtx(t), spec); err != nil {
+		t.Fatalf("create a topic with two of three members: %v", err)
+	}
+	eventually(t, func() string {
+		if rest[1].Snapshot().Topics["two-of-three"] == nil {
+			return "the other member's node does not see the topic"
+		}
+		return ""
+	})
 }

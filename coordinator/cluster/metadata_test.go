@@ -38,6 +38,17 @@ func TestConfigValidate(t *testing.T) {
 		{"no start timeout", func(c *Config) { c.StartTimeout = 0 }, "start timeout"},
 		{"bad log level", func(c *Config) { c.EtcdLogLevel = "loud" }, "log level"},
 		{"empty endpoint", func(c *Config) { c.Endpoints = []string{" "} }, "empty etcd endpoint"},
+		{"initial cluster with endpoints", func(c *Config) {
+			c.Endpoints = []string{"http://127.0.0.1:2379"}
+			c.InitialCluster = "gregor-0=http://127.0.0.1:2380"
+		}, "with etcd endpoints give none"},
+		{"initial cluster without this node", func(c *Config) { c.InitialCluster = "gregor-1=http://127.0.0.1:2380" }, "no member gregor-0"},
+		{"initial cluster at another peer address", func(c *Config) { c.InitialCluster = "gregor-0=http://127.0.0.1:2390" }, "listens on 127.0.0.1:2380"},
+		{"initial cluster entry without url", func(c *Config) { c.InitialCluster = "gregor-0=http://127.0.0.1:2380,gregor-1" }, "not name=peer-url"},
+		{"initial cluster bad url", func(c *Config) { c.InitialCluster = "gregor-0=127.0.0.1:2380" }, "not http://host:port"},
+		{"initial cluster names this node twice", func(c *Config) {
+			c.InitialCluster = "gregor-0=http://127.0.0.1:2380,gregor-0=http://127.0.0.1:2380"
+		}, "twice"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := good
@@ -47,6 +58,12 @@ func TestConfigValidate(t *testing.T) {
 				t.Fatalf("Validate() = %v, want an error mentioning %q", err, tc.want)
 			}
 		})
+	}
+
+	three := good
+	three.InitialCluster = "gregor-0=http://127.0.0.1:2380,gregor-1=http://10.0.0.2:2380,gregor-2=https://h3:2380"
+	if err := three.Validate(); err != nil {
+		t.Errorf("an initial cluster of three: %v", err)
 	}
 
 	cfg := good
