@@ -30,6 +30,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gregor-io/gregor/coordinator/cluster"
 	"github.com/gregor-io/gregor/protocol"
 	"github.com/gregor-io/gregor/protocol/record"
 	"github.com/gregor-io/gregor/storage"
@@ -57,6 +58,7 @@ func (b *Broker) handleProduce(ctx context.Context, c *conn, hdr protocol.Reques
 	}
 	var waits []flushWait
 	failed := false
+	var md *cluster.Metadata // for leader hints, read on the first one
 	resp.Topics = make([]kmsg.ProduceResponseTopic, len(req.Topics))
 	for i := range req.Topics {
 		rt := &req.Topics[i]
@@ -89,6 +91,15 @@ func (b *Broker) handleProduce(ctx context.Context, c *conn, hdr protocol.Reques
 				failed = true
 				rp.ErrorCode = int16(code)
 				rp.BaseOffset = -1
+			}
+			if code == protocol.NotLeaderOrFollower {
+				if md == nil {
+					md = b.cluster.Snapshot()
+				}
+				if leader, epoch, at, ok := b.leaderHint(md, rt.Topic, rt.TopicID, byID, rp.Partition); ok {
+					rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = leader, epoch
+					resp.Brokers = addProduceEndpoint(resp.Brokers, at)
+				}
 			}
 		}
 	}
@@ -138,6 +149,19 @@ func (b *Broker) handleProduce(ctx context.Context, c *conn, hdr protocol.Reques
 		resp.Topics[i].Topic = strings.Clone(resp.Topics[i].Topic)
 	}
 	return &pendingResponse{Response: resp, settle: settle}, nil
+}
+
+// addProduceEndpoint adds a leader's endpoint to a produce response's node
+// endpoints (KIP-951, v10+), once.
+func addProduceEndpoint(list []kmsg.ProduceResponseBroker, at cluster.BrokerInfo) []kmsg.ProduceResponseBroker {
+	for _, e := range list {
+		if e.NodeID == at.NodeID {
+			return list
+		}
+	}
+	e := kmsg.NewProduceResponseBroker()
+	e.NodeID, e.Host, e.Port, e.Rack = at.NodeID, at.Host, at.Port, at.Rack
+	return append(list, e)
 }
 
 // pendingResponse is a response whose content is settled after its

@@ -25,6 +25,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gregor-io/gregor/coordinator/cluster"
 	"github.com/gregor-io/gregor/protocol"
 	"github.com/gregor-io/gregor/storage"
 )
@@ -155,6 +156,7 @@ func (b *Broker) handleFetch(ctx context.Context, c *conn, hdr protocol.RequestH
 	// for each, replaced by the file bytes when the frame is written.
 	zc := newFetchResponse(resp)
 	served := map[sessionKey]bool{}
+	var md *cluster.Metadata // for leader hints, read on the first one
 	for i, it := range items {
 		res := &results[i]
 		if !full && res.code == protocol.None && !res.held && !res.hasDiverging &&
@@ -188,6 +190,15 @@ func (b *Broker) handleFetch(ctx context.Context, c *conn, hdr protocol.RequestH
 		if res.hasDiverging {
 			rp.DivergingEpoch.Epoch, rp.DivergingEpoch.EndOffset = res.divergingEpoch, res.divergingEnd
 		}
+		if res.code == protocol.NotLeaderOrFollower && res.leaderID < 0 {
+			if md == nil {
+				md = b.cluster.Snapshot()
+			}
+			if leader, epoch, at, ok := b.leaderHint(md, it.key.topic, it.key.topicID, byID, it.key.partition); ok {
+				res.leaderID, res.leaderEpoch = leader, epoch
+				resp.Brokers = addFetchEndpoint(resp.Brokers, at)
+			}
+		}
 		if res.code == protocol.NotLeaderOrFollower || res.code == protocol.FencedLeaderEpoch {
 			rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = res.leaderID, res.leaderEpoch
 		}
@@ -198,6 +209,19 @@ func (b *Broker) handleFetch(ctx context.Context, c *conn, hdr protocol.RequestH
 		sess.rotateLocked(served)
 	}
 	return zc, nil
+}
+
+// addFetchEndpoint adds a leader's endpoint to a fetch response's node
+// endpoints (KIP-951, v16+), once.
+func addFetchEndpoint(list []kmsg.FetchResponseBroker, at cluster.BrokerInfo) []kmsg.FetchResponseBroker {
+	for _, e := range list {
+		if e.NodeID == at.NodeID {
+			return list
+		}
+	}
+	e := kmsg.NewFetchResponseBroker()
+	e.NodeID, e.Host, e.Port, e.Rack = at.NodeID, at.Host, at.Port, at.Rack
+	return append(list, e)
 }
 
 // releaseReads gives back the reads a fetch round holds.
@@ -229,6 +253,7 @@ func (b *Broker) fetchRound(items []*sessionPartition, req *kmsg.FetchRequest, b
 		p, code := b.lookupPartition(it.key.topic, it.key.topicID, byID, it.key.partition)
 		if code != protocol.None {
 			res.code = code
+			res.leaderID, res.leaderEpoch = -1, -1 // the response looks the leader up
 			failed = true
 			continue
 		}

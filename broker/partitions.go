@@ -55,10 +55,11 @@ type partitionTable struct {
 // internalTopics are the topics clients may not produce to directly.
 var internalTopics = map[string]bool{"__consumer_offsets": true, "__transaction_state": true}
 
-// lookupPartition finds a local partition by topic name, or by id when
-// byID. Kafka's codes: an unknown topic or partition number is
+// lookupPartition finds a partition this broker leads, by topic name, or by
+// id when byID. Kafka's codes: an unknown topic or partition number is
 // UNKNOWN_TOPIC_OR_PARTITION (UNKNOWN_TOPIC_ID by id); a partition held
-// elsewhere is NOT_LEADER_OR_FOLLOWER.
+// elsewhere, or held here but led by another broker (or by none), is
+// NOT_LEADER_OR_FOLLOWER: leaderHint tells the client where to go.
 func (b *Broker) lookupPartition(topic string, id [16]byte, byID bool, num int32) (*partition, protocol.ErrorCode) {
 	t := b.parts.Load()
 	if byID {
@@ -72,10 +73,36 @@ func (b *Broker) lookupPartition(topic string, id [16]byte, byID bool, num int32
 	if !ok || num < 0 || int(num) >= len(ps) {
 		return nil, protocol.UnknownTopicOrPartition
 	}
-	if ps[num] == nil {
+	p := ps[num]
+	if p == nil {
 		return nil, protocol.NotLeaderOrFollower
 	}
-	return ps[num], protocol.None
+	if st := p.state.Load(); st == nil || st.Leader != b.cfg.NodeID {
+		return nil, protocol.NotLeaderOrFollower
+	}
+	return p, protocol.None
+}
+
+// leaderHint is where a client told NOT_LEADER_OR_FOLLOWER should go
+// (KIP-951): the partition's leader and leader epoch in this broker's
+// metadata, and the leader's registration; ok is false when the partition
+// has no live leader known here.
+func (b *Broker) leaderHint(md *cluster.Metadata, topic string, id [16]byte, byID bool, num int32) (leader, epoch int32, at cluster.BrokerInfo, ok bool) {
+	var t *cluster.Topic
+	if byID {
+		t = md.TopicsByID[cluster.TopicID(id)]
+	} else {
+		t = md.Topics[topic]
+	}
+	if t == nil || num < 0 || int(num) >= len(t.Partitions) {
+		return -1, -1, at, false
+	}
+	st := t.Partitions[num]
+	at, ok = md.Broker(st.Leader)
+	if !ok {
+		return -1, -1, at, false
+	}
+	return st.Leader, st.LeaderEpoch, at, true
 }
 
 // resolveSettings turns a topic's configs, with the broker levels under

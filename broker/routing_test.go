@@ -1,0 +1,103 @@
+package broker
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/gregor-io/gregor/protocol"
+)
+
+// TestRoutingToTheLeader runs two brokers on one registry with a topic whose
+// partition 0 lives on broker 2 alone and partition 1 on both, led by
+// broker 1. Only a partition's leader takes produce and fetch; any other
+// broker, a replica or not, answers NOT_LEADER_OR_FOLLOWER with the leader
+// and its endpoint (KIP-951) where the version carries them.
+func TestRoutingToTheLeader(t *testing.T) {
+	t.Parallel()
+	b1 := startBroker(t)
+	b2 := startBroker(t, func(c *Config) {
+		c.NodeID = 2
+		c.EtcdEndpoints = b1.cluster.ClientURLs()
+	})
+	w1, w2 := dialWire(t, b1), dialWire(t, b2)
+
+	create := kmsg.NewPtrCreateTopicsRequest()
+	create.SetVersion(7)
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = "routed", -1, -1
+	for p, replicas := range [][]int32{{2}, {1, 2}} {
+		a := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
+		a.Partition, a.Replicas = int32(p), replicas
+		rt.ReplicaAssignment = append(rt.ReplicaAssignment, a)
+	}
+	create.Topics = append(create.Topics, rt)
+	cresp := w1.mustRoundTrip(create).(*kmsg.CreateTopicsResponse)
+	checkCode(t, "create routed", cresp.Topics[0].ErrorCode, protocol.None)
+	waitFor(t, 20*time.Second, "broker 2 sees the topic", func() error {
+		if b2.cluster.Snapshot().Topics["routed"] == nil {
+			return fmt.Errorf("not yet")
+		}
+		return nil
+	})
+	endpoint := func(b *Broker) (int32, string) {
+		md := b.cluster.Snapshot()
+		at, _ := md.Broker(b.cfg.NodeID)
+		return at.Port, at.Host
+	}
+
+	for _, c := range []struct {
+		what      string
+		w         *wireConn
+		partition int32
+		leader    *Broker
+	}{
+		{"broker 1, not a replica of partition 0", w1, 0, b2},
+		{"broker 2, a follower of partition 1", w2, 1, b1},
+	} {
+		batch := buildBatch(t, plainHeader(), "v", 1)
+		resp := c.w.mustRoundTrip(produceReq(11, -1, "routed", c.partition, batch)).(*kmsg.ProduceResponse)
+		rp := resp.Topics[0].Partitions[0]
+		checkCode(t, "produce v11 to "+c.what, rp.ErrorCode, protocol.NotLeaderOrFollower)
+		if rp.CurrentLeader.LeaderID != c.leader.cfg.NodeID || rp.CurrentLeader.LeaderEpoch != 0 {
+			t.Errorf("produce v11 to %s: current leader %+v, want node %d epoch 0", c.what, rp.CurrentLeader, c.leader.cfg.NodeID)
+		}
+		wantPort, wantHost := endpoint(c.leader)
+		if len(resp.Brokers) != 1 || resp.Brokers[0].NodeID != c.leader.cfg.NodeID ||
+			resp.Brokers[0].Port != wantPort || resp.Brokers[0].Host != wantHost {
+			t.Errorf("produce v11 to %s: node endpoints %+v, want node %d at %s:%d", c.what, resp.Brokers, c.leader.cfg.NodeID, wantHost, wantPort)
+		}
+
+		fetch := kmsg.NewPtrFetchRequest()
+		fetch.SetVersion(16)
+		fetch.MaxWaitMillis, fetch.MaxBytes = 0, 1<<20
+		ft := kmsg.NewFetchRequestTopic()
+		ft.TopicID = b1.cluster.Snapshot().Topics["routed"].ID
+		fp := kmsg.NewFetchRequestTopicPartition()
+		fp.Partition, fp.PartitionMaxBytes, fp.CurrentLeaderEpoch = c.partition, 1<<20, -1
+		ft.Partitions = append(ft.Partitions, fp)
+		fetch.Topics = append(fetch.Topics, ft)
+		fresp := c.w.mustRoundTrip(fetch).(*kmsg.FetchResponse)
+		fpart := fresp.Topics[0].Partitions[0]
+		checkCode(t, "fetch v16 from "+c.what, fpart.ErrorCode, protocol.NotLeaderOrFollower)
+		if fpart.CurrentLeader.LeaderID != c.leader.cfg.NodeID || fpart.CurrentLeader.LeaderEpoch != 0 {
+			t.Errorf("fetch v16 from %s: current leader %+v, want node %d epoch 0", c.what, fpart.CurrentLeader, c.leader.cfg.NodeID)
+		}
+		if len(fresp.Brokers) != 1 || fresp.Brokers[0].NodeID != c.leader.cfg.NodeID || fresp.Brokers[0].Port != wantPort {
+			t.Errorf("fetch v16 from %s: node endpoints %+v, want node %d", c.what, fresp.Brokers, c.leader.cfg.NodeID)
+		}
+
+		// The leader takes the same produce.
+		lw := w1
+		if c.leader == b2 {
+			lw = w2
+		}
+		lp := lw.produceV(11, -1, "routed", c.partition, batch)
+		checkCode(t, fmt.Sprintf("produce v11 to partition %d's leader", c.partition), lp.ErrorCode, protocol.None)
+	}
+	// Versions without the hints still get the code.
+	rp := w1.produceV(9, -1, "routed", 0, buildBatch(t, plainHeader(), "v", 1))
+	checkCode(t, "produce v9 to broker 1, partition 0", rp.ErrorCode, protocol.NotLeaderOrFollower)
+}
