@@ -60,13 +60,18 @@ func newGroupDrivers(b *Broker) *groupDrivers {
 }
 
 // sync starts a driver for every __consumer_offsets partition this broker
-// now holds and stops the others. Called from syncPartitions.
+// now leads and stops the others: a coordinator loads when its broker
+// becomes the partition's leader and unloads when it stops being it.
+// Called from syncPartitions.
 func (g *groupDrivers) sync(t *partitionTable) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	held := map[int32]*partition{}
 	for i, p := range t.byName[offsetsTopic] {
-		if p != nil {
+		if p == nil {
+			continue
+		}
+		if st := p.state.Load(); st != nil && st.Leader == g.b.cfg.NodeID {
 			held[int32(i)] = p
 		}
 	}

@@ -36,9 +36,9 @@ func TestRoutingToTheLeader(t *testing.T) {
 	create.Topics = append(create.Topics, rt)
 	cresp := w1.mustRoundTrip(create).(*kmsg.CreateTopicsResponse)
 	checkCode(t, "create routed", cresp.Topics[0].ErrorCode, protocol.None)
-	waitFor(t, 20*time.Second, "broker 2 sees the topic", func() error {
-		if b2.cluster.Snapshot().Topics["routed"] == nil {
-			return fmt.Errorf("not yet")
+	waitFor(t, 20*time.Second, "broker 2 holds the topic's partitions", func() error {
+		if ps := b2.parts.Load().byName["routed"]; len(ps) != 2 || ps[0] == nil || ps[1] == nil {
+			return fmt.Errorf("partitions %v", ps)
 		}
 		return nil
 	})

@@ -38,6 +38,9 @@ type Cluster struct {
 	// store it; readers never lock.
 	view atomic.Pointer[view]
 
+	// electedKick wakes the control loop when this node is elected.
+	electedKick chan struct{}
+
 	// ctx lives until Close, which cancels it to stop every goroutine
 	// started through goAttachLocked and every session keep-alive.
 	ctx       context.Context
@@ -75,7 +78,8 @@ func Open(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Cluster, err
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	c := &Cluster{cfg: cfg, log: logger, keys: newKeyspace(cfg.Prefix), obs: cfg.Observer}
+	c := &Cluster{cfg: cfg, log: logger, keys: newKeyspace(cfg.Prefix), obs: cfg.Observer,
+		electedKick: make(chan struct{}, 1)}
 	if c.obs == nil {
 		c.obs = nopObserver{}
 	}
@@ -123,6 +127,7 @@ func Open(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Cluster, err
 	c.publish(st.last)
 	c.mu.Lock()
 	c.goAttachLocked(func() { c.watchLoop(st) })
+	c.goAttachLocked(c.controlLoop)
 	if c.member != nil {
 		c.goAttachLocked(c.watchMember)
 	}

@@ -104,8 +104,8 @@ func TestTwoNodes(t *testing.T) {
 			t.Fatalf("other node's snapshot: %+v", other)
 		}
 		want := []PartitionState{
-			{Leader: 1, ISR: []int32{1, 2}, Replicas: []int32{1, 2}},
-			{Leader: 2, ISR: []int32{2, 1}, Replicas: []int32{2, 1}},
+			{Leader: 1, ISR: []int32{1}, Replicas: []int32{1, 2}},
+			{Leader: 2, ISR: []int32{2}, Replicas: []int32{2, 1}},
 			{Leader: 1, ISR: []int32{1}, Replicas: []int32{1}},
 		}
 		for p, w := range want {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
@@ -43,18 +44,30 @@ func (c *Cluster) campaign(sess *concurrency.Session, node int32) {
 		}
 		cancel()
 	}()
-	role, err := c.standFor(ctx, sess.Lease(), node)
-	if err != nil {
-		if ctx.Err() == nil {
-			c.log.Warn("controller campaign failed; standing again with the next session", "node_id", node, "err", err)
+	var role *controllerRole
+	backoff := newBackoff(200*time.Millisecond, 5*time.Second)
+	for {
+		var err error
+		if role, err = c.standFor(ctx, sess.Lease(), node); err == nil {
+			break
 		}
-		return
+		if ctx.Err() != nil {
+			return // the session ended: the next one stands again
+		}
+		c.log.Warn("controller campaign failed; standing again", "node_id", node, "err", err)
+		if !backoff.wait(ctx) {
+			return
+		}
 	}
 	c.mu.Lock()
 	c.mu.controller = role
 	c.obs.ActiveController(true)
 	c.mu.Unlock()
 	c.log.Info("elected controller", "node_id", node, "epoch", role.epoch)
+	select {
+	case c.electedKick <- struct{}{}:
+	default: // a kick is pending already
+	}
 	<-ctx.Done()
 	c.mu.Lock()
 	if c.mu.controller == role {

@@ -93,6 +93,15 @@
 // replaced when its lease runs out (SessionTTL); one that shuts down
 // revokes its lease, and the next is elected at once.
 //
+// The controller's decisions (decideLeaders, a pure function of a
+// Metadata) are written by its control loop on every new view: a partition
+// whose leader is not live gets the first live member of its ISR, or no
+// leader (-1) while none is live, keeping its ISR so that the last leader
+// leads again when it returns. Each change bumps the leader and partition
+// epochs and compares the partition key's mod revision, so a decision made
+// on a stale view writes nothing and is made again. Until followers
+// replicate, a partition's ISR is its leader alone.
+//
 // Metadata.ControllerID, what clients are told, stays the lowest live
 // broker id: any broker serves the admin requests clients send to "the
 // controller", as any Kafka 4 broker forwards them.

@@ -54,15 +54,15 @@ func FuzzApply(f *testing.F) {
 		checkKey(t, k, key)
 		st := newState(k, func(string, ...any) {})
 		for key, value := range fuzzBase(k) {
-			st.apply(key, []byte(value), 1, false)
+			st.apply(key, []byte(value), keyRevs{1, 1}, false)
 		}
 		before := st.snapshot(1)
-		st.apply(key, value, 2, deleted)
+		st.apply(key, value, keyRevs{2, 2}, deleted)
 		m := st.snapshot(2)
 		checkMetadata(t, m)
 		// The key again, deleted, as a later event would: the previous
 		// view is reused where untouched, and stays as it was.
-		st.apply(key, nil, 0, true)
+		st.apply(key, nil, keyRevs{}, true)
 		checkMetadata(t, st.snapshot(3))
 		if before.ClusterID != "c" || len(before.Brokers) != 2 || before.Topics["t"] == nil || before.Controller.NodeID != 2 {
 			t.Fatalf("an earlier view changed: %+v", before)

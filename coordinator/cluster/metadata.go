@@ -70,6 +70,12 @@ type BrokerInfo struct {
 	Owner string
 }
 
+// partitionAt is a partition's state and the mod revision of its key.
+type partitionAt struct {
+	state PartitionState
+	rev   int64
+}
+
 // ControllerInfo names the elected controller: the broker whose candidate
 // key under prefix/controller has the lowest create revision, and that
 // revision as its epoch. Epochs only grow: a later controller's key is
@@ -102,6 +108,10 @@ type Topic struct {
 	ID         TopicID
 	Partitions []PartitionState
 	Configs    map[string]string // dynamic topic configs; nil when none
+
+	// revs are the mod revisions of the partition state keys, by
+	// partition, for the controller's compare-and-swap (0: not known).
+	revs []int64
 }
 
 // Metadata is an immutable view of the cluster metadata as of one etcd
@@ -151,7 +161,7 @@ type state struct {
 	clusterID     string
 	brokers       map[int32]BrokerInfo
 	topics        map[string]topicRecord
-	partitions    map[string]map[int32]PartitionState
+	partitions    map[string]map[int32]partitionAt
 	topicConfigs  map[string]map[string]string
 	brokerConfigs map[int32]map[string]string
 	// controllers are the controller candidates by key, with the create
@@ -175,7 +185,7 @@ func newState(keys keyspace, warn func(string, ...any)) *state {
 		keys:          keys,
 		brokers:       map[int32]BrokerInfo{},
 		topics:        map[string]topicRecord{},
-		partitions:    map[string]map[int32]PartitionState{},
+		partitions:    map[string]map[int32]partitionAt{},
 		topicConfigs:  map[string]map[string]string{},
 		brokerConfigs: map[int32]map[string]string{},
 		controllers:   map[string]controllerCandidate{},
@@ -192,11 +202,14 @@ type controllerCandidate struct {
 	rev  int64
 }
 
-// apply folds one key's new value (or its deletion) into the state;
-// createRev is the key's create revision (0 for a deletion). A value that
-// does not decode is logged and treated as absent: one bad key must not
+// keyRevs are a key's create and mod revisions, as etcd reports them (zero
+// for a deletion).
+type keyRevs struct{ create, mod int64 }
+
+// apply folds one key's new value (or its deletion) into the state. A value
+// that does not decode is logged and treated as absent: one bad key must not
 // stop the cache.
-func (s *state) apply(key string, value []byte, createRev int64, deleted bool) {
+func (s *state) apply(key string, value []byte, revs keyRevs, deleted bool) {
 	pk := s.keys.parse(key)
 	decode := func(v any) bool {
 		if err := unmarshal(value, v); err != nil {
@@ -242,10 +255,10 @@ func (s *state) apply(key string, value []byte, createRev int64, deleted bool) {
 		}
 		ps := s.partitions[pk.topic]
 		if ps == nil {
-			ps = map[int32]PartitionState{}
+			ps = map[int32]partitionAt{}
 			s.partitions[pk.topic] = ps
 		}
-		ps[pk.partition] = PartitionState(r)
+		ps[pk.partition] = partitionAt{state: PartitionState(r), rev: revs.mod}
 	case kindTopicConfig:
 		s.dirty[pk.topic] = true
 		var r configRecord
@@ -261,7 +274,7 @@ func (s *state) apply(key string, value []byte, createRev int64, deleted bool) {
 			delete(s.controllers, key)
 			return
 		}
-		s.controllers[key] = controllerCandidate{node: r.Node, rev: createRev}
+		s.controllers[key] = controllerCandidate{node: r.Node, rev: revs.create}
 	case kindBrokerConfig:
 		s.configsDirty = true
 		var r configRecord
@@ -367,13 +380,14 @@ func (s *state) buildTopic(name string) *Topic {
 	t := &Topic{Name: name, ID: id, Configs: s.topicConfigs[name]}
 	n := max(r.Partitions, 0)
 	t.Partitions = make([]PartitionState, n)
+	t.revs = make([]int64, n)
 	for p := range n {
-		st, ok := ps[p]
+		at, ok := ps[p]
 		if !ok {
 			s.warn("topic partition has no state", "topic", name, "partition", p)
-			st = PartitionState{Leader: -1, LeaderEpoch: -1}
+			at.state = PartitionState{Leader: -1, LeaderEpoch: -1}
 		}
-		t.Partitions[p] = st
+		t.Partitions[p], t.revs[p] = at.state, at.rev
 	}
 	return t
 }

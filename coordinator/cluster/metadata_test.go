@@ -142,8 +142,8 @@ func TestStateApply(t *testing.T) {
 	var warnings []string
 	st := newState(k, func(msg string, _ ...any) { warnings = append(warnings, msg) })
 	id1, id2 := randomID(), randomID()
-	put := func(key string, v any) { st.apply(key, []byte(encode(v)), 1, false) }
-	del := func(key string) { st.apply(key, nil, 0, true) }
+	put := func(key string, v any) { st.apply(key, []byte(encode(v)), keyRevs{1, 1}, false) }
+	del := func(key string) { st.apply(key, nil, keyRevs{}, true) }
 
 	put(k.clusterID(), clusterIDRecord{ID: "cid"})
 	put(k.broker(2), brokerRecord{Host: "h2", Port: 9092})
@@ -203,7 +203,7 @@ func TestStateApply(t *testing.T) {
 	del(k.partition("a", 1))
 	del(k.topicConfig("a"))
 	del(k.broker(1))
-	st.apply(k.topic("c"), []byte("{not json"), 1, false)
+	st.apply(k.topic("c"), []byte("{not json"), keyRevs{1, 1}, false)
 	m3 := st.snapshot(12)
 	if _, ok := m3.Topics["a"]; ok || m3.TopicsByID[id1] != nil || m3.Topics["c"] != nil {
 		t.Errorf("topics after delete: %v", m3.Topics)

@@ -84,6 +84,14 @@ func TestObserver(t *testing.T) {
 	}
 	obs.mu.Unlock()
 
+	// Alone, the node is elected controller.
+	eventually(t, func() string {
+		if got := obs.controllerStates(); !slices.Equal(got, []bool{true}) {
+			return fmt.Sprintf("controller states after Register = %v, want [true]", got)
+		}
+		return ""
+	})
+
 	// The lease revoked behind the node's back: down, then up again once
 	// the node has registered anew.
 	c.mu.Lock()
@@ -96,7 +104,7 @@ func TestObserver(t *testing.T) {
 		if got := obs.sessionStates(); !slices.Equal(got, []bool{true, false, true}) {
 			return fmt.Sprintf("session states after the revoke = %v, want [true false true]", got)
 		}
-		// Alone, the node is elected controller with each session.
+		// And elected again with its new session.
 		if got := obs.controllerStates(); !slices.Equal(got, []bool{true, false, true}) {
 			return fmt.Sprintf("controller states after the revoke = %v, want [true false true]", got)
 		}

@@ -33,7 +33,9 @@ type TopicSpec struct {
 // CreateTopic creates a topic, its id index, its partition states and its
 // configs in one transaction, so no reader ever sees part of a topic. Each
 // partition starts with its first replica as leader, leader epoch 0,
-// partition epoch 0 and every replica in the ISR. It fails with
+// partition epoch 0 and the leader alone in the ISR: followers do not
+// replicate yet, so only the leader is known to hold what it acknowledges,
+// and the controller elects leaders from the ISR only. It fails with
 // ErrTopicExists when the name is taken (of several concurrent creators of
 // one name exactly one succeeds) and ErrTopicIDExists when a given ID is.
 // On success the topic is in Snapshot.
@@ -57,7 +59,7 @@ func (c *Cluster) CreateTopic(ctx context.Context, spec TopicSpec) (Topic, error
 	for p, replicas := range spec.Assignments {
 		t.Partitions[p] = PartitionState{
 			Leader:   replicas[0],
-			ISR:      slices.Clone(replicas),
+			ISR:      []int32{replicas[0]},
 			Replicas: slices.Clone(replicas),
 		}
 	}
@@ -228,7 +230,7 @@ func (c *Cluster) CreatePartitions(ctx context.Context, name string, count int32
 		rec.Partitions = count
 		ops := []clientv3.Op{clientv3.OpPut(topicKey, encode(rec))}
 		for i, replicas := range newAssignments {
-			ps := partitionRecord{Leader: replicas[0], ISR: replicas, Replicas: replicas}
+			ps := partitionRecord{Leader: replicas[0], ISR: []int32{replicas[0]}, Replicas: replicas} // as CreateTopic
 			ops = append(ops, clientv3.OpPut(c.keys.partition(name, from+int32(i)), encode(ps)))
 		}
 		resp, err := c.client.Txn(octx).

@@ -48,7 +48,7 @@ func (c *Cluster) loadOnce(ctx context.Context) (*state, error) {
 			rev = resp.Header.Revision
 		}
 		for _, kv := range resp.Kvs {
-			st.apply(string(kv.Key), kv.Value, kv.CreateRevision, false)
+			st.apply(string(kv.Key), kv.Value, keyRevs{kv.CreateRevision, kv.ModRevision}, false)
 		}
 		if !resp.More || len(resp.Kvs) == 0 {
 			break
@@ -124,7 +124,7 @@ func (c *Cluster) watch(st *state) error {
 			continue
 		}
 		for _, ev := range resp.Events {
-			st.apply(string(ev.Kv.Key), ev.Kv.Value, ev.Kv.CreateRevision, ev.Type == clientv3.EventTypeDelete)
+			st.apply(string(ev.Kv.Key), ev.Kv.Value, keyRevs{ev.Kv.CreateRevision, ev.Kv.ModRevision}, ev.Type == clientv3.EventTypeDelete)
 			rev = max(rev, ev.Kv.ModRevision)
 		}
 		c.publish(st.snapshot(rev))

@@ -5,8 +5,8 @@
 # three-member etcd cluster (client ports 2379, 2381, 2383; peer ports
 # 2380, 2382, 2384), admin HTTP servers (/metrics, /readyz) on 9644, 9645
 # and 9646. No other process is needed. Ctrl-C (SIGINT) or SIGTERM stops
-# all three cleanly; a broker that exits on its own takes the others down
-# with it.
+# all three cleanly; a broker that exits (or is killed) leaves the others
+# running.
 #
 # Usage: deploy/local/cluster.sh [BIN]   (BIN default: bin/gregor)
 set -euo pipefail
@@ -27,7 +27,7 @@ stop() {
 	kill -TERM "${pids[@]}" 2>/dev/null || true
 	wait "${pids[@]}" 2>/dev/null || true
 }
-trap stop INT TERM
+trap 'stop; exit 0' INT TERM
 
 for n in 1 2 3; do
 	mkdir -p "$data/$n"
@@ -47,8 +47,10 @@ for n in 1 2 3; do
 done
 echo "cluster.sh: brokers 1-3 on localhost:9092,localhost:9093,localhost:9094 (data in $data/1..3); Ctrl-C stops them" >&2
 
-# The first broker to exit ends the cluster: the others are stopped too.
+# A broker that exits (killed, say, to try a failure) leaves the others
+# running; the script ends when all have exited.
 rc=0
-wait -n "${pids[@]}" || rc=$?
-stop
+for pid in "${pids[@]}"; do
+	wait "$pid" || rc=$?
+done
 exit "$rc"

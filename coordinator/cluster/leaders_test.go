@@ -1,0 +1,124 @@
+package cluster
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+)
+
+// mdWith builds a view with live brokers and one topic "t" of the given
+// partition states, each at mod revision 10+partition.
+func mdWith(live []int32, parts ...PartitionState) *Metadata {
+	md := &Metadata{Topics: map[string]*Topic{}}
+	for _, id := range live {
+		md.Brokers = append(md.Brokers, BrokerInfo{NodeID: id})
+	}
+	t := &Topic{Name: "t", Partitions: parts}
+	for p := range parts {
+		t.revs = append(t.revs, int64(10+p))
+	}
+	md.Topics["t"] = t
+	return md
+}
+
+func TestDecideLeaders(t *testing.T) {
+	ps := func(leader, epoch int32, isr, replicas []int32) PartitionState {
+		return PartitionState{Leader: leader, LeaderEpoch: epoch, PartitionEpoch: epoch, ISR: isr, Replicas: replicas}
+	}
+	for _, c := range []struct {
+		what string
+		live []int32
+		in   PartitionState
+		want *PartitionState // nil: no change
+	}{
+		{"live leader", []int32{1, 2}, ps(1, 0, []int32{1}, []int32{1, 2}), nil},
+		{"dead leader, no other in-sync replica", []int32{2}, ps(1, 0, []int32{1}, []int32{1, 2}),
+			&PartitionState{Leader: -1, LeaderEpoch: 1, PartitionEpoch: 1, ISR: []int32{1}, Replicas: []int32{1, 2}}},
+		{"dead leader, a live in-sync follower", []int32{2, 3}, ps(1, 4, []int32{1, 3, 2}, []int32{1, 2, 3}),
+			&PartitionState{Leader: 2, LeaderEpoch: 5, PartitionEpoch: 5, ISR: []int32{2, 3}, Replicas: []int32{1, 2, 3}}},
+		{"dead leader, live followers out of sync", []int32{2, 3}, ps(1, 0, []int32{1}, []int32{1, 2, 3}),
+			&PartitionState{Leader: -1, LeaderEpoch: 1, PartitionEpoch: 1, ISR: []int32{1}, Replicas: []int32{1, 2, 3}}},
+		{"no leader, its last leader back", []int32{1, 2}, ps(-1, 1, []int32{1}, []int32{1, 2}),
+			&PartitionState{Leader: 1, LeaderEpoch: 2, PartitionEpoch: 2, ISR: []int32{1}, Replicas: []int32{1, 2}}},
+		{"no leader, still none in sync", []int32{2}, ps(-1, 1, []int32{1}, []int32{1, 2}), nil},
+		{"no broker live", nil, ps(-1, 1, []int32{1}, []int32{1}), nil},
+	} {
+		got := decideLeaders(mdWith(c.live, c.in))
+		switch {
+		case c.want == nil && len(got) != 0:
+			t.Errorf("%s: %+v, want no change", c.what, got)
+		case c.want != nil && len(got) != 1:
+			t.Errorf("%s: %d changes, want 1", c.what, len(got))
+		case c.want != nil:
+			g := got[0]
+			if g.topic != "t" || g.partition != 0 || g.rev != 10 || fmt.Sprint(g.next) != fmt.Sprint(*c.want) {
+				t.Errorf("%s: %+v, want %+v at rev 10", c.what, g, *c.want)
+			}
+			if fmt.Sprint(g.prev) != fmt.Sprint(c.in) {
+				t.Errorf("%s: prev %+v, want %+v", c.what, g.prev, c.in)
+			}
+		}
+	}
+	// Several partitions, in order; the input view is not modified.
+	in := []PartitionState{ps(1, 0, []int32{1}, []int32{1}), ps(2, 0, []int32{2}, []int32{2}), ps(3, 7, []int32{3}, []int32{3})}
+	md := mdWith([]int32{2}, in...)
+	got := decideLeaders(md)
+	if len(got) != 2 || got[0].partition != 0 || got[1].partition != 2 || got[1].rev != 12 || got[1].next.LeaderEpoch != 8 {
+		t.Fatalf("two dead leaders: %+v", got)
+	}
+	if md.Topics["t"].Partitions[0].Leader != 1 || !slices.Equal(md.Topics["t"].Partitions[2].ISR, []int32{3}) {
+		t.Fatalf("the view changed: %+v", md.Topics["t"].Partitions)
+	}
+}
+
+// TestLeadersFollowBrokers: with three brokers, partitions of a broker that
+// leaves lose their leader (the only in-sync replica is gone), and get it
+// back when it returns, each time with a new leader epoch; a partition
+// whose leader stays keeps it.
+func TestLeadersFollowBrokers(t *testing.T) {
+	nodes := threeNodes(t)
+	spec := TopicSpec{Name: "led", Assignments: [][]int32{{1}, {2}, {3}, {3, 1}}}
+	if _, err := nodes[0].CreateTopic(testCtx(t), spec); err != nil {
+		t.Fatal(err)
+	}
+	agreedController(t, nodes)
+	leaders := func(c *Cluster) string {
+		tp := c.Snapshot().Topics["led"]
+		if tp == nil {
+			return "no topic"
+		}
+		var s []string
+		for _, p := range tp.Partitions {
+			s = append(s, fmt.Sprintf("%d@%d", p.Leader, p.LeaderEpoch))
+		}
+		return fmt.Sprint(s)
+	}
+	want := func(c *Cluster, w string) {
+		t.Helper()
+		eventually(t, func() string {
+			if got := leaders(c); got != w {
+				return fmt.Sprintf("node %d sees leaders %s, want %s", c.cfg.NodeID, got, w)
+			}
+			return ""
+		})
+	}
+	want(nodes[0], "[1@0 2@0 3@0 3@0]")
+
+	start := time.Now()
+	if err := nodes[2].Close(); err != nil {
+		t.Fatal(err)
+	}
+	want(nodes[0], "[1@0 2@0 -1@1 -1@1]")
+	t.Logf("broker 3 left; its partitions leaderless after %s", time.Since(start))
+
+	// Broker 3 comes back (a new process, same node id).
+	back := open(t, externalConfig(nodes[0], 3))
+	start = time.Now()
+	if err := back.Register(testCtx(t), BrokerInfo{NodeID: 3, Host: "h", Port: 9092}); err != nil {
+		t.Fatal(err)
+	}
+	want(nodes[1], "[1@0 2@0 3@2 3@2]")
+	want(back, "[1@0 2@0 3@2 3@2]")
+	t.Logf("broker 3 back; its partitions led by it again after %s", time.Since(start))
+}
