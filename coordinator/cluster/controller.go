@@ -144,8 +144,8 @@ func (c *Cluster) awaitDeletion(ctx context.Context, key string, rev int64) erro
 	return errors.New("watch of controller candidate closed")
 }
 
-// startCampaign runs campaign for a new registration session, unless Close
-// has begun. c.mu must be held.
+// startCampaignLocked runs campaign for a new registration session, unless
+// Close has begun. c.mu must be held.
 func (c *Cluster) startCampaignLocked(sess *concurrency.Session, node int32) {
 	c.goAttachLocked(func() { c.campaign(sess, node) })
 }

@@ -102,7 +102,8 @@
 // on a stale view writes nothing and is made again. Until followers
 // replicate, a partition's ISR is its leader alone.
 //
-// Metadata.ControllerID, what clients are told, stays the lowest live
-// broker id: any broker serves the admin requests clients send to "the
-// controller", as any Kafka 4 broker forwards them.
+// Metadata.ControllerID, what clients are told, is the elected controller,
+// or between two terms the lowest live broker: any broker serves the admin
+// requests clients send to "the controller", as any Kafka 4 broker
+// forwards them.
 package cluster

@@ -114,8 +114,12 @@ func checkMetadata(t *testing.T, m *Metadata) {
 			t.Fatalf("Broker(%d) = %+v, %v", b.NodeID, got, ok)
 		}
 	}
-	if len(m.Brokers) > 0 && m.ControllerID != m.Brokers[0].NodeID || len(m.Brokers) == 0 && m.ControllerID != -1 {
-		t.Fatalf("controller %d with brokers %+v", m.ControllerID, m.Brokers)
+	_, electedLive := m.Broker(m.Controller.NodeID)
+	switch {
+	case electedLive && m.ControllerID != m.Controller.NodeID,
+		!electedLive && len(m.Brokers) > 0 && m.ControllerID != m.Brokers[0].NodeID,
+		len(m.Brokers) == 0 && m.ControllerID != -1:
+		t.Fatalf("controller id %d with elected %+v and brokers %+v", m.ControllerID, m.Controller, m.Brokers)
 	}
 	if (m.Controller.NodeID == -1) != (m.Controller.Epoch == 0) {
 		t.Fatalf("elected controller %+v", m.Controller)

@@ -123,10 +123,11 @@ type Metadata struct {
 	// prefix up to and including it are in the view.
 	Revision int64
 	// ControllerID is what Metadata and DescribeCluster answers name as
-	// the controller: the lowest live broker id, -1 when none is live. Any
-	// broker serves the admin requests clients send there (each writes to
-	// etcd itself), as any Kafka 4 broker forwards them, so it need not be
-	// the elected Controller.
+	// the controller: the elected Controller while it is a live broker,
+	// else (between two terms) the lowest live broker id, -1 when none is
+	// live. Any broker serves the admin requests clients send there (each
+	// writes to etcd itself), as any Kafka 4 broker forwards them, so a
+	// stand-in between terms serves as well.
 	ControllerID int32
 	// Controller is the elected controller, the broker that makes the
 	// cluster's decisions; NodeID -1 while there is none.
@@ -301,10 +302,6 @@ func (s *state) snapshot(rev int64) *Metadata {
 	} else {
 		m.Brokers = prev.Brokers
 	}
-	m.ControllerID = -1
-	if len(m.Brokers) > 0 {
-		m.ControllerID = m.Brokers[0].NodeID
-	}
 	if s.controlDirty || prev == nil {
 		m.Controller = ControllerInfo{NodeID: -1}
 		for _, cand := range s.controllers {
@@ -314,6 +311,12 @@ func (s *state) snapshot(rev int64) *Metadata {
 		}
 	} else {
 		m.Controller = prev.Controller
+	}
+	m.ControllerID = -1
+	if _, live := m.Broker(m.Controller.NodeID); live {
+		m.ControllerID = m.Controller.NodeID
+	} else if len(m.Brokers) > 0 {
+		m.ControllerID = m.Brokers[0].NodeID
 	}
 
 	if s.configsDirty || prev == nil {

@@ -164,6 +164,22 @@ func TestStateApply(t *testing.T) {
 	if got := brokerIDs(m1); !slices.Equal(got, []int32{1, 2}) || m1.ControllerID != 1 {
 		t.Errorf("brokers %v, controller %d; want [1 2], 1", got, m1.ControllerID)
 	}
+	if m1.Controller.NodeID != -1 {
+		t.Errorf("elected controller %+v with no candidate", m1.Controller)
+	}
+	// An elected controller that is a live broker is the one clients are
+	// told; one that is not live is not.
+	for _, c := range []struct {
+		node, want int32
+	}{{2, 2}, {9, 1}} {
+		cst := newState(k, func(string, ...any) {})
+		cst.apply(k.broker(1), []byte(encode(brokerRecord{Host: "h1", Port: 1})), keyRevs{1, 1}, false)
+		cst.apply(k.broker(2), []byte(encode(brokerRecord{Host: "h2", Port: 2})), keyRevs{2, 2}, false)
+		cst.apply(k.controllerPrefix()+"/1f", []byte(encode(controllerRecord{Node: c.node})), keyRevs{5, 5}, false)
+		if m := cst.snapshot(5); m.Controller != (ControllerInfo{NodeID: c.node, Epoch: 5}) || m.ControllerID != c.want {
+			t.Errorf("candidate %d: elected %+v, controller id %d; want %d at epoch 5, id %d", c.node, m.Controller, m.ControllerID, c.node, c.want)
+		}
+	}
 	if b, ok := m1.Broker(1); !ok || b.Rack == nil || *b.Rack != "r1" || b.Port != 9093 {
 		t.Errorf("Broker(1) = %+v, %v", b, ok)
 	}
