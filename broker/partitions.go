@@ -59,19 +59,25 @@ var internalTopics = map[string]bool{"__consumer_offsets": true, "__transaction_
 // id when byID. Kafka's codes: an unknown topic or partition number is
 // UNKNOWN_TOPIC_OR_PARTITION (UNKNOWN_TOPIC_ID by id); a partition held
 // elsewhere, or held here but led by another broker (or by none), is
-// NOT_LEADER_OR_FOLLOWER: leaderHint tells the client where to go.
+// NOT_LEADER_OR_FOLLOWER: leaderHint tells the client where to go. A
+// partition the metadata has but this broker has not made yet (a topic or
+// partitions just created, its log still being made) is
+// NOT_LEADER_OR_FOLLOWER too, as Kafka answers for a partition its
+// metadata cache knows and its replica manager does not host yet: clients
+// retry that without a limit, where they give up on an unknown topic after
+// a few tries.
 func (b *Broker) lookupPartition(topic string, id [16]byte, byID bool, num int32) (*partition, protocol.ErrorCode) {
 	t := b.parts.Load()
 	if byID {
 		name, ok := t.names[id]
 		if !ok {
-			return nil, protocol.UnknownTopicID
+			return nil, b.notMadeYet(topic, id, byID, num, protocol.UnknownTopicID)
 		}
 		topic = name
 	}
 	ps, ok := t.byName[topic]
 	if !ok || num < 0 || int(num) >= len(ps) {
-		return nil, protocol.UnknownTopicOrPartition
+		return nil, b.notMadeYet(topic, id, byID, num, protocol.UnknownTopicOrPartition)
 	}
 	p := ps[num]
 	if p == nil {
@@ -81,6 +87,22 @@ func (b *Broker) lookupPartition(topic string, id [16]byte, byID bool, num int32
 		return nil, protocol.NotLeaderOrFollower
 	}
 	return p, protocol.None
+}
+
+// notMadeYet is the code for a partition missing from the partition table:
+// NOT_LEADER_OR_FOLLOWER when the metadata has it, else unknown.
+func (b *Broker) notMadeYet(topic string, id [16]byte, byID bool, num int32, unknown protocol.ErrorCode) protocol.ErrorCode {
+	md := b.cluster.Snapshot()
+	var t *cluster.Topic
+	if byID {
+		t = md.TopicsByID[cluster.TopicID(id)]
+	} else {
+		t = md.Topics[topic]
+	}
+	if t != nil && num >= 0 && int(num) < len(t.Partitions) {
+		return protocol.NotLeaderOrFollower
+	}
+	return unknown
 }
 
 // leaderHint is where a client told NOT_LEADER_OR_FOLLOWER should go

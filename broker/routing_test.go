@@ -7,6 +7,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gregor-io/gregor/coordinator/cluster"
 	"github.com/gregor-io/gregor/protocol"
 )
 
@@ -100,4 +101,41 @@ func TestRoutingToTheLeader(t *testing.T) {
 	// Versions without the hints still get the code.
 	rp := w1.produceV(9, -1, "routed", 0, buildBatch(t, plainHeader(), "v", 1))
 	checkCode(t, "produce v9 to broker 1, partition 0", rp.ErrorCode, protocol.NotLeaderOrFollower)
+}
+
+// TestPartitionNotMadeYet: a partition the broker's metadata has but its
+// partition table does not yet (the window between a topic's creation and
+// its log being made) is NOT_LEADER_OR_FOLLOWER, which clients retry, not
+// an unknown topic, which they give up on; a partition the metadata does
+// not have stays unknown.
+func TestPartitionNotMadeYet(t *testing.T) {
+	t.Parallel()
+	b := startBroker(t)
+	w := dialWire(t, b)
+	id := w.createTopic("made", 2, nil)
+	if _, code := b.lookupPartition("made", [16]byte{}, false, 1); code != protocol.None {
+		t.Fatalf("a made partition: %s", code)
+	}
+	// The table as it was before the topic was made.
+	b.syncMu.Lock()
+	defer b.syncMu.Unlock() // holds off the metadata sync that would put it back
+	b.parts.Store(&partitionTable{byName: map[string][]*partition{}, names: map[cluster.TopicID]string{}})
+	for _, c := range []struct {
+		what  string
+		topic string
+		id    [16]byte
+		byID  bool
+		num   int32
+		want  protocol.ErrorCode
+	}{
+		{"by name", "made", [16]byte{}, false, 1, protocol.NotLeaderOrFollower},
+		{"by id", "", id, true, 0, protocol.NotLeaderOrFollower},
+		{"a partition past the topic's", "made", [16]byte{}, false, 2, protocol.UnknownTopicOrPartition},
+		{"an unknown topic", "other", [16]byte{}, false, 0, protocol.UnknownTopicOrPartition},
+		{"an unknown id", "", [16]byte{9}, true, 0, protocol.UnknownTopicID},
+	} {
+		if _, code := b.lookupPartition(c.topic, c.id, c.byID, c.num); code != c.want {
+			t.Errorf("%s: %s, want %s", c.what, code, c.want)
+		}
+	}
 }
