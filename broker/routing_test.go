@@ -24,6 +24,14 @@ func TestRoutingToTheLeader(t *testing.T) {
 		c.EtcdEndpoints = b1.cluster.ClientURLs()
 	})
 	w1, w2 := dialWire(t, b1), dialWire(t, b2)
+	// Broker 2's registration reaches broker 1's view through a watch: the
+	// assignment below names broker 2, so wait until broker 1 knows it.
+	waitFor(t, 20*time.Second, "broker 1 sees broker 2", func() error {
+		if _, ok := b1.cluster.Snapshot().Broker(2); !ok {
+			return fmt.Errorf("not yet")
+		}
+		return nil
+	})
 
 	create := kmsg.NewPtrCreateTopicsRequest()
 	create.SetVersion(7)
