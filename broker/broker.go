@@ -41,6 +41,7 @@ var handlers = []handler{
 	offsetForLeaderEpochAPI,
 	createPartitionsAPI,
 	describeClusterAPI,
+	unregisterBrokerAPI,
 	findCoordinatorAPI,
 	joinGroupAPI,
 	syncGroupAPI,
@@ -199,6 +200,9 @@ func (b *Broker) Start(ctx context.Context) (err error) {
 	ccfg.InitialCluster = b.cfg.EtcdInitialCluster
 	ccfg.NodeID = b.cfg.NodeID
 	ccfg.SessionTTL = b.cfg.SessionTimeout
+	if b.cfg.AutoLeaderRebalanceEnable {
+		ccfg.LeaderRebalanceInterval = b.cfg.LeaderImbalanceCheckInterval
+	}
 	ccfg.Observer = b.metrics
 	// The log dirs' stamps (meta.properties) say which cluster and node
 	// their logs belong to: a registry that lost its cluster, or another
@@ -416,6 +420,7 @@ func (b *Broker) Close() error {
 	if b.cancel == nil {
 		return nil
 	}
+	b.controlledShutdown()
 	b.cancel()
 	for _, ln := range b.listeners {
 		ln.Close()
@@ -439,6 +444,21 @@ func (b *Broker) Close() error {
 		errs = append(errs, b.logs.Close())
 	}
 	return errors.Join(errs...)
+}
+
+// controlledShutdown has the controller move this broker's leaderships to
+// other in-sync replicas while it still serves, so that clients find the
+// new leaders at once instead of after the session timeout; it waits at
+// most the session timeout, after which the leaderships would move anyway.
+func (b *Broker) controlledShutdown() {
+	if !b.cfg.ControlledShutdownEnable || b.cluster == nil || !b.cluster.Registered() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), b.cfg.SessionTimeout)
+	defer cancel()
+	if err := b.cluster.ControlledShutdown(ctx); err != nil {
+		b.logger.Warn("controlled shutdown incomplete; stopping anyway", "err", err)
+	}
 }
 
 // nextProducerID hands out a producer id from the block this broker holds,

@@ -51,6 +51,15 @@ type Config struct {
 	// SessionTimeout bounds how long a dead broker stays registered
 	// (broker.session.timeout.ms).
 	SessionTimeout time.Duration
+	// ControlledShutdownEnable makes Close ask the controller to move this
+	// broker's leaderships to other in-sync replicas first, waiting at
+	// most SessionTimeout (controlled.shutdown.enable).
+	ControlledShutdownEnable bool
+	// AutoLeaderRebalanceEnable has the controller give partitions back to
+	// their preferred leaders every LeaderImbalanceCheckInterval
+	// (auto.leader.rebalance.enable, leader.imbalance.check.interval.seconds).
+	AutoLeaderRebalanceEnable    bool
+	LeaderImbalanceCheckInterval time.Duration
 
 	// NumPartitions is the partition count of auto-created topics and of
 	// CreateTopics requests with -1 (num.partitions).
@@ -199,13 +208,18 @@ func pageCacheSettings(keep, prefault int64, reporting bool) (int64, int64) {
 // ./data, serving on localhost:9092.
 func DefaultConfig() Config {
 	return Config{
-		NodeID:                   1,
-		Listeners:                []string{"PLAINTEXT://localhost:9092"},
-		LogDirs:                  []string{"./data"},
-		AdminListener:            "localhost:9644",
-		EtcdClientAddr:           "127.0.0.1:2379",
-		EtcdPeerAddr:             "127.0.0.1:2380",
-		SessionTimeout:           9 * time.Second,
+		NodeID:         1,
+		Listeners:      []string{"PLAINTEXT://localhost:9092"},
+		LogDirs:        []string{"./data"},
+		AdminListener:  "localhost:9644",
+		EtcdClientAddr: "127.0.0.1:2379",
+		EtcdPeerAddr:   "127.0.0.1:2380",
+		SessionTimeout: 9 * time.Second,
+
+		ControlledShutdownEnable:     true,
+		AutoLeaderRebalanceEnable:    true,
+		LeaderImbalanceCheckInterval: 300 * time.Second,
+
 		NumPartitions:            1,
 		DefaultReplicationFactor: 1,
 		AutoCreateTopicsEnable:   true,
@@ -301,6 +315,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: no log.dirs", ErrInvalidConfig)
 	}
 	switch {
+	case c.AutoLeaderRebalanceEnable && c.LeaderImbalanceCheckInterval < time.Second:
+		return fmt.Errorf("%w: leader.imbalance.check.interval.seconds below 1", ErrInvalidConfig)
 	case c.NumPartitions < 1:
 		return fmt.Errorf("%w: num.partitions %d below 1", ErrInvalidConfig, c.NumPartitions)
 	case c.DefaultReplicationFactor < 1:

@@ -334,6 +334,8 @@ func (am *apiMetrics) countResponseErrors(resp kmsg.Response) {
 		top = r.ErrorCode
 	case *kmsg.DescribeClusterResponse:
 		top = r.ErrorCode
+	case *kmsg.UnregisterBrokerResponse:
+		top = r.ErrorCode
 	case *kmsg.DescribeLogDirsResponse:
 		top = r.ErrorCode
 	}

@@ -196,6 +196,11 @@ func (b *Broker) staticConfigs() map[string]string {
 		"auto.create.topics.enable":  fmt.Sprint(b.cfg.AutoCreateTopicsEnable),
 		"socket.request.max.bytes":   fmt.Sprint(b.cfg.SocketRequestMaxBytes),
 		"fetch.max.bytes":            fmt.Sprint(b.cfg.FetchMaxBytes),
+		"broker.session.timeout.ms":  fmt.Sprint(b.cfg.SessionTimeout.Milliseconds()),
+		"controlled.shutdown.enable": fmt.Sprint(b.cfg.ControlledShutdownEnable),
+
+		"auto.leader.rebalance.enable":            fmt.Sprint(b.cfg.AutoLeaderRebalanceEnable),
+		"leader.imbalance.check.interval.seconds": fmt.Sprint(int64(b.cfg.LeaderImbalanceCheckInterval.Seconds())),
 
 		"log.retention.check.interval.ms": fmt.Sprint(b.cfg.LogRetentionCheckInterval.Milliseconds()),
 		"log.cleaner.enable":              fmt.Sprint(b.cfg.LogCleanerEnable),

@@ -61,6 +61,18 @@ var brokerDefs = []*Def{
 		Doc: "How long a broker that stops heartbeating stays registered in the cluster before it is fenced.",
 	},
 	{
+		Name: "controlled.shutdown.enable", Type: TypeBoolean, Default: "true",
+		Doc: "Whether a broker that is stopped first has the controller move its partition leaderships to other in-sync replicas.",
+	},
+	{
+		Name: "auto.leader.rebalance.enable", Type: TypeBoolean, Default: "true",
+		Doc: "Whether the controller gives partitions back to their preferred leader, the first replica, when it is in sync again.",
+	},
+	{
+		Name: "leader.imbalance.check.interval.seconds", Type: TypeLong, Default: "300",
+		Doc: "How often the controller looks for partitions to give back to their preferred leader.",
+	},
+	{
 		Name: "listeners", Type: TypeList, Default: "PLAINTEXT://:9092", Update: UpdatePerBroker,
 		Doc: "Comma-separated listener URIs the broker binds to, as NAME://host:port. An empty host binds the default interface, 0.0.0.0 all of them.",
 	},
