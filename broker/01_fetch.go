@@ -17,7 +17,10 @@ package broker
 // current leader epoch (FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH); v12+
 // reports a diverging epoch when last_fetched_epoch shows the fetcher's log
 // went past the end of that epoch here; v13+ names topics by id. Follower
-// fetches (a replica id >= 0) read up to the log end.
+// fetches (a replica id >= 0, from a replica of the partition; any other
+// broker is told NOT_LEADER_OR_FOLLOWER) read up to the log end, and their
+// fetch offset is the follower's log end for the high watermark and the
+// ISR (replicas.go).
 
 import (
 	"context"
@@ -270,6 +273,12 @@ func (b *Broker) fetchRound(items []*sessionPartition, req *kmsg.FetchRequest, b
 		}
 		if it.lastFetchedEpoch >= 0 {
 			e, end := l.EndOffsetForEpoch(it.lastFetchedEpoch)
+			if e < 0 {
+				// No epoch here at or below the fetcher's: none of its
+				// records is known here. (-1, -1) would read as no
+				// divergence, so the answer is the log start.
+				end = l.LogStartOffset()
+			}
 			if e < it.lastFetchedEpoch || end < it.fetchOffset {
 				res.hasDiverging, res.divergingEpoch, res.divergingEnd = true, e, end
 				continue
@@ -277,6 +286,15 @@ func (b *Broker) fetchRound(items []*sessionPartition, req *kmsg.FetchRequest, b
 		}
 		maxOffset := res.hw
 		if replicaID >= 0 {
+			// A follower reads up to the log end; its fetch offset is its
+			// own log end, which the high watermark follows.
+			if !b.replicaFetched(p, replicaID, it.fetchOffset, time.Now()) {
+				res.code, res.leaderID, res.leaderEpoch = protocol.NotLeaderOrFollower, b.cfg.NodeID, epoch
+				failed = true
+				continue
+			}
+			res.hw = l.HighWatermark()
+			res.lso = res.hw
 			maxOffset = l.LogEndOffset()
 		}
 		limit := min(int64(max(it.maxBytes, 0)), budget)

@@ -100,6 +100,8 @@ type Broker struct {
 
 	syncMu sync.Mutex // serialises syncPartitions
 	parts  atomic.Pointer[partitionTable]
+	// followers are the replica fetchers, by leader (replica_fetcher.go).
+	followers replicaFetchers
 
 	producerIDs struct {
 		sync.Mutex
@@ -243,6 +245,7 @@ func (b *Broker) Start(ctx context.Context) (err error) {
 		return err
 	}
 	b.goTracked(b.watchMetadata)
+	b.goTracked(b.watchReplicaLag)
 	b.ready.Store(true)
 	b.logger.Info("broker started", "node_id", b.cfg.NodeID, "listeners", b.Addrs(), "cluster_id", cl.ClusterID(),
 		"log_dirs", b.cfg.LogDirs)

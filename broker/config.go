@@ -55,6 +55,13 @@ type Config struct {
 	// broker's leaderships to other in-sync replicas first, waiting at
 	// most SessionTimeout (controlled.shutdown.enable).
 	ControlledShutdownEnable bool
+	// ReplicaLagTimeMax is how long a follower may go without catching up
+	// with its leader before the leader takes it out of the ISR
+	// (replica.lag.time.max.ms).
+	ReplicaLagTimeMax time.Duration
+	// ReplicaFetchWaitMax is how long a follower's fetch waits at the
+	// leader for new records (replica.fetch.wait.max.ms).
+	ReplicaFetchWaitMax time.Duration
 	// AutoLeaderRebalanceEnable has the controller give partitions back to
 	// their preferred leaders every LeaderImbalanceCheckInterval
 	// (auto.leader.rebalance.enable, leader.imbalance.check.interval.seconds).
@@ -217,6 +224,8 @@ func DefaultConfig() Config {
 		SessionTimeout: 9 * time.Second,
 
 		ControlledShutdownEnable:     true,
+		ReplicaLagTimeMax:            30 * time.Second,
+		ReplicaFetchWaitMax:          500 * time.Millisecond,
 		AutoLeaderRebalanceEnable:    true,
 		LeaderImbalanceCheckInterval: 300 * time.Second,
 
@@ -315,6 +324,10 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: no log.dirs", ErrInvalidConfig)
 	}
 	switch {
+	case c.ReplicaLagTimeMax < time.Millisecond:
+		return fmt.Errorf("%w: replica.lag.time.max.ms below 1", ErrInvalidConfig)
+	case c.ReplicaFetchWaitMax < 0 || c.ReplicaFetchWaitMax >= c.ReplicaLagTimeMax:
+		return fmt.Errorf("%w: replica.fetch.wait.max.ms must be at least 0 and below replica.lag.time.max.ms", ErrInvalidConfig)
 	case c.AutoLeaderRebalanceEnable && c.LeaderImbalanceCheckInterval < time.Second:
 		return fmt.Errorf("%w: leader.imbalance.check.interval.seconds below 1", ErrInvalidConfig)
 	case c.NumPartitions < 1:

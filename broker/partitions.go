@@ -28,9 +28,23 @@ type partition struct {
 	leaderEpoch atomic.Int32
 	state       atomic.Pointer[cluster.PartitionState]
 	settings    atomic.Pointer[topicSettings]
+
+	// role is held while the replica's role changes (applyRole) and while
+	// the follower fetcher writes to the log, so that a fetch answered by
+	// a former leader is never appended after this broker took over.
+	role sync.Mutex
+	// lead is the replication state while this broker leads the partition.
+	lead atomic.Pointer[leaderRepl]
 }
 
 func (p *partition) isr() []int32 { return p.state.Load().ISR }
+
+// effectiveMinISR is min.insync.replicas, capped at the replication factor
+// as Kafka caps it: a topic whose setting exceeds its replica count takes
+// acks=all writes once every replica is in sync.
+func (p *partition) effectiveMinISR() int32 {
+	return min(p.settings.Load().minInsyncReplicas, int32(len(p.state.Load().Replicas)))
+}
 
 // topicSettings are the resolved topic configs the produce path and the log
 // use.
@@ -198,6 +212,8 @@ func (b *Broker) staticConfigs() map[string]string {
 		"fetch.max.bytes":            fmt.Sprint(b.cfg.FetchMaxBytes),
 		"broker.session.timeout.ms":  fmt.Sprint(b.cfg.SessionTimeout.Milliseconds()),
 		"controlled.shutdown.enable": fmt.Sprint(b.cfg.ControlledShutdownEnable),
+		"replica.lag.time.max.ms":    fmt.Sprint(b.cfg.ReplicaLagTimeMax.Milliseconds()),
+		"replica.fetch.wait.max.ms":  fmt.Sprint(b.cfg.ReplicaFetchWaitMax.Milliseconds()),
 
 		"auto.leader.rebalance.enable":            fmt.Sprint(b.cfg.AutoLeaderRebalanceEnable),
 		"leader.imbalance.check.interval.seconds": fmt.Sprint(int64(b.cfg.LeaderImbalanceCheckInterval.Seconds())),
@@ -322,6 +338,7 @@ func (b *Broker) syncPartitions(md *cluster.Metadata) error {
 		}
 	}
 	b.parts.Store(next)
+	b.syncFollowers(next)
 	for name := range old.byName {
 		if _, ok := next.byName[name]; !ok {
 			b.metrics.forgetTopic(name)
@@ -365,16 +382,9 @@ func (b *Broker) syncPartition(old *partitionTable, tp storage.TopicPartition, t
 	}
 	p.settings.Store(set)
 	p.state.Store(st)
-	if p.leaderEpoch.Load() != st.LeaderEpoch || p.log.LatestEpoch() < st.LeaderEpoch {
-		if err := p.log.AssignEpoch(st.LeaderEpoch); err != nil {
-			return p, err
-		}
-		p.leaderEpoch.Store(st.LeaderEpoch)
+	if err := b.applyRole(p, st); err != nil {
+		return p, err
 	}
-	// No replication yet: this broker is the partition's only replica, so
-	// the high watermark follows the log by itself (the durable offset in
-	// the default durable mode).
-	p.log.SetAutoHighWatermark(true)
 	return p, nil
 }
 

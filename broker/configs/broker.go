@@ -171,6 +171,10 @@ var brokerDefs = []*Def{
 		Doc: "Time a follower may go without fetching, or without catching up to the leader's log end, before it is removed from the in-sync set.",
 	},
 	{
+		Name: "replica.fetch.wait.max.ms", Type: TypeInt, Default: "500",
+		Doc: "How long a follower's fetch waits at the leader for new records.",
+	},
+	{
 		Name: "replica.high.watermark.checkpoint.interval.ms", Type: TypeLong, Default: "5000",
 		Doc: "How often each partition's high watermark is written to disk.",
 	},
