@@ -31,6 +31,9 @@ type leaderRepl struct {
 		// retryAt delays the next one after a failure.
 		proposing bool
 		retryAt   time.Time
+		// seenISR is the ISR applyRole last applied, for the ISR change
+		// metrics.
+		seenISR []int32
 	}
 }
 
@@ -60,11 +63,25 @@ func (b *Broker) applyRole(p *partition, st *cluster.PartitionState) error {
 		lr = &leaderRepl{epoch: st.LeaderEpoch, replicas: slices.Clone(st.Replicas)}
 		lr.mu.st = replication.NewLeader(b.cfg.NodeID, st.Replicas, st.ISR, p.log.LogEndOffset(), p.log.HighWatermark(), time.Now())
 		lr.mu.from = *st
+		lr.mu.seenISR = slices.Clone(st.ISR)
 		p.lead.Store(lr)
 	} else {
 		lr.mu.Lock()
 		lr.mu.from = *st
 		lr.mu.st.SetISR(st.ISR)
+		// Every change of a led partition's ISR counts, whoever wrote
+		// it (this leader, or the controller dropping a dead broker).
+		for _, r := range st.ISR {
+			if !slices.Contains(lr.mu.seenISR, r) {
+				b.metrics.isrExpands.Inc()
+			}
+		}
+		for _, r := range lr.mu.seenISR {
+			if !slices.Contains(st.ISR, r) {
+				b.metrics.isrShrinks.Inc()
+			}
+		}
+		lr.mu.seenISR = slices.Clone(st.ISR)
 		lr.mu.Unlock()
 	}
 	alone := len(st.ISR) <= 1

@@ -7,8 +7,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/gregor-io/gregor/protocol"
 )
 
 // startCluster starts n brokers on one registry (the first one's embedded
@@ -164,4 +167,55 @@ func testReplicationFailover(t *testing.T, controlled bool) {
 			t.Errorf("partition %d: read %d records, want %d in order, once each", p, len(got[p]), len(want))
 		}
 	}
+}
+
+// TestReplicationMetrics: the leader's replication gauges and ISR counters
+// follow a follower joining, then dying.
+func TestReplicationMetrics(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewRegistry()
+	b1 := startBroker(t, func(c *Config) {
+		c.Registerer, c.Gatherer = reg, reg
+		c.AdminListener = "127.0.0.1:0"
+	})
+	b2 := startBroker(t, func(c *Config) {
+		c.NodeID = 2
+		c.EtcdEndpoints = b1.cluster.ClientURLs()
+	})
+	waitFor(t, 20*time.Second, "broker 1 sees broker 2", func() error {
+		if _, ok := b1.cluster.Snapshot().Broker(2); !ok {
+			return fmt.Errorf("not yet")
+		}
+		return nil
+	})
+	w := dialWire(t, b1)
+	rt := w.createTopicResultAssigned("metered", [][]int32{{1, 2}}, nil)
+	if rt.ErrorCode != 0 {
+		t.Fatalf("create: %d", rt.ErrorCode)
+	}
+	want := func(what string, m map[string]float64) {
+		t.Helper()
+		waitFor(t, 20*time.Second, what, func() error {
+			s := scrapeMetrics(t, b1.AdminAddr())
+			for name, v := range m {
+				if got, found := s.sum(name, nil); !found || got != v {
+					return fmt.Errorf("%s = %g (exported: %v), want %g", name, got, found, v)
+				}
+			}
+			return nil
+		})
+	}
+	want("follower 2 in sync", map[string]float64{
+		"gregor_partitions_led": 1, "gregor_partitions_under_replicated": 0, "gregor_partitions_under_min_isr": 0,
+		"gregor_isr_expands_total": 1, "gregor_isr_shrinks_total": 0, "gregor_cluster_partitions_offline": 0,
+	})
+	rp := w.producePartition(-1, "metered", 0, buildBatch(t, plainHeader(), "v", 5))
+	checkCode(t, "acks=all produce", rp.ErrorCode, protocol.None)
+	want("follower 2 caught up", map[string]float64{"gregor_replica_lag_records": 0})
+	if err := b2.Close(); err != nil {
+		t.Fatal(err)
+	}
+	want("follower 2 gone", map[string]float64{
+		"gregor_partitions_under_replicated": 1, "gregor_isr_shrinks_total": 1, "gregor_partitions_under_min_isr": 0,
+	})
 }
