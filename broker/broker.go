@@ -102,6 +102,11 @@ type Broker struct {
 	parts  atomic.Pointer[partitionTable]
 	// followers are the replica fetchers, by leader (replica_fetcher.go).
 	followers replicaFetchers
+	// pauseFetchers holds every replica fetcher between fetches, and
+	// fetchesInFlight counts the fetches sent and not yet applied: tests
+	// use them to let a leader take records its followers do not have.
+	pauseFetchers   atomic.Bool
+	fetchesInFlight atomic.Int32
 
 	producerIDs struct {
 		sync.Mutex

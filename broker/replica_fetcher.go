@@ -156,6 +156,12 @@ func (b *Broker) runFetcher(ctx context.Context, rf *replicaFetcher) {
 	}
 	for ctx.Err() == nil {
 		now := time.Now()
+		if b.pauseFetchers.Load() {
+			if !pause(replicaFetchBackoff / 10) {
+				return
+			}
+			continue
+		}
 		var parts []followed
 		for _, fp := range *rf.parts.Load() {
 			if until, ok := backoff[fp.p]; ok && now.Before(until) {
@@ -184,11 +190,17 @@ func (b *Broker) runFetcher(ctx context.Context, rf *replicaFetcher) {
 				return
 			}
 		}
+		b.fetchesInFlight.Add(1)
+		if b.pauseFetchers.Load() {
+			b.fetchesInFlight.Add(-1)
+			continue
+		}
 		req := b.replicaFetchRequest(parts)
 		corr++
 		resp, err := roundTrip(nc, &buf, corr, "gregor-replica-"+strconv.Itoa(int(b.cfg.NodeID)), req,
 			b.cfg.ReplicaFetchWaitMax+replicaRequestTimeout)
 		if err != nil {
+			b.fetchesInFlight.Add(-1)
 			if ctx.Err() == nil {
 				log.Info("replica fetch failed; reconnecting", "err", err)
 			}
@@ -201,6 +213,7 @@ func (b *Broker) runFetcher(ctx context.Context, rf *replicaFetcher) {
 		}
 		fresp := resp.(*kmsg.FetchResponse)
 		if fresp.ErrorCode != 0 {
+			b.fetchesInFlight.Add(-1)
 			log.Warn("replica fetch refused", "code", protocol.ErrorCode(fresp.ErrorCode).String())
 			if !pause(replicaFetchBackoff) {
 				return
@@ -208,6 +221,7 @@ func (b *Broker) runFetcher(ctx context.Context, rf *replicaFetcher) {
 			continue
 		}
 		b.applyFetched(ctx, log, parts, fresp, backoff)
+		b.fetchesInFlight.Add(-1)
 	}
 }
 

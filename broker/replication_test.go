@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"bytes"
 	"fmt"
 	"slices"
 	"strconv"
@@ -12,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/gregor-io/gregor/protocol"
+	"github.com/gregor-io/gregor/storage"
 )
 
 // startCluster starts n brokers on one registry (the first one's embedded
@@ -218,4 +220,157 @@ func TestReplicationMetrics(t *testing.T) {
 	want("follower 2 gone", map[string]float64{
 		"gregor_partitions_under_replicated": 1, "gregor_isr_shrinks_total": 1, "gregor_partitions_under_min_isr": 0,
 	})
+}
+
+// logBytes returns a partition log's stored batches, from its start to its
+// end, as they lie in the segment files (one segment is enough here).
+func logBytes(t *testing.T, b *Broker, topic string, partition int32) []byte {
+	t.Helper()
+	p := b.parts.Load().byName[topic][partition]
+	rr, err := p.log.Read(storage.ReadOptions{Offset: p.log.LogStartOffset(), MaxBytes: 64 << 20, MaxOffset: p.log.LogEndOffset()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rr.Release()
+	out, err := rr.AppendTo(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// restartBroker starts a broker again on b's log dirs and registry, after
+// b was closed, and closes it when the test ends.
+func restartBroker(t *testing.T, b *Broker) *Broker {
+	t.Helper()
+	cfg := b.cfg
+	cfg.Listeners = []string{"PLAINTEXT://127.0.0.1:0"}
+	nb, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := nb.Start(testContext(t, time.Minute)); err != nil {
+		t.Fatalf("restart broker %d: %v", cfg.NodeID, err)
+	}
+	t.Cleanup(func() {
+		if err := nb.Close(); err != nil {
+			t.Errorf("close broker: %v", err)
+		}
+	})
+	return nb
+}
+
+// waitISR waits until b's view shows the partition's ISR as want, in
+// node id order.
+func waitISR(t *testing.T, b *Broker, topic string, partition int32, want string) {
+	t.Helper()
+	waitFor(t, 30*time.Second, fmt.Sprintf("%s-%d ISR %s", topic, partition, want), func() error {
+		st := b.cluster.Snapshot().Topics[topic].Partitions[partition]
+		isr := slices.Clone(st.ISR)
+		slices.Sort(isr)
+		if got := fmt.Sprint(isr); got != want {
+			return fmt.Errorf("ISR %s, leader %d epoch %d", got, st.Leader, st.LeaderEpoch)
+		}
+		return nil
+	})
+}
+
+// TestFollowerCatchesUp: a follower stopped while its leader takes
+// acks=all writes comes back, fetches what it missed, rejoins the ISR, and
+// then holds the leader's log byte for byte.
+func TestFollowerCatchesUp(t *testing.T) {
+	t.Parallel()
+	bs := startCluster(t, 3)
+	w := dialWire(t, bs[0])
+	rt := w.createTopicResultAssigned("catch", [][]int32{{1, 2, 3}}, map[string]string{"min.insync.replicas": "2"})
+	checkCode(t, "create", rt.ErrorCode, protocol.None)
+	waitISR(t, bs[0], "catch", 0, "[1 2 3]")
+	for i := 0; i < 20; i++ {
+		rp := w.producePartition(-1, "catch", 0, buildBatch(t, plainHeader(), fmt.Sprint("before-", i), 10))
+		checkCode(t, "produce before", rp.ErrorCode, protocol.None)
+	}
+	if err := bs[2].Close(); err != nil {
+		t.Fatal(err)
+	}
+	waitISR(t, bs[0], "catch", 0, "[1 2]")
+	for i := 0; i < 100; i++ {
+		rp := w.producePartition(-1, "catch", 0, buildBatch(t, plainHeader(), fmt.Sprint("while-", i), 10))
+		checkCode(t, "produce while broker 3 is down", rp.ErrorCode, protocol.None)
+	}
+	b3 := restartBroker(t, bs[2])
+	waitISR(t, bs[0], "catch", 0, "[1 2 3]")
+	leader := bs[0].parts.Load().byName["catch"][0].log
+	waitFor(t, 20*time.Second, "broker 3 at the leader's end", func() error {
+		if got, want := b3.parts.Load().byName["catch"][0].log.LogEndOffset(), leader.LogEndOffset(); got != want {
+			return fmt.Errorf("at %d, leader at %d", got, want)
+		}
+		return nil
+	})
+	if got, want := logBytes(t, b3, "catch", 0), logBytes(t, bs[0], "catch", 0); !bytes.Equal(got, want) {
+		t.Fatalf("broker 3 holds %d bytes that differ from the leader's %d", len(got), len(want))
+	}
+	if leader.LogEndOffset() != 1200 {
+		t.Fatalf("leader's log end %d, want 1200", leader.LogEndOffset())
+	}
+}
+
+// TestDivergingFormerLeader: a leader takes records its follower never
+// fetched (acks=1), then stops; the follower, now leader, takes other
+// records at the same offsets. When the former leader returns it cuts its
+// log at the new leader's epoch boundary (KIP-101, KIP-279) and copies the
+// new leader's records: both logs end byte for byte equal.
+func TestDivergingFormerLeader(t *testing.T) {
+	t.Parallel()
+	bs := startCluster(t, 2)
+	w1, w2 := dialWire(t, bs[0]), dialWire(t, bs[1])
+	rt := w1.createTopicResultAssigned("div", [][]int32{{2, 1}}, nil)
+	checkCode(t, "create", rt.ErrorCode, protocol.None)
+	waitISR(t, bs[0], "div", 0, "[1 2]")
+	rp := w2.producePartition(-1, "div", 0, buildBatch(t, plainHeader(), "acked", 10))
+	checkCode(t, "acks=all to broker 2", rp.ErrorCode, protocol.None)
+
+	// Broker 1 stops fetching; broker 2 takes 5 records only it has.
+	bs[0].pauseFetchers.Store(true)
+	waitFor(t, 20*time.Second, "broker 1's fetches done", func() error {
+		if n := bs[0].fetchesInFlight.Load(); n != 0 {
+			return fmt.Errorf("%d in flight", n)
+		}
+		return nil
+	})
+	rp = w2.producePartition(1, "div", 0, buildBatch(t, plainHeader(), "lost", 5))
+	checkCode(t, "acks=1 to broker 2", rp.ErrorCode, protocol.None)
+	if end := bs[1].parts.Load().byName["div"][0].log.LogEndOffset(); end != 15 {
+		t.Fatalf("broker 2's log end %d, want 15", end)
+	}
+	if end := bs[0].parts.Load().byName["div"][0].log.LogEndOffset(); end != 10 {
+		t.Fatalf("broker 1's log end %d, want 10 (its fetcher is paused)", end)
+	}
+	if err := bs[1].Close(); err != nil {
+		t.Fatal(err)
+	}
+	bs[0].pauseFetchers.Store(false)
+	waitFor(t, 20*time.Second, "broker 1 leads", func() error {
+		if st := bs[0].cluster.Snapshot().Topics["div"].Partitions[0]; st.Leader != 1 || st.LeaderEpoch != 1 {
+			return fmt.Errorf("leader %d epoch %d", st.Leader, st.LeaderEpoch)
+		}
+		return nil
+	})
+	rp = w1.producePartition(-1, "div", 0, buildBatch(t, plainHeader(), "new", 3))
+	checkCode(t, "acks=all to broker 1", rp.ErrorCode, protocol.None)
+	if rp.BaseOffset != 10 {
+		t.Fatalf("broker 1 appended at %d, want 10", rp.BaseOffset)
+	}
+
+	b2 := restartBroker(t, bs[1])
+	waitISR(t, bs[0], "div", 0, "[1 2]")
+	l2 := b2.parts.Load().byName["div"][0].log
+	if l2.LogEndOffset() != 13 {
+		t.Fatalf("former leader's log end %d, want 13", l2.LogEndOffset())
+	}
+	if got, want := logBytes(t, b2, "div", 0), logBytes(t, bs[0], "div", 0); !bytes.Equal(got, want) {
+		t.Fatalf("former leader holds %d bytes that differ from the leader's %d", len(got), len(want))
+	}
+	if e, end := l2.EndOffsetForEpoch(0); e != 0 || end != 10 {
+		t.Fatalf("former leader's epoch 0 ends at (%d, %d), want (0, 10)", e, end)
+	}
 }
