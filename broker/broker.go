@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -207,6 +208,7 @@ func (b *Broker) Start(ctx context.Context) (err error) {
 	ccfg.InitialCluster = b.cfg.EtcdInitialCluster
 	ccfg.NodeID = b.cfg.NodeID
 	ccfg.SessionTTL = b.cfg.SessionTimeout
+	ccfg.UncleanLeaderElection = strings.EqualFold(strings.TrimSpace(b.cfg.StaticTopicDefaults["unclean.leader.election.enable"]), "true")
 	if b.cfg.AutoLeaderRebalanceEnable {
 		ccfg.LeaderRebalanceInterval = b.cfg.LeaderImbalanceCheckInterval
 	}

@@ -374,3 +374,44 @@ func TestDivergingFormerLeader(t *testing.T) {
 		t.Fatalf("former leader's epoch 0 ends at (%d, %d), want (0, 10)", e, end)
 	}
 }
+
+// TestUncleanLeaderElection: a partition whose only in-sync replica is
+// gone stays leaderless, unless its topic allows unclean leader election:
+// then the surviving out-of-sync replica leads, alone in the ISR.
+func TestUncleanLeaderElection(t *testing.T) {
+	t.Parallel()
+	bs := startCluster(t, 2)
+	w := dialWire(t, bs[0])
+	for _, c := range []struct {
+		topic, unclean string
+	}{{"clean", "false"}, {"unclean", "true"}} {
+		rt := w.createTopicResultAssigned(c.topic, [][]int32{{2, 1}}, map[string]string{"unclean.leader.election.enable": c.unclean})
+		checkCode(t, "create "+c.topic, rt.ErrorCode, protocol.None)
+		waitISR(t, bs[0], c.topic, 0, "[1 2]")
+	}
+	// Broker 1 falls out of both ISRs, then broker 2 stops.
+	bs[0].pauseFetchers.Store(true)
+	waitFor(t, 20*time.Second, "broker 1's fetches done", func() error {
+		if n := bs[0].fetchesInFlight.Load(); n != 0 {
+			return fmt.Errorf("%d in flight", n)
+		}
+		return nil
+	})
+	for _, topic := range []string{"clean", "unclean"} {
+		from := bs[1].cluster.Snapshot().Topics[topic].Partitions[0]
+		if _, err := bs[1].cluster.AlterISR(testContext(t, 20*time.Second), topic, 0, from, []int32{2}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := bs[1].Close(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, "leaders decided", func() error {
+		md := bs[0].cluster.Snapshot()
+		c, u := md.Topics["clean"].Partitions[0], md.Topics["unclean"].Partitions[0]
+		if c.Leader != -1 || fmt.Sprint(c.ISR) != "[2]" || u.Leader != 1 || fmt.Sprint(u.ISR) != "[1]" {
+			return fmt.Errorf("clean: leader %d ISR %v; unclean: leader %d ISR %v", c.Leader, c.ISR, u.Leader, u.ISR)
+		}
+		return nil
+	})
+}

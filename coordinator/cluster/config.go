@@ -93,6 +93,12 @@ type Config struct {
 	// leader.imbalance.check.interval.seconds). Zero: never.
 	LeaderRebalanceInterval time.Duration
 
+	// UncleanLeaderElection is the default of
+	// unclean.leader.election.enable for topics that do not set it and
+	// when no cluster-wide dynamic default is set (the controller's own
+	// setting, as in Kafka).
+	UncleanLeaderElection bool
+
 	// Observer receives etcd request timings and the registration
 	// session's state, for metrics. Nil means none.
 	Observer Observer

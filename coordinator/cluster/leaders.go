@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -18,6 +19,7 @@ type leaderChange struct {
 	rev       int64
 	prev      PartitionState
 	next      PartitionState
+	unclean   bool // a leader from outside the ISR
 }
 
 // decideLeaders returns the leadership and ISR changes the controller makes
@@ -37,14 +39,30 @@ type leaderChange struct {
 //   - a new leader bumps the leader epoch; every change bumps the
 //     partition epoch.
 //
-// Leaders come from the ISR only (no unclean election), so a broker that
-// may lack acknowledged records never leads.
-func decideLeaders(md *Metadata) []leaderChange {
+// Leaders come from the ISR only, so a broker that may lack acknowledged
+// records never leads; except, for a topic with
+// unclean.leader.election.enable (the topic's config, else the
+// cluster-wide dynamic default, else uncleanDefault), a partition with no
+// eligible ISR member and no live leader gets its first eligible replica
+// as leader, alone in the ISR: available again, at the cost of what the
+// ISR held and it lacks.
+func decideLeaders(md *Metadata, uncleanDefault bool) []leaderChange {
 	live := func(id int32) bool { _, ok := md.Broker(id); return ok }
 	var out []leaderChange
 	eachPartition(md, func(name string, p int32, st PartitionState, rev int64) {
 		inSync := inSyncEligible(md, st)
 		next := st
+		if len(inSync) == 0 && (st.Leader < 0 || !live(st.Leader)) && uncleanEnabled(md, name, uncleanDefault) {
+			for _, r := range st.Replicas {
+				if md.eligible(r) {
+					next.Leader, next.ISR = r, []int32{r}
+					next.LeaderEpoch++
+					next.PartitionEpoch++
+					out = append(out, leaderChange{topic: name, partition: p, rev: rev, prev: st, next: next, unclean: true})
+					return
+				}
+			}
+		}
 		switch {
 		case len(inSync) == 0 && (st.Leader < 0 || live(st.Leader)):
 			return // nothing better to do
@@ -66,6 +84,19 @@ func decideLeaders(md *Metadata) []leaderChange {
 		out = append(out, leaderChange{topic: name, partition: p, rev: rev, prev: st, next: next})
 	})
 	return out
+}
+
+// uncleanEnabled resolves unclean.leader.election.enable for a topic.
+func uncleanEnabled(md *Metadata, topic string, def bool) bool {
+	const key = "unclean.leader.election.enable"
+	v, ok := md.Topics[topic].Configs[key]
+	if !ok {
+		v, ok = md.BrokerConfigs[-1][key]
+	}
+	if !ok {
+		return def
+	}
+	return strings.EqualFold(strings.TrimSpace(v), "true")
 }
 
 // decidePreferred returns the elections that give partitions back to their
@@ -156,7 +187,7 @@ func (c *Cluster) controlLoop() {
 	for {
 		changed := c.Changed()
 		if _, ok := c.ControllerEpoch(); ok {
-			if err := c.applyDecisions(c.ctx, decide(c.Snapshot())); err != nil &&
+			if err := c.applyDecisions(c.ctx, decide(c.Snapshot(), c.cfg.UncleanLeaderElection)); err != nil &&
 				!errors.Is(err, ErrStaleState) && !errors.Is(err, ErrNotController) && c.ctx.Err() == nil {
 				c.log.Warn("controller decisions not written; retrying", "err", err)
 				select {
@@ -174,8 +205,8 @@ func (c *Cluster) controlLoop() {
 		case <-changed:
 		case <-c.electedKick:
 		case <-rebalance:
-			decide = func(md *Metadata) []leaderChange {
-				return append(decideLeaders(md), decidePreferred(md)...)
+			decide = func(md *Metadata, unclean bool) []leaderChange {
+				return append(decideLeaders(md, unclean), decidePreferred(md)...)
 			}
 		}
 	}
@@ -198,6 +229,12 @@ func (c *Cluster) applyDecisions(ctx context.Context, changes []leaderChange) er
 			return err
 		}
 		for _, ch := range batch {
+			if ch.unclean {
+				c.log.Warn("unclean leader election: a replica outside the ISR leads; records only the ISR held are lost",
+					"topic", ch.topic, "partition", ch.partition, "leader", ch.next.Leader, "previous_isr", ch.prev.ISR,
+					"leader_epoch", ch.next.LeaderEpoch)
+				continue
+			}
 			c.log.Info("partition leader changed", "topic", ch.topic, "partition", ch.partition,
 				"from", ch.prev.Leader, "to", ch.next.Leader, "leader_epoch", ch.next.LeaderEpoch, "isr", ch.next.ISR)
 		}

@@ -58,11 +58,11 @@ func TestDecideLeaders(t *testing.T) {
 		{"a repeated ISR member", []int32{1}, ps(1, 1, []int32{1, 1}, []int32{1}),
 			&PartitionState{Leader: 1, LeaderEpoch: 1, PartitionEpoch: 2, ISR: []int32{1}, Replicas: []int32{1}}},
 	} {
-		got := decideLeaders(mdWith(c.live, c.in))
+		got := decideLeaders(mdWith(c.live, c.in), false)
 		if c.want != nil && len(got) == 1 {
 			// What the controller writes, it leaves alone on the next view.
 			md := mdWith(c.live, got[0].next)
-			if again := decideLeaders(md); len(again) != 0 {
+			if again := decideLeaders(md, false); len(again) != 0 {
 				t.Errorf("%s: decided again on its own decision: %+v", c.what, again)
 			}
 		}
@@ -84,7 +84,7 @@ func TestDecideLeaders(t *testing.T) {
 	// Several partitions, in order; the input view is not modified.
 	in := []PartitionState{ps(1, 0, []int32{1}, []int32{1}), ps(2, 0, []int32{2}, []int32{2}), ps(3, 7, []int32{3}, []int32{3})}
 	md := mdWith([]int32{2}, in...)
-	got := decideLeaders(md)
+	got := decideLeaders(md, false)
 	if len(got) != 2 || got[0].partition != 0 || got[1].partition != 2 || got[1].rev != 12 || got[1].next.LeaderEpoch != 8 {
 		t.Fatalf("two dead leaders: %+v", got)
 	}
@@ -200,10 +200,46 @@ func TestShutdownPending(t *testing.T) {
 	// Once the controller has decided, nothing is pending.
 	md := mdWith([]int32{-1, 2, 3}, parts...)
 	after := slices.Clone(parts)
-	for _, ch := range decideLeaders(md) {
+	for _, ch := range decideLeaders(md, false) {
 		after[ch.partition] = ch.next
 	}
 	if got := shutdownPending(mdWith([]int32{-1, 2, 3}, after...), 1); got != 0 {
 		t.Errorf("after the controller's decisions: %d pending, want 0 (%+v)", got, after)
+	}
+}
+
+func TestDecideLeadersUnclean(t *testing.T) {
+	dead := PartitionState{Leader: 1, LeaderEpoch: 4, PartitionEpoch: 6, ISR: []int32{1}, Replicas: []int32{1, 2, 3}}
+	for _, c := range []struct {
+		what        string
+		live        []int32
+		topic       map[string]string
+		cluster     map[string]string
+		def         bool
+		want        string // leader and ISR, or "" for no change
+		wantUnclean bool
+	}{
+		{"off by default", []int32{2, 3}, nil, nil, false, "-1 [1]", false},
+		{"the controller's default", []int32{2, 3}, nil, nil, true, "2 [2]", true},
+		{"the topic's config", []int32{2, 3}, map[string]string{"unclean.leader.election.enable": "true"}, nil, false, "2 [2]", true},
+		{"the topic's config beats the default", []int32{2, 3}, map[string]string{"unclean.leader.election.enable": "false"}, nil, true, "-1 [1]", false},
+		{"the cluster-wide dynamic default", []int32{2, 3}, nil, map[string]string{"unclean.leader.election.enable": "TRUE"}, false, "2 [2]", true},
+		{"first eligible replica", []int32{-2, 3}, nil, nil, true, "3 [3]", true},
+		{"no eligible replica", []int32{-2}, nil, nil, true, "-1 [1]", false},
+	} {
+		md := mdWith(c.live, dead)
+		md.Topics["t"].Configs = c.topic
+		md.BrokerConfigs = map[int32]map[string]string{-1: c.cluster}
+		got := decideLeaders(md, c.def)
+		if len(got) != 1 {
+			t.Errorf("%s: %d changes, want 1", c.what, len(got))
+			continue
+		}
+		if s := fmt.Sprint(got[0].next.Leader, " ", got[0].next.ISR); s != c.want || got[0].unclean != c.wantUnclean {
+			t.Errorf("%s: %s (unclean %v), want %s (unclean %v)", c.what, s, got[0].unclean, c.want, c.wantUnclean)
+		}
+		if got[0].next.LeaderEpoch != 5 || got[0].next.PartitionEpoch != 7 {
+			t.Errorf("%s: epochs %d/%d, want 5/7", c.what, got[0].next.LeaderEpoch, got[0].next.PartitionEpoch)
+		}
 	}
 }
