@@ -235,7 +235,11 @@ func (c *Cluster) applyDecisions(ctx context.Context, changes []leaderChange) er
 					"leader_epoch", ch.next.LeaderEpoch)
 				continue
 			}
-			c.log.Info("partition leader changed", "topic", ch.topic, "partition", ch.partition,
+			what := "partition leader changed"
+			if ch.next.Leader == ch.prev.Leader {
+				what = "partition ISR changed"
+			}
+			c.log.Info(what, "topic", ch.topic, "partition", ch.partition,
 				"from", ch.prev.Leader, "to", ch.next.Leader, "leader_epoch", ch.next.LeaderEpoch, "isr", ch.next.ISR)
 		}
 	}
