@@ -62,6 +62,11 @@ type Config struct {
 	// ReplicaFetchWaitMax is how long a follower's fetch waits at the
 	// leader for new records (replica.fetch.wait.max.ms).
 	ReplicaFetchWaitMax time.Duration
+	// ReplicaSelector picks the replica a consumer should fetch from
+	// (replica.selector.class, KIP-392): empty or LeaderSelector, the
+	// leader; RackAwareReplicaSelector, an in-sync replica in the
+	// consumer's rack.
+	ReplicaSelector string
 	// AutoLeaderRebalanceEnable has the controller give partitions back to
 	// their preferred leaders every LeaderImbalanceCheckInterval
 	// (auto.leader.rebalance.enable, leader.imbalance.check.interval.seconds).
@@ -211,6 +216,12 @@ func pageCacheSettings(keep, prefault int64, reporting bool) (int64, int64) {
 	return keep, prefault
 }
 
+// The replica selectors of replica.selector.class, by Kafka's class names.
+const (
+	LeaderSelector           = "org.apache.kafka.common.replica.LeaderSelector"
+	RackAwareReplicaSelector = "org.apache.kafka.common.replica.RackAwareReplicaSelector"
+)
+
 // DefaultConfig returns Kafka's defaults for a single node with data in
 // ./data, serving on localhost:9092.
 func DefaultConfig() Config {
@@ -324,6 +335,9 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: no log.dirs", ErrInvalidConfig)
 	}
 	switch {
+	case c.ReplicaSelector != "" && c.ReplicaSelector != LeaderSelector && c.ReplicaSelector != RackAwareReplicaSelector:
+		return fmt.Errorf("%w: replica.selector.class %q: Gregor has %s and %s", ErrInvalidConfig, c.ReplicaSelector,
+			LeaderSelector, RackAwareReplicaSelector)
 	case c.ReplicaLagTimeMax < time.Millisecond:
 		return fmt.Errorf("%w: replica.lag.time.max.ms below 1", ErrInvalidConfig)
 	case c.ReplicaFetchWaitMax < 0 || c.ReplicaFetchWaitMax >= c.ReplicaLagTimeMax:

@@ -81,6 +81,13 @@ var internalTopics = map[string]bool{"__consumer_offsets": true, "__transaction_
 // retry that without a limit, where they give up on an unknown topic after
 // a few tries.
 func (b *Broker) lookupPartition(topic string, id [16]byte, byID bool, num int32) (*partition, protocol.ErrorCode) {
+	return b.lookupReplica(topic, id, byID, num, false)
+}
+
+// lookupReplica is lookupPartition, also finding a partition this broker
+// follows when follower is set: a consumer's fetch may be served by a
+// follower (KIP-392), up to the follower's high watermark.
+func (b *Broker) lookupReplica(topic string, id [16]byte, byID bool, num int32, follower bool) (*partition, protocol.ErrorCode) {
 	t := b.parts.Load()
 	if byID {
 		name, ok := t.names[id]
@@ -97,10 +104,16 @@ func (b *Broker) lookupPartition(topic string, id [16]byte, byID bool, num int32
 	if p == nil {
 		return nil, protocol.NotLeaderOrFollower
 	}
-	if st := p.state.Load(); st == nil || st.Leader != b.cfg.NodeID {
+	st := p.state.Load()
+	switch {
+	case st == nil:
 		return nil, protocol.NotLeaderOrFollower
+	case st.Leader == b.cfg.NodeID:
+		return p, protocol.None
+	case follower && st.Leader >= 0 && p.log.Err() == nil:
+		return p, protocol.None
 	}
-	return p, protocol.None
+	return nil, protocol.NotLeaderOrFollower
 }
 
 // notMadeYet is the code for a partition missing from the partition table:
@@ -228,6 +241,9 @@ func (b *Broker) staticConfigs() map[string]string {
 	}
 	if b.cfg.Rack != "" {
 		out["broker.rack"] = b.cfg.Rack
+	}
+	if b.cfg.ReplicaSelector != "" {
+		out["replica.selector.class"] = b.cfg.ReplicaSelector
 	}
 	for k, v := range b.cfg.StaticTopicDefaults {
 		out[k] = v

@@ -177,6 +177,42 @@ func (b *Broker) maybeProposeISR(p *partition, lr *leaderRepl, now time.Time) {
 	})
 }
 
+// preferredReadReplica picks the replica a consumer in rack should fetch
+// p from, at offset, or -1 for this leader: with the rack-aware selector, a
+// live in-sync follower in the consumer's rack that holds offset and was
+// caught up within replica.lag.time.max.ms, the one with the most records;
+// none when this broker is in that rack itself (KIP-392).
+func (b *Broker) preferredReadReplica(p *partition, rack string, offset int64, now time.Time) int32 {
+	if b.cfg.ReplicaSelector != RackAwareReplicaSelector || rack == "" || rack == b.cfg.Rack {
+		return -1
+	}
+	lr := p.lead.Load()
+	if lr == nil {
+		return -1
+	}
+	md := b.cluster.Snapshot()
+	best, bestLEO := int32(-1), int64(-1)
+	lr.mu.Lock()
+	defer lr.mu.Unlock()
+	for _, r := range lr.mu.from.ISR {
+		if r == b.cfg.NodeID {
+			continue
+		}
+		at, live := md.Broker(r)
+		if !live || at.Rack == nil || *at.Rack != rack || at.ShuttingDown {
+			continue
+		}
+		leo, caughtUp, ok := lr.mu.st.Follower(r)
+		if !ok || leo < offset || now.Sub(caughtUp) > b.cfg.ReplicaLagTimeMax {
+			continue
+		}
+		if leo > bestLEO {
+			best, bestLEO = r, leo
+		}
+	}
+	return best
+}
+
 // watchReplicaLag looks at every led partition every half
 // replica.lag.time.max.ms, so that a follower that stopped fetching
 // altogether leaves the ISR too.

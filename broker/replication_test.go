@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/gregor-io/gregor/protocol"
 	"github.com/gregor-io/gregor/storage"
@@ -414,4 +415,92 @@ func TestUncleanLeaderElection(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestFollowerFetching: with the rack-aware replica selector, a consumer in
+// a follower's rack is sent to that follower (KIP-392), which serves it up
+// to its own high watermark; a consumer in the leader's rack, or without a
+// rack, reads from the leader; an old fetch version cannot read from a
+// follower. A franz-go consumer with client.rack follows the redirection.
+func TestFollowerFetching(t *testing.T) {
+	t.Parallel()
+	racked := func(rack string) func(*Config) {
+		return func(c *Config) { c.Rack, c.ReplicaSelector = rack, RackAwareReplicaSelector }
+	}
+	b1 := startBroker(t, racked("east"))
+	b2 := startBroker(t, racked("west"), func(c *Config) {
+		c.NodeID = 2
+		c.EtcdEndpoints = b1.cluster.ClientURLs()
+	})
+	waitFor(t, 20*time.Second, "broker 1 sees broker 2", func() error {
+		if _, ok := b1.cluster.Snapshot().Broker(2); !ok {
+			return fmt.Errorf("not yet")
+		}
+		return nil
+	})
+	w1, w2 := dialWire(t, b1), dialWire(t, b2)
+	rt := w1.createTopicResultAssigned("near", [][]int32{{1, 2}}, nil)
+	checkCode(t, "create", rt.ErrorCode, protocol.None)
+	waitISR(t, b1, "near", 0, "[1 2]")
+	rp := w1.producePartition(-1, "near", 0, buildBatch(t, plainHeader(), "v", 10))
+	checkCode(t, "produce", rp.ErrorCode, protocol.None)
+	waitFor(t, 20*time.Second, "broker 2's high watermark at 10", func() error {
+		if hw := b2.parts.Load().byName["near"][0].log.HighWatermark(); hw != 10 {
+			return fmt.Errorf("at %d", hw)
+		}
+		return nil
+	})
+
+	fetch := func(w *wireConn, v int16, rack string) kmsg.FetchResponseTopicPartition {
+		t.Helper()
+		req := kmsg.NewPtrFetchRequest()
+		req.SetVersion(v)
+		req.ReplicaID, req.ReplicaState.ID = -1, -1
+		req.MaxBytes, req.SessionEpoch, req.Rack = 1<<20, -1, rack
+		ft := kmsg.NewFetchRequestTopic()
+		ft.Topic, ft.TopicID = "near", rt.TopicID
+		fp := kmsg.NewFetchRequestTopicPartition()
+		fp.Partition, fp.PartitionMaxBytes, fp.CurrentLeaderEpoch, fp.LastFetchedEpoch, fp.LogStartOffset = 0, 1<<20, -1, -1, -1
+		ft.Partitions = append(ft.Partitions, fp)
+		req.Topics = append(req.Topics, ft)
+		return w.mustRoundTrip(req).(*kmsg.FetchResponse).Topics[0].Partitions[0]
+	}
+	for _, c := range []struct {
+		what      string
+		w         *wireConn
+		v         int16
+		rack      string
+		code      protocol.ErrorCode
+		preferred int32
+		records   bool
+	}{
+		{"leader, consumer in the follower's rack", w1, 12, "west", protocol.None, 2, false},
+		{"leader, consumer in the leader's rack", w1, 12, "east", protocol.None, -1, true},
+		{"leader, consumer without a rack", w1, 12, "", protocol.None, -1, true},
+		{"follower, consumer v11", w2, 11, "west", protocol.None, -1, true},
+		{"follower, consumer v10", w2, 10, "", protocol.NotLeaderOrFollower, -1, false},
+	} {
+		got := fetch(c.w, c.v, c.rack)
+		checkCode(t, c.what, got.ErrorCode, c.code)
+		if got.PreferredReadReplica != c.preferred || (len(got.RecordBatches) > 0) != c.records {
+			t.Errorf("%s: preferred read replica %d with %d record bytes, want %d and records %v",
+				c.what, got.PreferredReadReplica, len(got.RecordBatches), c.preferred, c.records)
+		}
+		if c.records && got.HighWatermark != 10 {
+			t.Errorf("%s: high watermark %d, want 10", c.what, got.HighWatermark)
+		}
+	}
+
+	start := time.Now()
+	cl := newClient(t, b1, kgo.Rack("west"), kgo.ConsumeTopics("near"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	defer func() { t.Logf("franz-go read the records in %s", time.Since(start)) }()
+	ctx := testContext(t, time.Minute)
+	n := 0
+	for n < 10 {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("read %d of 10 records", n)
+		}
+		n += fs.NumRecords()
+	}
 }

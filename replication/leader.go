@@ -138,6 +138,17 @@ func (l *Leader) ProposeISR(now time.Time, lagMax time.Duration) ([]int32, bool)
 	return next, changed
 }
 
+// Follower returns what the leader knows of follower id: its log end
+// offset (-1 before its first fetch under this leadership) and the last
+// time it was caught up.
+func (l *Leader) Follower(id int32) (leo int64, caughtUp time.Time, ok bool) {
+	f, ok := l.followers[id]
+	if !ok {
+		return -1, time.Time{}, false
+	}
+	return f.leo, f.caughtUp, true
+}
+
 // Lag returns how far each follower's log end is behind leaderEnd, by
 // node id, for metrics; a follower that has not fetched counts as all of
 // it.

@@ -171,6 +171,10 @@ var brokerDefs = []*Def{
 		Doc: "Time a follower may go without fetching, or without catching up to the leader's log end, before it is removed from the in-sync set.",
 	},
 	{
+		Name: "replica.selector.class", Type: TypeClass, NullDefault: true,
+		Doc: "Which replica consumers fetch from: unset or LeaderSelector, the leader; RackAwareReplicaSelector, an in-sync replica in the consumer's rack (KIP-392).",
+	},
+	{
 		Name: "replica.fetch.wait.max.ms", Type: TypeInt, Default: "500",
 		Doc: "How long a follower's fetch waits at the leader for new records.",
 	},
