@@ -56,7 +56,11 @@ type topicSettings struct {
 	compacted            bool
 	deletable            bool // cleanup.policy has "delete": DeleteRecords and retention apply
 	minInsyncReplicas    int32
-	log                  storage.Config
+	// uncleanLeaderElection: a replica outside the ISR may have been
+	// elected, so a follower may have to cut records below its high
+	// watermark.
+	uncleanLeaderElection bool
+	log                   storage.Config
 }
 
 // partitionTable is an immutable index of the local partitions, replaced
@@ -169,6 +173,9 @@ func (b *Broker) resolveSettings(t *cluster.Topic, md *cluster.Metadata) (*topic
 	s.timestampBeforeMaxMs = get64("message.timestamp.before.max.ms")
 	s.timestampAfterMaxMs = get64("message.timestamp.after.max.ms")
 	s.minInsyncReplicas = int32(get64("min.insync.replicas"))
+	unclean, err := v.Bool("unclean.leader.election.enable")
+	errs = append(errs, err)
+	s.uncleanLeaderElection = unclean
 	ts, err := v.String("message.timestamp.type")
 	errs = append(errs, err)
 	s.logAppendTime = ts == "LogAppendTime"

@@ -338,10 +338,12 @@ func (b *Broker) applyPartition(fp followed, rp *kmsg.FetchResponseTopicPartitio
 		b.loggerFor("replication").Info("follower log diverges from the leader's; truncating",
 			"partition", p.tp.String(), "leader_epoch", rp.DivergingEpoch.Epoch, "leader_end", rp.DivergingEpoch.EndOffset,
 			"log_end", l.LogEndOffset(), "truncate_to", tr.Offset, "settled", tr.Done)
-		if tr.Offset < l.HighWatermark() {
+		if tr.Offset < l.HighWatermark() && !p.settings.Load().uncleanLeaderElection {
 			// Below the high watermark lie records the ISR acknowledged:
 			// a leader elected from the ISR has them all. Cutting them
 			// would be a guess; the partition waits for an operator.
+			// With unclean leader election on, the operator chose
+			// availability over those records, and the cut goes ahead.
 			b.loggerFor("replication").Error("refusing to truncate a follower below its high watermark",
 				"partition", p.tp.String(), "truncate_to", tr.Offset, "high_watermark", l.HighWatermark())
 			return false, fmt.Errorf("refusing to truncate %s to %d, below its high watermark %d", p.tp, tr.Offset, l.HighWatermark())

@@ -378,19 +378,24 @@ func TestDivergingFormerLeader(t *testing.T) {
 
 // TestUncleanLeaderElection: a partition whose only in-sync replica is
 // gone stays leaderless, unless its topic allows unclean leader election:
-// then the surviving out-of-sync replica leads, alone in the ISR.
+// then the surviving out-of-sync replica leads, alone in the ISR. When the
+// former leader returns, it leads the clean topic again; for the unclean
+// one it cuts its log, below its high watermark (records the unclean
+// election gave up), to the new leader's.
 func TestUncleanLeaderElection(t *testing.T) {
 	t.Parallel()
 	bs := startCluster(t, 2)
-	w := dialWire(t, bs[0])
-	for _, c := range []struct {
-		topic, unclean string
-	}{{"clean", "false"}, {"unclean", "true"}} {
-		rt := w.createTopicResultAssigned(c.topic, [][]int32{{2, 1}}, map[string]string{"unclean.leader.election.enable": c.unclean})
-		checkCode(t, "create "+c.topic, rt.ErrorCode, protocol.None)
-		waitISR(t, bs[0], c.topic, 0, "[1 2]")
+	w1, w2 := dialWire(t, bs[0]), dialWire(t, bs[1])
+	topics := []string{"clean", "unclean"}
+	for i, topic := range topics {
+		rt := w1.createTopicResultAssigned(topic, [][]int32{{2, 1}}, map[string]string{"unclean.leader.election.enable": fmt.Sprint(i == 1)})
+		checkCode(t, "create "+topic, rt.ErrorCode, protocol.None)
+		waitISR(t, bs[0], topic, 0, "[1 2]")
+		rp := w2.producePartition(-1, topic, 0, buildBatch(t, plainHeader(), "both", 5))
+		checkCode(t, "produce to "+topic, rp.ErrorCode, protocol.None)
 	}
-	// Broker 1 falls out of both ISRs, then broker 2 stops.
+	// Broker 1 falls out of both ISRs; broker 2 alone takes 5 more, then
+	// stops.
 	bs[0].pauseFetchers.Store(true)
 	waitFor(t, 20*time.Second, "broker 1's fetches done", func() error {
 		if n := bs[0].fetchesInFlight.Load(); n != 0 {
@@ -398,15 +403,24 @@ func TestUncleanLeaderElection(t *testing.T) {
 		}
 		return nil
 	})
-	for _, topic := range []string{"clean", "unclean"} {
+	for _, topic := range topics {
 		from := bs[1].cluster.Snapshot().Topics[topic].Partitions[0]
 		if _, err := bs[1].cluster.AlterISR(testContext(t, 20*time.Second), topic, 0, from, []int32{2}); err != nil {
 			t.Fatal(err)
 		}
+		waitFor(t, 20*time.Second, "broker 2 alone in the ISR of "+topic, func() error {
+			if isr := bs[1].parts.Load().byName[topic][0].isr(); len(isr) != 1 {
+				return fmt.Errorf("ISR %v", isr)
+			}
+			return nil
+		})
+		rp := w2.producePartition(-1, topic, 0, buildBatch(t, plainHeader(), "only-2", 5))
+		checkCode(t, "produce to broker 2 alone, "+topic, rp.ErrorCode, protocol.None)
 	}
 	if err := bs[1].Close(); err != nil {
 		t.Fatal(err)
 	}
+	bs[0].pauseFetchers.Store(false)
 	waitFor(t, 20*time.Second, "leaders decided", func() error {
 		md := bs[0].cluster.Snapshot()
 		c, u := md.Topics["clean"].Partitions[0], md.Topics["unclean"].Partitions[0]
@@ -415,6 +429,26 @@ func TestUncleanLeaderElection(t *testing.T) {
 		}
 		return nil
 	})
+	rp := w1.producePartition(-1, "unclean", 0, buildBatch(t, plainHeader(), "only-1", 3))
+	checkCode(t, "produce to the unclean leader", rp.ErrorCode, protocol.None)
+	if rp.BaseOffset != 5 {
+		t.Fatalf("the unclean leader appended at %d, want 5", rp.BaseOffset)
+	}
+
+	b2 := restartBroker(t, bs[1])
+	waitISR(t, bs[0], "unclean", 0, "[1 2]")
+	if got, want := logBytes(t, b2, "unclean", 0), logBytes(t, bs[0], "unclean", 0); !bytes.Equal(got, want) {
+		t.Fatalf("former leader holds %d bytes of the unclean topic, the leader %d: they differ", len(got), len(want))
+	}
+	waitFor(t, 20*time.Second, "broker 2 leads the clean topic again", func() error {
+		if st := bs[0].cluster.Snapshot().Topics["clean"].Partitions[0]; st.Leader != 2 {
+			return fmt.Errorf("leader %d", st.Leader)
+		}
+		return nil
+	})
+	if end := b2.parts.Load().byName["clean"][0].log.LogEndOffset(); end != 10 {
+		t.Fatalf("the clean topic's log end on broker 2 is %d, want 10 (nothing cut)", end)
+	}
 }
 
 // TestFollowerFetching: with the rack-aware replica selector, a consumer in
