@@ -55,13 +55,13 @@
 # compat-tests/.cache/sarama-group), java 17+, mvn, python3; installs kcat
 # with apt-get when run as root and it is missing.
 #
-# Lab mode: run.sh BOOTSTRAP (host:port) is this suite's entry point in the
-# compatibility lab (compat-tests/README.md; setup.sh installs the tools
-# first). It starts no broker and runs only what any Kafka broker must pass,
-# so nothing that restarts or signals the broker, reads its log dir, or
-# needs Gregor (sarama-group). Every topic and group starts with
-# $COMPAT_PREFIX. One result line per scenario is appended to
-# $COMPAT_RESULTS, for two clients:
+# Lab mode: run.sh BOOTSTRAP (host:port, or a comma list of a cluster's
+# brokers) is this suite's entry point in the compatibility lab
+# (compat-tests/README.md; setup.sh installs the tools first). It starts no
+# broker and runs only what any Kafka broker must pass, so nothing that
+# restarts or signals the broker, reads its log dir, or needs Gregor
+# (sarama-group). Every topic and group starts with $COMPAT_PREFIX. One
+# result line per scenario is appended to $COMPAT_RESULTS, for two clients:
 #
 #   console-tools (version: kafka-tools' --version)
 #     admin-topics            kafka-topics --create (with a config), --list,
@@ -120,7 +120,7 @@ JAVA_OPTS=(-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xshare:auto
 
 t0=$SECONDS
 libs=""
-bs="" # bootstrap server host:port
+bs="" # bootstrap servers, host:port[,host:port...]
 passed=0
 failed=0
 summary=()
@@ -551,8 +551,11 @@ kcat_metadata() {
 	kcat_b -L -t "$topic_console" -m 30 </dev/null >"$work/kcat-L.out" 2>"$work/kcat-L.err" ||
 		fail "kcat -L exited with status $?" "$work/kcat-L.err"
 	sed 's/^/    /' "$work/kcat-L.out"
-	grep -Eq "broker -?[0-9]+ at ${bs//./\\.}( |$)" "$work/kcat-L.out" ||
-		fail "kcat -L lists no broker at $bs: $(grep -E '^ +broker ' "$work/kcat-L.out" | paste -sd ';' -)" "$work/kcat-L.out"
+	local addr
+	for addr in ${bs//,/ }; do
+		grep -Eq "broker -?[0-9]+ at ${addr//./\\.}( |$)" "$work/kcat-L.out" ||
+			fail "kcat -L lists no broker at $addr: $(grep -E '^ +broker ' "$work/kcat-L.out" | paste -sd ';' -)" "$work/kcat-L.out"
+	done
 	grep -q "topic \"$topic_console\" with 3 partitions" "$work/kcat-L.out" ||
 		fail "kcat -L does not list topic $topic_console with 3 partitions" "$work/kcat-L.out"
 	for p in 0 1 2; do
