@@ -128,8 +128,9 @@ console-test: ## Kafka 4.x Java console tools and kcat against bin/gregor (compa
 
 .PHONY: compat
 TARGET ?= gregor
-compat: ## Compatibility lab: every client suite against Gregor (TARGET=kafka: against Apache Kafka 4.x); writes compat-tests/RESULTS.md.
-	bash compat-tests/run.sh --target $(TARGET)
+CLUSTER ?= 1
+compat: ## Compatibility lab: every client suite against Gregor (TARGET=kafka: against Apache Kafka 4.x; CLUSTER=3: against three brokers); writes compat-tests/RESULTS.md.
+	bash compat-tests/run.sh --target $(TARGET) --cluster $(CLUSTER)
 
 clean: ## Remove bin/ and bench.out (./data, the broker's data, is kept).
 	rm -rf bin bench.out

@@ -6,20 +6,25 @@
         subset, only the rows of the clients that run reported);
     results.py render
         writes RESULTS.md and the matrix between the compat markers of the
-        top-level README.md, from results/gregor.tsv and results/kafka.tsv;
+        top-level README.md, from results/gregor.tsv and results/kafka.tsv,
+        and, when there are cluster results (results/gregor-clusterN.tsv and
+        results/kafka-clusterN.tsv), a section of RESULTS.md for each size;
     results.py check TARGET
         exits 1 when a scenario failed against TARGET that known-gaps.tsv does
-        not list for it, or (TARGET gregor) when a scenario that passes against
-        Kafka has no Gregor result.
+        not list for it, or (TARGET gregor or gregor-clusterN) when a scenario
+        that passes against Kafka (of the same size) has no Gregor result.
 
-Result rows are the suites' lines: client, version, scenario, status,
-seconds, detail (tab-separated). A results file starts with one comment line
-saying when and against what it was made.
+TARGET is gregor or kafka, for one broker, or gregor-clusterN or
+kafka-clusterN for a cluster of N (run.sh --cluster N). Result rows are the
+suites' lines: client, version, scenario, status, seconds, detail
+(tab-separated). A results file starts with one comment line saying when and
+against what it was made.
 """
 
 import argparse
 import datetime
 import os
+import re
 import subprocess
 import sys
 
@@ -27,6 +32,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 RESULTS_DIR = os.path.join(HERE, "results")
 TARGETS = ("gregor", "kafka")
+RUN_NAME = re.compile(r"^(gregor|kafka)(-cluster([2-9]))?$")
+NUMBERS = {2: "two", 3: "three", 4: "four", 5: "five", 6: "six", 7: "seven", 8: "eight", 9: "nine"}
 
 # Matrix order: the shared scenarios first, as README.md lists them.
 SHARED = [
@@ -70,7 +77,11 @@ def read_rows(path):
 
 
 def read_gaps():
-    """known-gaps.tsv: {(client, scenario): (targets, issue, reason)}."""
+    """known-gaps.tsv: {(client, scenario): (targets, issue, reason)}.
+
+    targets is both (gregor and kafka, one broker each), or a comma-separated
+    list of run names: gregor, kafka, gregor-cluster3, kafka-cluster3, ...
+    """
     gaps = {}
     path = os.path.join(HERE, "known-gaps.tsv")
     if not os.path.exists(path):
@@ -87,24 +98,42 @@ def read_gaps():
 
 def gap_for(gaps, client, scenario, target):
     g = gaps.get((client, scenario))
-    if g and g[0] in (target, "both"):
-        return g
-    return None
+    if not g:
+        return None
+    listed = set(TARGETS) if g[0] == "both" else {t.strip() for t in g[0].split(",")}
+    return g if target in listed else None
+
+
+def run_name(value):
+    """argparse type: a run name (gregor, kafka, gregor-cluster3, ...)."""
+    if not RUN_NAME.match(value):
+        raise argparse.ArgumentTypeError(f"{value!r} is not gregor, kafka, gregor-clusterN or kafka-clusterN")
+    return value
+
+
+def cluster_size(run):
+    """N of a run name ending in -clusterN, 1 for a single broker."""
+    m = RUN_NAME.match(run)
+    return int(m.group(3)) if m and m.group(3) else 1
 
 
 def describe_target(target):
-    if target == "kafka":
+    n = cluster_size(target)
+    if target.startswith("kafka"):
         pom = os.path.join(HERE, "kafka", "pom.xml")
+        shape = "single node" if n == 1 else f"{NUMBERS[n]} nodes, each broker and controller"
         with open(pom, encoding="utf-8") as f:
             for line in f:
                 if "<kafka.version>" in line:
-                    return "Apache Kafka " + line.split(">")[1].split("<")[0] + " (KRaft, single node)"
+                    return "Apache Kafka " + line.split(">")[1].split("<")[0] + f" (KRaft, {shape})"
         return "Apache Kafka"
     try:
         rev = subprocess.run(["git", "-C", ROOT, "describe", "--always", "--dirty"],
                              capture_output=True, text=True, check=True).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         rev = "unknown"
+    if n > 1:
+        return f"Gregor {rev} ({NUMBERS[n]} brokers, each embedding a member of one etcd cluster)"
     return f"Gregor {rev}"
 
 
@@ -134,26 +163,41 @@ def merge(args):
     print(f"results: {args.target}: {passed} passed, {len(new) - passed} failed -> {os.path.relpath(path, ROOT)}")
 
 
-def load_all():
+def load_all(size=1):
+    """The results of Gregor and of Kafka, one broker each (size 1) or
+    clusters of size brokers: {run name: ({(client, scenario): Row}, header)},
+    Gregor's run first. The functions below take such a pair."""
     data = {}
     for t in TARGETS:
-        rows, header = read_rows(os.path.join(RESULTS_DIR, t + ".tsv"))
-        data[t] = ({(r.client, r.scenario): r for r in rows}, header)
+        run = t if size == 1 else f"{t}-cluster{size}"
+        rows, header = read_rows(os.path.join(RESULTS_DIR, run + ".tsv"))
+        data[run] = ({(r.client, r.scenario): r for r in rows}, header)
     return data
 
 
+def cluster_sizes():
+    """The cluster sizes that have results, smallest first."""
+    sizes = set()
+    if os.path.isdir(RESULTS_DIR):
+        for name in os.listdir(RESULTS_DIR):
+            m = RUN_NAME.match(name[:-len(".tsv")]) if name.endswith(".tsv") else None
+            if m and m.group(3):
+                sizes.add(int(m.group(3)))
+    return sorted(sizes)
+
+
 def ordered_clients(data):
-    seen = {k[0] for t in TARGETS for k in data[t][0]}
+    seen = {k[0] for t in data for k in data[t][0]}
     return [c for c in CLIENTS if c in seen] + sorted(seen - set(CLIENTS))
 
 
 def ordered_scenarios(data, client=None):
-    seen = {k[1] for t in TARGETS for k in data[t][0] if client is None or k[0] == client}
+    seen = {k[1] for t in data for k in data[t][0] if client is None or k[0] == client}
     return [s for s in SHARED if s in seen] + sorted(seen - set(SHARED))
 
 
 def version_of(data, client):
-    for t in TARGETS:
+    for t in data:
         for (c, _), r in data[t][0].items():
             if c == client and r.version not in ("", "-"):
                 return r.version
@@ -169,7 +213,7 @@ def cell(data, gaps, client, scenario):
         if r.status == "pass":
             return "✅"
         return "⚠️" if gap_for(gaps, client, scenario, t) else "❌"
-    return mark("gregor") + " / " + mark("kafka")
+    return " / ".join(mark(t) for t in data)
 
 
 def md_escape(s):
@@ -235,6 +279,8 @@ def render(_args):
                     details.append(r.detail)
             lines.append(f"| {s} | {cols[0]} | {cols[1]} | {md_escape('; '.join(d for d in details if d))} |")
         lines.append("")
+    for size in cluster_sizes():
+        lines.extend(cluster_section(size, gaps))
     lines.append("## Not in the matrix")
     lines.append("")
     lines.append("What Gregor does not offer yet, so no suite tests it: transactions "
@@ -257,6 +303,56 @@ def render(_args):
     with open(os.path.join(HERE, "RESULTS.md"), "w", encoding="utf-8") as f:
         f.write("\n".join(lines))
     readme_matrix(data, gaps, clients)
+
+
+def cluster_section(size, gaps):
+    """RESULTS.md's section for clusters of size brokers: the same suites
+    against Gregor and Kafka clusters (run.sh --cluster size), summed up,
+    the matrix, and every result that is not a pass."""
+    data = load_all(size)
+    g, k = data
+    clients = ordered_clients(data)
+    lines = [f"## {NUMBERS[size].capitalize()} brokers", ""]
+    lines.append(f"The same suites against a cluster of {size} brokers, each given all {size} "
+                 f"addresses as its bootstrap list: `results/{g}.tsv` "
+                 f"(`make compat CLUSTER={size}`) and `results/{k}.tsv` "
+                 f"(`make compat TARGET=kafka CLUSTER={size}`); the settings are in README.md.")
+    lines.append("")
+    for t in data:
+        lines.append(f"- {t}: {data[t][1] or 'no run yet'}")
+    lines.append("")
+    lines.append(f"| Client | Scenarios | Pass on Gregor ({size}) | Pass on Kafka ({size}) | Known gaps |")
+    lines.append("| --- | ---: | ---: | ---: | ---: |")
+    for c in clients:
+        scen = ordered_scenarios(data, c)
+        pg = sum(1 for s in scen if (r := data[g][0].get((c, s))) and r.status == "pass")
+        pk = sum(1 for s in scen if (r := data[k][0].get((c, s))) and r.status == "pass")
+        ng = sum(1 for s in scen if gap_for(gaps, c, s, g) or gap_for(gaps, c, s, k))
+        lines.append(f"| {c} | {len(scen)} | {pg} | {pk} | {ng} |")
+    lines.append("")
+    lines.append(f"Each cell: the result against {size} Gregor brokers / against {size} Kafka brokers.")
+    lines.append("")
+    lines.extend(grid(data, gaps, clients))
+    lines.append("")
+    failed = []
+    for c in clients:
+        for s in ordered_scenarios(data, c):
+            for t in data:
+                r = data[t][0].get((c, s))
+                if r is None or r.status == "pass":
+                    continue
+                why = r.detail
+                if gt := gap_for(gaps, c, s, t):
+                    why += f" (known gap, waits for {gt[1]}: {gt[2]})"
+                failed.append(f"| {c} | {s} | {t} | {md_escape(why)} |")
+    if failed:
+        lines.append("Every result that is not a pass:")
+        lines.append("")
+        lines.append("| Client | Scenario | Against | Detail |")
+        lines.append("| --- | --- | --- | --- |")
+        lines.extend(failed)
+        lines.append("")
+    return lines
 
 
 def grid(data, gaps, clients):
@@ -284,6 +380,11 @@ def readme_matrix(data, gaps, clients):
     block.append("")
     block.extend(grid(data, gaps, clients))
     block.append("")
+    for size in cluster_sizes():
+        anchor = f"{NUMBERS[size]}-brokers"
+        block.append(f"The same suites against clusters of {size} brokers: "
+                     f"[compat-tests/RESULTS.md](compat-tests/RESULTS.md#{anchor}).")
+        block.append("")
     block.append(README_END)
     head, rest = text.split(README_BEGIN, 1)
     _, tail = rest.split(README_END, 1)
@@ -292,16 +393,17 @@ def readme_matrix(data, gaps, clients):
 
 
 def check(args):
-    data = load_all()
+    data = load_all(cluster_size(args.target))
     gaps = read_gaps()
     rows = data[args.target][0]
     problems = []
     for (c, s), r in sorted(rows.items()):
         if r.status != "pass" and not gap_for(gaps, c, s, args.target):
             problems.append(f"{c} {s}: {r.detail}")
-    if args.target == "gregor":
-        for (c, s), r in sorted(data["kafka"][0].items()):
-            if r.status == "pass" and (c, s) not in rows and not gap_for(gaps, c, s, "gregor"):
+    if args.target.startswith("gregor"):
+        _, kafka = data
+        for (c, s), r in sorted(data[kafka][0].items()):
+            if r.status == "pass" and (c, s) not in rows and not gap_for(gaps, c, s, args.target):
                 problems.append(f"{c} {s}: passes against Kafka but has no Gregor result")
     if problems:
         print(f"compat: {len(problems)} required scenario(s) failed against {args.target}:")
@@ -315,7 +417,7 @@ def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="cmd", required=True)
     m = sub.add_parser("merge")
-    m.add_argument("target", choices=TARGETS)
+    m.add_argument("target", type=run_name)
     m.add_argument("run")
     m.add_argument("--suites", nargs="*")
     m.add_argument("--seconds", type=int)
@@ -323,7 +425,7 @@ def main():
     r = sub.add_parser("render")
     r.set_defaults(fn=render)
     c = sub.add_parser("check")
-    c.add_argument("target", choices=TARGETS)
+    c.add_argument("target", type=run_name)
     c.set_defaults(fn=check)
     args = p.parse_args()
     args.fn(args)

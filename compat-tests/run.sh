@@ -4,12 +4,16 @@
 # to results/<target>.tsv and regenerates RESULTS.md and the matrix in the
 # top-level README.md.
 #
-#   compat-tests/run.sh [--target gregor|kafka] [SUITE...]
+#   compat-tests/run.sh [--target gregor|kafka] [--cluster N] [SUITE...]
 #
 # --target gregor (the default) builds bin/gregor and runs it on free ports in
 # a temp dir; --target kafka starts Apache Kafka 4.x with kafka/kafka.sh.
 # Both run with the settings of Kafka's sample single-node server.properties
 # where they differ from the defaults (group.initial.rebalance.delay.ms=0).
+# --cluster N (N >= 2; `make compat CLUSTER=3`) starts a cluster of N brokers
+# instead, node ids 1..N, with the internal topics replicated to three
+# (README.md lists the settings), hands the suites all N addresses as one
+# comma-separated bootstrap list, and writes results/<target>-clusterN.tsv.
 # SUITE names a directory here (java-clients, console, ...); the default is
 # every directory with a setup.sh and a run.sh. With a subset, only those
 # suites' rows of the results file are replaced.
@@ -20,22 +24,30 @@
 #
 # Environment: KEEP_WORK=1 keeps the work dir (it is kept anyway on failure);
 # SUITE_TIMEOUT (seconds per suite run, default 900); GREGOR_SERVE_ARGS
-# (extra flags for gregor serve).
+# (extra flags for gregor serve, for every broker); TARGET and CLUSTER, the
+# defaults of --target and --cluster.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/.." && pwd)
 target=${TARGET:-gregor}
+cluster=${CLUSTER:-1}
 suites=()
 while (($#)); do
 	case $1 in
 	--target) target=$2; shift 2 ;;
 	--target=*) target=${1#--target=}; shift ;;
-	-h | --help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	--cluster) cluster=$2; shift 2 ;;
+	--cluster=*) cluster=${1#--cluster=}; shift ;;
+	-h | --help) sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) suites+=("$1"); shift ;;
 	esac
 done
 case $target in gregor | kafka) ;; *) echo "run.sh: unknown target $target (gregor or kafka)" >&2; exit 2 ;; esac
+[[ $cluster =~ ^[1-9]$ ]] || { echo "run.sh: --cluster wants a number of brokers from 1 to 9, got '$cluster'" >&2; exit 2; }
+# run: the name of this kind of run in results/ and known-gaps.tsv.
+run=$target
+((cluster == 1)) || run=$target-cluster$cluster
 merge_args=()
 if ((${#suites[@]} > 0)); then
 	merge_args=(--suites "${suites[@]}")
@@ -53,7 +65,7 @@ mkdir -p "$COMPAT_CACHE" "$here/results"
 work=$(mktemp -d "${TMPDIR:-/tmp}/gregor-compat.XXXXXX")
 results=$work/results.tsv
 : >"$results"
-broker_pid=""
+broker_pids=()
 t0=$SECONDS
 
 say() { printf '%s\n' "$*"; }
@@ -62,22 +74,53 @@ free_port() {
 	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
 }
 
+# free_ports N: N distinct free ports, space-separated (all bound at once, so
+# that none is handed out twice).
+free_ports() {
+	python3 - "$1" <<'EOF'
+import socket, sys
+socks = [socket.socket() for _ in range(int(sys.argv[1]))]
+for s in socks:
+    s.bind(("127.0.0.1", 0))
+print(" ".join(str(s.getsockname()[1]) for s in socks))
+for s in socks:
+    s.close()
+EOF
+}
+
 # lab_fail SUITE REASON: records a failure of the lab itself for SUITE, so
 # that it shows in the matrix instead of vanishing.
 lab_fail() {
 	printf '%s\t-\tsuite\tfail\t0\t%s\n' "$1" "${2//$'\t'/ }" >>"$results"
 }
 
+# stop_target: SIGTERM to every broker at once, SIGKILL to those still
+# running after 30 s.
 stop_target() {
 	if [[ $target == kafka ]]; then
 		"$here/kafka/kafka.sh" stop "$work/kafka" || true
-	elif [[ -n $broker_pid ]] && kill -0 "$broker_pid" 2>/dev/null; then
-		kill -TERM "$broker_pid"
-		local deadline=$((SECONDS + 30))
-		while kill -0 "$broker_pid" 2>/dev/null && ((SECONDS < deadline)); do sleep 0.2; done
-		kill -KILL "$broker_pid" 2>/dev/null || true
+	elif ((${#broker_pids[@]} > 0)); then
+		local pid deadline=$((SECONDS + 30))
+		kill -TERM "${broker_pids[@]}" 2>/dev/null || true
+		for pid in "${broker_pids[@]}"; do
+			while kill -0 "$pid" 2>/dev/null && ((SECONDS < deadline)); do sleep 0.2; done
+			kill -KILL "$pid" 2>/dev/null || true
+		done
 	fi
-	broker_pid=""
+	broker_pids=()
+}
+
+# dead_brokers: the node ids (1-based) of the Gregor brokers that exited.
+dead_brokers() {
+	local i
+	for i in "${!broker_pids[@]}"; do
+		kill -0 "${broker_pids[i]}" 2>/dev/null || printf '%s ' "$((i + 1))"
+	done
+}
+
+# gregor_log N: broker N's log (the single broker's is gregor.log).
+gregor_log() {
+	if ((cluster == 1)); then echo "$work/gregor.log"; else echo "$work/gregor-$1.log"; fi
 }
 
 finish() {
@@ -108,18 +151,70 @@ start_gregor() {
 		--group.initial.rebalance.delay.ms 0 \
 		${GREGOR_SERVE_ARGS:-} \
 		</dev/null >"$work/gregor.log" 2>&1 &
-	broker_pid=$!
+	broker_pids=($!)
 	deadline=$((SECONDS + START_TIMEOUT))
 	until python3 - "$port" "$admin" <<'EOF' 2>/dev/null; do
 import socket, sys, urllib.request
 socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=1).close()
 urllib.request.urlopen(f"http://127.0.0.1:{sys.argv[2]}/healthz", timeout=1).read()
 EOF
-		kill -0 "$broker_pid" 2>/dev/null || { say "compat: gregor exited: $(tail -n 5 "$work/gregor.log")"; return 1; }
+		kill -0 "${broker_pids[0]}" 2>/dev/null || { say "compat: gregor exited: $(tail -n 5 "$work/gregor.log")"; return 1; }
 		((SECONDS < deadline)) || { say "compat: gregor not ready within ${START_TIMEOUT}s"; return 1; }
 		sleep 0.2
 	done
-	say "compat: gregor (pid $broker_pid) ready on 127.0.0.1:$port"
+	say "compat: gregor (pid ${broker_pids[0]}) ready on 127.0.0.1:$port"
+}
+
+# start_gregor_cluster PORT...: one broker per port, node ids 1..N, each
+# embedding one member of an N-member etcd cluster, with the lab's settings
+# and the internal topics replicated as Kafka's cluster has them; ready when
+# every broker's /readyz answers 200 and each one's metadata lists N brokers.
+start_gregor_cluster() {
+	local ports=("$@") n=$# i admins clients peers initial="" deadline dead
+	read -r -a admins <<<"$(free_ports "$n")"
+	read -r -a clients <<<"$(free_ports "$n")"
+	read -r -a peers <<<"$(free_ports "$n")"
+	for ((i = 1; i <= n; i++)); do
+		initial+="${initial:+,}gregor-$i=http://127.0.0.1:${peers[i - 1]}"
+	done
+	say "compat: building bin/gregor"
+	(cd "$root" && go build -o bin/gregor ./cmd/gregor)
+	for ((i = 1; i <= n; i++)); do
+		# shellcheck disable=SC2086 # GREGOR_SERVE_ARGS is a list of flags.
+		"$root/bin/gregor" serve \
+			--node.id "$i" \
+			--log.dirs "$work/gregor-data-$i" \
+			--listeners "PLAINTEXT://127.0.0.1:${ports[i - 1]}" \
+			--admin.listener "127.0.0.1:${admins[i - 1]}" \
+			--etcd.client.addr "127.0.0.1:${clients[i - 1]}" \
+			--etcd.peer.addr "127.0.0.1:${peers[i - 1]}" \
+			--etcd.initial.cluster "$initial" \
+			--group.initial.rebalance.delay.ms 0 \
+			--offsets.topic.replication.factor 3 \
+			--default.replication.factor 1 \
+			${GREGOR_SERVE_ARGS:-} \
+			</dev/null >"$(gregor_log "$i")" 2>&1 &
+		broker_pids+=($!)
+	done
+	deadline=$((SECONDS + START_TIMEOUT))
+	until python3 - "$n" "${ports[*]}" "${admins[*]}" <<'EOF' 2>/dev/null; do
+import socket, struct, sys, urllib.request
+n = int(sys.argv[1])
+for port, admin in zip(sys.argv[2].split(), sys.argv[3].split()):
+    urllib.request.urlopen(f"http://127.0.0.1:{admin}/readyz", timeout=1).read()
+    # Metadata v0, all topics: the answer starts with the brokers' count.
+    req = struct.pack(">hhih", 3, 0, 1, 10) + b"compat-lab" + struct.pack(">i", 0)
+    with socket.create_connection(("127.0.0.1", int(port)), timeout=2) as s:
+        s.sendall(struct.pack(">i", len(req)) + req)
+        head = s.recv(12, socket.MSG_WAITALL)
+    assert struct.unpack(">iii", head)[2] == n
+EOF
+		dead=$(dead_brokers)
+		[[ -z $dead ]] || { say "compat: gregor broker(s) $dead exited: $(tail -n 5 "$(gregor_log "${dead%% *}")")"; return 1; }
+		((SECONDS < deadline)) || { say "compat: the gregor cluster was not ready within ${START_TIMEOUT}s"; return 1; }
+		sleep 0.5
+	done
+	say "compat: gregor cluster (pids ${broker_pids[*]}) ready on 127.0.0.1 ports ${ports[*]}"
 }
 
 # Set up every suite before the broker starts: installs take the network and
@@ -140,13 +235,25 @@ for s in "${suites[@]}"; do
 done
 setup_seconds=$((SECONDS - t0))
 
-port=$(free_port)
-if [[ $target == kafka ]]; then
-	"$here/kafka/kafka.sh" start "$work/kafka" "$port"
+if ((cluster == 1)); then
+	port=$(free_port)
+	ports=("$port")
+	if [[ $target == kafka ]]; then
+		"$here/kafka/kafka.sh" start "$work/kafka" "$port"
+	else
+		start_gregor "$port"
+	fi
 else
-	start_gregor "$port"
+	read -r -a ports <<<"$(free_ports "$cluster")"
+	if [[ $target == kafka ]]; then
+		list=${ports[*]}
+		"$here/kafka/kafka.sh" start-cluster "$work/kafka" "${list// /,}"
+	else
+		start_gregor_cluster "${ports[@]}"
+	fi
 fi
-bootstrap=127.0.0.1:$port
+bootstrap=$(printf '127.0.0.1:%s,' "${ports[@]}")
+bootstrap=${bootstrap%,}
 
 run_started=$SECONDS
 for s in "${ready[@]}"; do
@@ -164,8 +271,10 @@ for s in "${ready[@]}"; do
 	elif ((n == 0)); then
 		lab_fail "$s" "run.sh reported no results: $(tail -n 3 "$work/$s/run.log" | tr '\n\t' '  ')"
 	fi
-	if [[ $target == gregor ]] && ! kill -0 "$broker_pid" 2>/dev/null; then
-		say "compat: gregor died during $s: $(tail -n 5 "$work/gregor.log")"
+	dead=""
+	[[ $target != gregor ]] || dead=$(dead_brokers)
+	if [[ -n $dead ]]; then
+		say "compat: gregor broker(s) $dead died during $s: $(tail -n 5 "$(gregor_log "${dead%% *}")")"
 		lab_fail "$s" "the broker died during this suite"
 		break
 	fi
@@ -174,6 +283,6 @@ run_seconds=$((SECONDS - run_started))
 stop_target
 
 say "compat: setup ${setup_seconds}s, suites ${run_seconds}s, total $((SECONDS - t0))s"
-python3 "$here/results.py" merge "$target" "$results" --seconds "$((SECONDS - t0))" "${merge_args[@]}"
+python3 "$here/results.py" merge "$run" "$results" --seconds "$((SECONDS - t0))" "${merge_args[@]}"
 python3 "$here/results.py" render
-python3 "$here/results.py" check "$target"
+python3 "$here/results.py" check "$run"

@@ -34,7 +34,7 @@ var clients = map[string]client{
 func main() {
 	var (
 		name      = flag.String("client", "", "client to run: franz-go, sarama or kafka-go")
-		bootstrap = flag.String("bootstrap", "", "broker address, host:port")
+		bootstrap = flag.String("bootstrap", "", "broker address, host:port, or a comma-separated list of a cluster's")
 		prefix    = flag.String("prefix", os.Getenv("COMPAT_PREFIX"), "start of every topic and group name")
 		results   = flag.String("results", os.Getenv("COMPAT_RESULTS"), "file the result lines are appended to; empty for stdout")
 		only      = flag.String("only", "", "comma-separated scenarios to run (default all)")

@@ -215,7 +215,7 @@ class Scenario {
     this.clientId = `${prefix}-${name}`
     this.kafka = new Kafka({
       clientId: this.clientId,
-      brokers: [bootstrap],
+      brokers: bootstrap.split(','),
       logLevel: clientLogLevel,
       logCreator,
       connectionTimeout: 10_000,

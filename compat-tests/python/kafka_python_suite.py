@@ -47,7 +47,7 @@ def version() -> str:
 
 def base_config(ctx: Context) -> dict:
     return {
-        "bootstrap_servers": [ctx.bootstrap],
+        "bootstrap_servers": ctx.bootstrap.split(","),
         "client_id": "compat-python-" + ctx.scenario,
         "request_timeout_ms": 30_000,
     }

@@ -466,13 +466,15 @@ def _report(results_path: Optional[str], fields: List[str]) -> None:
 
 
 def _unreachable(bootstrap: str) -> str:
-    """Why a TCP connection to bootstrap fails, or "" when it succeeds."""
-    host, _, port = bootstrap.rpartition(":")
-    try:
-        socket.create_connection((host.strip("[]"), int(port)), timeout=10).close()
-        return ""
-    except (OSError, ValueError) as e:
-        return "%s: %s" % (type(e).__name__, e)
+    """Why a TCP connection to a broker of bootstrap (host:port, or a comma
+    list of them) fails, or "" when every one succeeds."""
+    for addr in bootstrap.split(","):
+        host, _, port = addr.rpartition(":")
+        try:
+            socket.create_connection((host.strip("[]"), int(port)), timeout=10).close()
+        except (OSError, ValueError) as e:
+            return "%s: %s: %s" % (addr, type(e).__name__, e)
+    return ""
 
 
 def _one_line(s: str, limit: int = 600) -> str:

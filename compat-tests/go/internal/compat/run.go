@@ -34,6 +34,8 @@ type Scenario struct {
 // T is a running scenario's context: where the broker is, how to name what
 // it creates, and which step it is in, so that a timeout says where it hung.
 type T struct {
+	// Bootstrap is the suite's argument: one host:port, or a
+	// comma-separated list of them when the lab runs a cluster.
 	Bootstrap string
 	Client    string
 	Scenario  string
@@ -59,6 +61,12 @@ func (t *T) Name(suffix string) string {
 		n += "-" + suffix
 	}
 	return n
+}
+
+// Brokers is Bootstrap split into its addresses, as clients that take a
+// list of seed brokers want it.
+func (t *T) Brokers() []string {
+	return strings.Split(t.Bootstrap, ",")
 }
 
 func (t *T) currentStep() string {

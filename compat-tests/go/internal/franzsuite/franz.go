@@ -60,7 +60,7 @@ type suite struct {
 // it.
 func (s *suite) client(t *compat.T, opts ...kgo.Opt) (*kgo.Client, error) {
 	base := []kgo.Opt{
-		kgo.SeedBrokers(t.Bootstrap),
+		kgo.SeedBrokers(t.Brokers()...),
 		kgo.ClientID(clientID),
 		kgo.WithLogger(s.logger),
 		// kadm answers metadata questions from the client's cache for

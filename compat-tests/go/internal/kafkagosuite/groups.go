@@ -19,7 +19,7 @@ import (
 // only when told to (synchronously).
 func (s *suite) groupReader(t *compat.T, group, topic string) *kafka.Reader {
 	return kafka.NewReader(kafka.ReaderConfig{
-		Brokers:           []string{t.Bootstrap},
+		Brokers:           t.Brokers(),
 		GroupID:           group,
 		Topic:             topic,
 		Dialer:            dialer(),
@@ -132,7 +132,7 @@ func (s *suite) groupRebalance(ctx context.Context, t *compat.T) (string, error)
 		m := compat.NewMember(name)
 		cg, err := kafka.NewConsumerGroup(kafka.ConsumerGroupConfig{
 			ID:                group,
-			Brokers:           []string{t.Bootstrap},
+			Brokers:           t.Brokers(),
 			Dialer:            dialer(),
 			Topics:            []string{topic},
 			StartOffset:       kafka.FirstOffset,

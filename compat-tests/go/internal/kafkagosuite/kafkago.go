@@ -68,7 +68,7 @@ func transport() *kafka.Transport {
 }
 
 func client(t *compat.T) *kafka.Client {
-	return &kafka.Client{Addr: kafka.TCP(t.Bootstrap), Timeout: 30 * time.Second, Transport: transport()}
+	return &kafka.Client{Addr: kafka.TCP(t.Brokers()...), Timeout: 30 * time.Second, Transport: transport()}
 }
 
 func dialer() *kafka.Dialer {
@@ -135,7 +135,7 @@ func (s *suite) produce(ctx context.Context, topic string, t *compat.T, codec ka
 	var mu sync.Mutex
 	acked := 0
 	w := &kafka.Writer{
-		Addr:         kafka.TCP(t.Bootstrap),
+		Addr:         kafka.TCP(t.Brokers()...),
 		Topic:        topic,
 		Balancer:     toPartition,
 		RequiredAcks: kafka.RequireAll,
@@ -198,7 +198,7 @@ func (s *suite) setup(ctx context.Context, t *compat.T, topic string, partitions
 // positioned at offset.
 func (s *suite) partitionReader(t *compat.T, topic string, p int32, offset int64) (*kafka.Reader, error) {
 	r := kafka.NewReader(kafka.ReaderConfig{
-		Brokers:     []string{t.Bootstrap},
+		Brokers:     t.Brokers(),
 		Topic:       topic,
 		Partition:   int(p),
 		Dialer:      dialer(),

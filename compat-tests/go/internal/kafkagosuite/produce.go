@@ -94,7 +94,7 @@ func (s *suite) listOffsets(ctx context.Context, t *compat.T) (string, error) {
 	lctx, cancel := t.Step(ctx, "list offsets with Conn")
 	defer cancel()
 	for p := range int32(3) {
-		conn, err := dialer().DialLeader(lctx, "tcp", t.Bootstrap, topic, int(p))
+		conn, err := dialer().DialLeader(lctx, "tcp", t.Brokers()[0], topic, int(p))
 		if err != nil {
 			return "", fmt.Errorf("dial leader of partition %d: %w", p, err)
 		}

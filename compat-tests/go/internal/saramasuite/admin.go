@@ -14,7 +14,7 @@ import (
 )
 
 func admin(t *compat.T) (sarama.ClusterAdmin, error) {
-	adm, err := sarama.NewClusterAdmin([]string{t.Bootstrap}, config())
+	adm, err := sarama.NewClusterAdmin(t.Brokers(), config())
 	if err != nil {
 		return nil, fmt.Errorf("admin client: %w", err)
 	}

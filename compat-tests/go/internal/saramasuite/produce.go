@@ -106,7 +106,7 @@ func listOffsets(ctx context.Context, t *compat.T) (string, error) {
 	}
 	_, cancel := t.Step(ctx, "list offsets")
 	defer cancel()
-	cl, err := sarama.NewClient([]string{t.Bootstrap}, config())
+	cl, err := sarama.NewClient(t.Brokers(), config())
 	if err != nil {
 		return "", fmt.Errorf("client: %w", err)
 	}
@@ -202,7 +202,7 @@ func deleteRecords(ctx context.Context, t *compat.T) (string, error) {
 	start := map[int32]int64{0: 10, 1: 0, 2: 50}
 	_, cancel := t.Step(ctx, "delete records")
 	defer cancel()
-	adm, err := sarama.NewClusterAdmin([]string{t.Bootstrap}, config())
+	adm, err := sarama.NewClusterAdmin(t.Brokers(), config())
 	if err != nil {
 		return "", fmt.Errorf("admin client: %w", err)
 	}
@@ -213,7 +213,7 @@ func deleteRecords(ctx context.Context, t *compat.T) (string, error) {
 
 	_, cancel = t.Step(ctx, "list offsets after delete")
 	defer cancel()
-	cl, err := sarama.NewClient([]string{t.Bootstrap}, config())
+	cl, err := sarama.NewClient(t.Brokers(), config())
 	if err != nil {
 		return "", fmt.Errorf("client: %w", err)
 	}

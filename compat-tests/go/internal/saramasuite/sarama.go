@@ -76,7 +76,7 @@ func config() *sarama.Config {
 // createTopic creates topic with the given partitions and replication
 // factor 1.
 func createTopic(t *compat.T, topic string, partitions int32) error {
-	adm, err := sarama.NewClusterAdmin([]string{t.Bootstrap}, config())
+	adm, err := sarama.NewClusterAdmin(t.Brokers(), config())
 	if err != nil {
 		return fmt.Errorf("admin client: %w", err)
 	}
@@ -123,7 +123,7 @@ func toCompat(m *sarama.ConsumerMessage) compat.Record {
 // SendMessages call (Sarama batches them per partition), and stores the
 // acknowledged offsets in recs.
 func produce(t *compat.T, cfg *sarama.Config, topic string, rounds ...[]compat.Record) error {
-	p, err := sarama.NewSyncProducer([]string{t.Bootstrap}, cfg)
+	p, err := sarama.NewSyncProducer(t.Brokers(), cfg)
 	if err != nil {
 		return fmt.Errorf("producer: %w", err)
 	}
@@ -171,7 +171,7 @@ func setup(ctx context.Context, t *compat.T, topic string, partitions int32, rec
 // watermark is where the reading ended. All partitions are fetched at once;
 // their channels are drained one after the other.
 func consume(ctx context.Context, t *compat.T, topic string, from map[int32]int64, want map[int32]int) ([]compat.Record, error) {
-	c, err := sarama.NewConsumer([]string{t.Bootstrap}, config())
+	c, err := sarama.NewConsumer(t.Brokers(), config())
 	if err != nil {
 		return nil, fmt.Errorf("consumer: %w", err)
 	}
@@ -271,7 +271,7 @@ type groupMember struct {
 
 // join starts a member of group consuming topic with h; stop ends it.
 func join(ctx context.Context, t *compat.T, cfg *sarama.Config, group, topic string, h handler) (*groupMember, error) {
-	g, err := sarama.NewConsumerGroup([]string{t.Bootstrap}, group, cfg)
+	g, err := sarama.NewConsumerGroup(t.Brokers(), group, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("consumer group: %w", err)
 	}
