@@ -168,6 +168,18 @@ func (b *Broker) runFetcher(ctx context.Context, rf *replicaFetcher) {
 				continue
 			}
 			delete(backoff, fp.p)
+			l := fp.p.log
+			if l.Err() != nil {
+				continue // offline: nothing is fetched into a failed log
+			}
+			if l.AckedEnd() < l.LogEndOffset() {
+				// A fetch offset is an acknowledgement of everything
+				// below it: it is sent only once that is durable (the
+				// last flush was cut short). Flush, and fetch next round.
+				l.FlushAsync()
+				backoff[fp.p] = now.Add(replicaFetchBackoff / 10)
+				continue
+			}
 			parts = append(parts, fp)
 		}
 		if len(parts) == 0 {
