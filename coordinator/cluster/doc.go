@@ -100,12 +100,25 @@
 //
 // The controller's decisions (decideLeaders, a pure function of a
 // Metadata) are written by its control loop on every new view: a partition
-// whose leader is not live gets the first live member of its ISR, or no
-// leader (-1) while none is live, keeping its ISR so that the last leader
-// leads again when it returns. Each change bumps the leader and partition
-// epochs and compares the partition key's mod revision, so a decision made
-// on a stale view writes nothing and is made again. Until followers
-// replicate, a partition's ISR is its leader alone.
+// whose leader is not eligible (dead, or in controlled shutdown) gets the
+// first eligible member of its ISR; the ISR loses members that are not
+// eligible while one remains; with none, the partition keeps its ISR and
+// has no leader (-1) once its leader is dead, so that the last leader leads
+// again when it returns (unless unclean.leader.election.enable lets
+// another replica lead). Each change bumps the partition epoch (and the
+// leader epoch for a new leader) and compares the partition key's mod
+// revision, so a decision made on a stale view writes nothing and is made
+// again. Every leader.imbalance.check.interval.seconds it also gives
+// partitions back to their preferred leader (decidePreferred).
+//
+// # ISR
+//
+// A new partition's ISR is its leader alone; followers join as they catch
+// up. The leader proposes each ISR change (AlterISR) as a compare-and-swap
+// on the partition's state: its leader, leader epoch and partition epoch
+// must be the ones the proposal was made from, so a deposed leader's
+// proposal writes nothing (Kafka's AlterPartition, decided by the registry
+// instead of a controller).
 //
 // Metadata.ControllerID, what clients are told, is the elected controller,
 // or between two terms the lowest live broker: any broker serves the admin
