@@ -125,29 +125,36 @@ func (h *harness) finding(format string, args ...any) {
 	h.logf("FINDING: %s", msg)
 }
 
-// metadata asks the cluster for its brokers and the topic's partitions.
-func (h *harness) metadata(ctx context.Context) ([]int32, map[int32]partition, error) {
+// view is what one metadata answer says about the cluster and the topic.
+type view struct {
+	brokers    []int32
+	controller int32
+	parts      map[int32]partition
+}
+
+// metadata asks the cluster for its brokers, its controller and the
+// topic's partitions.
+func (h *harness) metadata(ctx context.Context) (view, error) {
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
 	md, err := h.adm.Metadata(ctx, topic)
 	if err != nil {
-		return nil, nil, err
+		return view{}, err
 	}
-	brokers := md.Brokers.NodeIDs()
+	v := view{brokers: md.Brokers.NodeIDs(), controller: md.Controller, parts: map[int32]partition{}}
 	td, ok := md.Topics[topic]
 	if !ok {
-		return brokers, nil, fmt.Errorf("topic %s not in the metadata", topic)
+		return v, fmt.Errorf("topic %s not in the metadata", topic)
 	}
 	if td.Err != nil {
-		return brokers, nil, fmt.Errorf("topic %s: %w", topic, td.Err)
+		return v, fmt.Errorf("topic %s: %w", topic, td.Err)
 	}
-	parts := map[int32]partition{}
 	// A partition answered with an error (no leader, say) is listed
 	// too: its leader and ISR are what the broker knows.
 	for p, pd := range td.Partitions {
-		parts[p] = partition{leader: pd.Leader, isr: pd.ISR}
+		v.parts[p] = partition{leader: pd.Leader, isr: pd.ISR}
 	}
-	return brokers, parts, nil
+	return v, nil
 }
 
 // poll calls f every interval until it reports done, ctx ends or timeout
@@ -172,11 +179,11 @@ func poll(ctx context.Context, timeout, interval time.Duration, f func() bool) b
 // fullISR reports whether every partition has a leader and all three
 // brokers in its ISR.
 func (h *harness) fullISR(ctx context.Context) bool {
-	_, parts, err := h.metadata(ctx)
-	if err != nil || len(parts) != int(h.o.partitions) {
+	v, err := h.metadata(ctx)
+	if err != nil || len(v.parts) != int(h.o.partitions) {
 		return false
 	}
-	for _, p := range parts {
+	for _, p := range v.parts {
 		if p.leader < 0 || len(p.isr) != len(h.c.brokers) {
 			return false
 		}
@@ -186,12 +193,15 @@ func (h *harness) fullISR(ctx context.Context) bool {
 
 // cycle is what one kill -9 cycle measured.
 type cycle struct {
-	victim    int32
-	led       []int32
-	failover  time.Duration
-	completed bool
-	rejoin    time.Duration
-	rejoined  bool
+	victim     int32
+	controller bool    // the victim was the controller too
+	led        []int32 // the partitions the victim led
+	// elected is when metadata showed new leaders for all of led after
+	// the kill, failover when they had all acknowledged a write too.
+	elected, failover time.Duration
+	completed         bool
+	rejoin            time.Duration
+	rejoined          bool
 }
 
 func run(ctx context.Context, o options) (failed bool, err error) {
@@ -222,8 +232,8 @@ func run(ctx context.Context, o options) (failed bool, err error) {
 	h.adm = kadm.NewClient(adminCl)
 
 	if !poll(ctx, 2*time.Minute, 200*time.Millisecond, func() bool {
-		brokers, _, _ := h.metadata(ctx)
-		return len(brokers) == len(c.brokers)
+		v, _ := h.metadata(ctx)
+		return len(v.brokers) == len(c.brokers)
 	}) {
 		return false, fmt.Errorf("the three brokers did not all register within 2m (see %s/broker-*.log)", dir)
 	}
@@ -337,14 +347,14 @@ func run(ctx context.Context, o options) (failed bool, err error) {
 // cycle kills the leader of a random partition, waits for the failover,
 // restarts the victim and waits for it to be back in every ISR.
 func (h *harness) cycle(ctx context.Context, rng *rand.Rand, n int) (cycle, error) {
-	var parts map[int32]partition
+	var before view
 	if !poll(ctx, time.Minute, 200*time.Millisecond, func() bool {
 		var err error
-		_, parts, err = h.metadata(ctx)
-		if err != nil || len(parts) != int(h.o.partitions) {
+		before, err = h.metadata(ctx)
+		if err != nil || len(before.parts) != int(h.o.partitions) {
 			return false
 		}
-		for _, p := range parts {
+		for _, p := range before.parts {
 			if p.leader < 0 {
 				return false
 			}
@@ -354,8 +364,9 @@ func (h *harness) cycle(ctx context.Context, rng *rand.Rand, n int) (cycle, erro
 		return cycle{}, fmt.Errorf("cycle %d: no leader for every partition within 1m", n)
 	}
 	pick := rng.Int32N(h.o.partitions)
-	cy := cycle{victim: parts[pick].leader}
-	for p, st := range parts {
+	cy := cycle{victim: before.parts[pick].leader}
+	cy.controller = cy.victim == before.controller
+	for p, st := range before.parts {
 		if st.leader == cy.victim {
 			cy.led = append(cy.led, p)
 		}
@@ -369,7 +380,11 @@ func (h *harness) cycle(ctx context.Context, rng *rand.Rand, n int) (cycle, erro
 	if err != nil {
 		return cy, err
 	}
-	h.logf("cycle %d/%d: kill -9 broker %d, leader of partitions %v (%d acks so far)", n, h.o.cycles, cy.victim, cy.led, h.acks.count())
+	what := ""
+	if cy.controller {
+		what = " and the controller"
+	}
+	h.logf("cycle %d/%d: kill -9 broker %d, leader of partitions %v%s (%d acks so far)", n, h.o.cycles, cy.victim, cy.led, what, h.acks.count())
 
 	// An acknowledgement read within 100 ms of the kill may be an answer
 	// of the victim itself, still on its way; later ones are a new
@@ -378,11 +393,11 @@ func (h *harness) cycle(ctx context.Context, rng *rand.Rand, n int) (cycle, erro
 	moved := map[int32]time.Time{}
 	served := map[int32]time.Time{}
 	cy.completed = poll(ctx, h.o.failoverTimeout, 100*time.Millisecond, func() bool {
-		_, now, err := h.metadata(ctx)
+		now, err := h.metadata(ctx)
 		seen := time.Now()
 		for _, p := range cy.led {
 			if _, ok := moved[p]; !ok && err == nil {
-				if st, ok := now[p]; ok && st.leader >= 0 && st.leader != cy.victim {
+				if st, ok := now.parts[p]; ok && st.leader >= 0 && st.leader != cy.victim {
 					moved[p] = seen
 				}
 			}
@@ -394,20 +409,30 @@ func (h *harness) cycle(ctx context.Context, rng *rand.Rand, n int) (cycle, erro
 		}
 		return len(moved) == len(cy.led) && len(served) == len(cy.led)
 	})
+	// Per partition: when metadata first showed another leader, and the
+	// failover, the later of that and the first acknowledgement since.
+	since := func(t time.Time) string {
+		if t.IsZero() {
+			return "none"
+		}
+		return t.Sub(killedAt).Round(time.Millisecond).String()
+	}
 	var each []string
 	for _, p := range cy.led {
-		at := moved[p]
-		if served[p].After(at) {
-			at = served[p]
+		m, s := moved[p], served[p]
+		if !m.IsZero() && m.Sub(killedAt) > cy.elected {
+			cy.elected = m.Sub(killedAt)
 		}
-		if d := at.Sub(killedAt); !at.IsZero() && d > cy.failover {
-			cy.failover = d
+		at := s
+		if m.IsZero() || s.IsZero() {
+			at = time.Time{}
+		} else if m.After(s) {
+			at = m
 		}
-		if at.IsZero() || served[p].IsZero() {
-			each = append(each, fmt.Sprintf("p%d: none", p))
-		} else {
-			each = append(each, fmt.Sprintf("p%d: %s", p, at.Sub(killedAt).Round(time.Millisecond)))
+		if !at.IsZero() && at.Sub(killedAt) > cy.failover {
+			cy.failover = at.Sub(killedAt)
 		}
+		each = append(each, fmt.Sprintf("p%d: %s, new leader at %s", p, since(at), since(m)))
 	}
 	if !cy.completed {
 		if ctx.Err() != nil {
@@ -429,8 +454,8 @@ func (h *harness) cycle(ctx context.Context, rng *rand.Rand, n int) (cycle, erro
 		if ctx.Err() != nil {
 			return cy, ctx.Err()
 		}
-		_, parts, _ := h.metadata(ctx)
-		h.logf("cycle %d/%d: broker %d NOT back in every ISR %s after its restart: %v", n, h.o.cycles, cy.victim, h.o.rejoinTimeout, parts)
+		now, _ := h.metadata(ctx)
+		h.logf("cycle %d/%d: broker %d NOT back in every ISR %s after its restart: %v", n, h.o.cycles, cy.victim, h.o.rejoinTimeout, now.parts)
 	} else {
 		h.logf("cycle %d/%d: broker %d restarted, ISR=3 everywhere after %s", n, h.o.cycles, cy.victim, cy.rejoin.Round(time.Millisecond))
 	}
@@ -457,13 +482,19 @@ func medianMax(ds []time.Duration) (time.Duration, time.Duration) {
 
 // report prints the summary and returns whether the run failed.
 func (h *harness) report(cycles []cycle, v *verdict, hw map[int32]int64, gaveUp int) bool {
-	var fo, rj []time.Duration
+	var fo, el, foCtl, foOther, rj []time.Duration
 	victims := map[int32]int{}
 	var notCompleted, notRejoined []int
 	for i, cy := range cycles {
 		victims[cy.victim]++
 		if cy.completed {
 			fo = append(fo, cy.failover)
+			el = append(el, cy.elected)
+			if cy.controller {
+				foCtl = append(foCtl, cy.failover)
+			} else {
+				foOther = append(foOther, cy.failover)
+			}
 		} else {
 			notCompleted = append(notCompleted, i+1)
 		}
@@ -477,6 +508,9 @@ func (h *harness) report(cycles []cycle, v *verdict, hw map[int32]int64, gaveUp 
 		fmt.Printf("failover: PROBLEM %s\n", p)
 	}
 	foMed, foMax := medianMax(fo)
+	elMed, elMax := medianMax(el)
+	ctlMed, ctlMax := medianMax(foCtl)
+	otherMed, otherMax := medianMax(foOther)
 	rjMed, rjMax := medianMax(rj)
 	fmt.Printf("failover: cycles %d (victims by broker: %v); failover not complete: %d %v; not back in every ISR: %d %v\n",
 		len(cycles), victims, len(notCompleted), notCompleted, len(notRejoined), notRejoined)
@@ -485,6 +519,9 @@ func (h *harness) report(cycles []cycle, v *verdict, hw map[int32]int64, gaveUp 
 		v.acked, v.read, v.lost, v.misplaced, v.duplicated, v.reordered, v.foreign, gaveUp, v.unackedStored)
 	fmt.Printf("failover: failover time median %s max %s (kill -9 to a new leader serving acks=all writes on every partition the victim led)\n",
 		foMed.Round(time.Millisecond), foMax.Round(time.Millisecond))
+	fmt.Printf("failover: new leaders in metadata median %s max %s after the kill\n", elMed.Round(time.Millisecond), elMax.Round(time.Millisecond))
+	fmt.Printf("failover: of which victim was the controller: %d cycles, median %s max %s; was not: %d cycles, median %s max %s\n",
+		len(foCtl), ctlMed.Round(time.Millisecond), ctlMax.Round(time.Millisecond), len(foOther), otherMed.Round(time.Millisecond), otherMax.Round(time.Millisecond))
 	fmt.Printf("failover: rejoin time median %s max %s (restart to ISR=3 on every partition)\n", rjMed.Round(time.Millisecond), rjMax.Round(time.Millisecond))
 	failed := v.failed() || len(h.findings) > 0
 	if failed {
