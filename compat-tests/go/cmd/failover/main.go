@@ -312,6 +312,9 @@ func run(ctx context.Context, o options) (failed bool, err error) {
 		}
 		cy, err := h.cycle(ctx, rng, n)
 		if err != nil {
+			if ctx.Err() != nil {
+				return false, fmt.Errorf("interrupted in cycle %d: %w", n, err)
+			}
 			return false, err
 		}
 		cycles = append(cycles, cy)
