@@ -117,6 +117,11 @@ CRASH_CYCLES ?= 100
 crash-test: ## kill -9 a child broker under idempotent acks=all load CRASH_CYCLES times (default 100); checks every acknowledged record.
 	GREGOR_CRASH_CYCLES=$(CRASH_CYCLES) $(GO) test -count=1 -timeout 60m -run '^TestBrokerCrash$$' -v ./broker/
 
+.PHONY: failover-test
+FAILOVER_CYCLES ?= 50
+failover-test: build ## kill -9 a partition leader of three brokers FAILOVER_CYCLES times (default 50) under kgo and Java acks=all writers; checks every acknowledged record.
+	FAILOVER_CYCLES=$(FAILOVER_CYCLES) bash compat-tests/failover/run.sh
+
 .PHONY: property-test
 PROPERTY_DURATION ?= 150s
 property-test: ## The storage data-safety property test for PROPERTY_DURATION (default 150s); GREGOR_PROPERTY_SEED replays a run.
