@@ -404,7 +404,7 @@ func buildTruncCrashLog(t *testing.T, rng *rand.Rand, dir string) (truncState, i
 // runTruncCrashChild runs a child on dir with plan and kills it delay after
 // it says "open" (from its start with fromStart; a negative delay: never).
 // It returns the last line the child printed, whether it was killed, and
-// how long it ran after "open".
+// how long after "open" it printed that line.
 func runTruncCrashChild(t *testing.T, dir, plan string, delay time.Duration, fromStart bool) (last string, killed bool, took time.Duration) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestTruncateCrashChild$", "-test.count=1")
@@ -438,14 +438,12 @@ func runTruncCrashChild(t *testing.T, dir, plan string, delay time.Duration, fro
 			last = line
 		case strings.HasPrefix(line, "cut "), strings.HasPrefix(line, "done "):
 			last = line
+			took = time.Since(opened)
 		}
 	}
 	err = cmd.Wait()
 	if timer != nil {
 		timer.Stop()
-	}
-	if !opened.IsZero() {
-		took = time.Since(opened)
 	}
 	if err != nil {
 		var ee *exec.ExitError
@@ -491,7 +489,9 @@ func truncCandidates(p truncPlanned, last string) []truncCandidate {
 		return withNews(i)
 	}
 	if i == len(p.steps) {
-		return []truncCandidate{exact("the final state", p.final)}
+		c := exact("the final state", p.final)
+		c.kind = "final"
+		return []truncCandidate{c}
 	}
 	pre, cut := p.pre[i], p.cut[i]
 	cs := []truncCandidate{exact(fmt.Sprintf("before step %d", i), pre)}
@@ -501,11 +501,9 @@ func truncCandidates(p truncPlanned, last string) []truncCandidate {
 		cs = append(cs, truncCandidate{name: fmt.Sprintf("part way through TruncateTo(%d)", p.steps[i].arg), kind: within,
 			all: pre.all, start: pre.start, endMin: len(cut.all), endMax: len(pre.all)})
 	case 'f':
-		// Gone from the newest or from the oldest segment.
+		// Its segments go newest first: a shorter log.
 		cs = append(cs, truncCandidate{name: fmt.Sprintf("part way through TruncateFullyAndStartAt(%d)", p.steps[i].arg), kind: within,
-			all: pre.all, start: pre.start, endMin: 0, endMax: len(pre.all)},
-			truncCandidate{name: fmt.Sprintf("part way through TruncateFullyAndStartAt(%d), oldest first", p.steps[i].arg), kind: within,
-				all: pre.all, start: p.steps[i].arg, endMin: len(pre.all), endMax: len(pre.all), anyFirst: true})
+			all: pre.all, start: pre.start, endMin: 0, endMax: len(pre.all)})
 	case 'd':
 		cs = append(cs, truncCandidate{name: fmt.Sprintf("part way through DeleteBelow(%d)", p.steps[i].arg), kind: within,
 			all: pre.all, start: p.steps[i].arg, endMin: len(pre.all), endMax: len(pre.all), anyFirst: true})
@@ -643,4 +641,85 @@ func checkTruncCrash(t *testing.T, dir string, p truncPlanned, last, where strin
 		}
 	}
 	return cand.kind
+}
+
+// TestTruncateKilledAtEveryStep takes the files as a kill -9 leaves them
+// after each step of a TruncateTo that removes several segments, and of a
+// TruncateFullyAndStartAt, and checks that each reopens as a prefix of the
+// log, with no hole: the segments go newest first. Removed oldest first, a
+// kill after the first removal left the divergent segments above a hole
+// (TestTruncateCrash found it: seed 1796372722019103296, cycle 83).
+func TestTruncateKilledAtEveryStep(t *testing.T) {
+	t.Parallel()
+	base := t.TempDir()
+	orig, _ := buildTruncCrashLog(t, rand.New(rand.NewPCG(1, 2)), base)
+	// A cut inside the second segment's batches removes all later ones.
+	segs, _ := filepath.Glob(filepath.Join(base, truncCrashTP.DirName(), "*"+logSuffix))
+	second, _ := parseSegmentName(filepath.Base(segs[1]), logSuffix)
+	cutAt := orig.firstAt(second + 3)
+	ops := map[string]func(l *Log) error{
+		"TruncateTo":              func(l *Log) error { return l.TruncateTo(orig.all[cutAt].base) },
+		"TruncateFullyAndStartAt": func(l *Log) error { return l.TruncateFullyAndStartAt(orig.end() + 100) },
+	}
+	for name, op := range ops {
+		run := func(at func(dir string)) int {
+			t.Helper()
+			dir := filepath.Join(t.TempDir(), "data")
+			if err := copyTree(base, dir); err != nil {
+				t.Fatal(err)
+			}
+			m, err := OpenManager(truncCrashManagerConfig(dir))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Close()
+			l, _ := m.Get(truncCrashTP)
+			n := 0
+			l.stepHook = func(step string) {
+				if step == "segment removed" {
+					at(dir)
+					n++
+				}
+			}
+			if err := op(l); err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+		steps := run(func(string) {})
+		if steps < 3 {
+			t.Fatalf("%s removed %d segments, want several", name, steps)
+		}
+		for k := range steps {
+			var snap string
+			i := 0
+			run(func(dir string) {
+				if i == k {
+					snap = killCopy(t, dir)
+				}
+				i++
+			})
+			func() {
+				m, err := OpenManager(truncCrashManagerConfig(snap))
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer m.Close()
+				l, _ := m.Get(truncCrashTP)
+				got := readAll(t, l, l.LogStartOffset(), 0)
+				if l.LogStartOffset() != 0 {
+					t.Fatalf("%s killed after removing %d segments: log start %d, want 0", name, k+1, l.LogStartOffset())
+				}
+				for j, b := range got {
+					if j >= len(orig.all) || !bytes.Equal(b, orig.all[j].data) {
+						t.Fatalf("%s killed after removing %d segments: batch %d at %d is not the log's batch %d at %d: not a prefix of the log",
+							name, k+1, j, b.BaseOffset(), j, orig.all[min(j, len(orig.all)-1)].base)
+					}
+				}
+				if name == "TruncateTo" && len(got) < cutAt {
+					t.Fatalf("%s killed after removing %d segments: %d batches left, want at least %d", name, k+1, len(got), cutAt)
+				}
+			}()
+		}
+	}
 }
