@@ -32,10 +32,15 @@ func (l *Log) TruncateTo(offset int64) error {
 		return l.truncateFullyLocked(offset)
 	}
 	i := segmentFor(segs, offset)
-	for _, s := range segs[i+1:] {
-		if err := s.removeFiles(); err != nil {
+	// Newest first: a crash part way leaves a log cut at a segment
+	// boundary above offset, which the next truncation finishes. Oldest
+	// first, it left a hole with the divergent segments above it still
+	// in the log.
+	for j := len(segs) - 1; j > i; j-- {
+		if err := segs[j].removeFiles(); err != nil {
 			return l.fail(err)
 		}
+		l.step("segment removed")
 	}
 	s := segs[i]
 	s.sealed = false
@@ -62,10 +67,13 @@ func (l *Log) TruncateFullyAndStartAt(offset int64) error {
 func (l *Log) truncateFullyLocked(offset int64) error {
 	segs := *l.segs.Load()
 	cfg := l.cfg.Load()
-	for _, s := range segs {
-		if err := s.removeFiles(); err != nil {
+	// Newest first, as TruncateTo: a crash part way leaves a shorter log,
+	// not one whose start jumped up.
+	for j := len(segs) - 1; j >= 0; j-- {
+		if err := segs[j].removeFiles(); err != nil {
 			return l.fail(err)
 		}
+		l.step("segment removed")
 	}
 	s, err := createSegment(l.dir, offset, cfg.IndexIntervalBytes)
 	if err != nil {
