@@ -377,6 +377,14 @@ func (b *Broker) applyPartition(fp followed, rp *kmsg.FetchResponseTopicPartitio
 		if derr := l.DeleteBelow(rp.LogStartOffset); derr != nil {
 			return needsFlush, derr
 		}
+		// The epoch history is cut on disk at once; the log start waits
+		// for the next checkpoint, and a crash before it would bring back
+		// records below the start without their epochs. Checkpoint now,
+		// as DeleteRecords does.
+		if cerr := b.logs.Checkpoint(); cerr != nil {
+			b.loggerFor("replication").Error("checkpointing log start offsets after a follower's DeleteBelow failed",
+				"partition", p.tp.String(), "err", cerr)
+		}
 	}
 	l.SetHighWatermark(min(rp.HighWatermark, l.AckedEnd()))
 	return needsFlush, nil
