@@ -53,8 +53,13 @@ func (b *Broker) handleProduce(ctx context.Context, c *conn, hdr protocol.Reques
 
 	type flushWait struct {
 		rp   *kmsg.ProduceResponseTopicPartition
-		log  *storage.Log
+		p    *partition
 		upTo int64
+		// flush: the append needs an fsync before it is acknowledged;
+		// replicated: acks=all on a partition with followers in its ISR,
+		// so the high watermark must pass it, under leader epoch epoch.
+		flush, replicated bool
+		epoch             int32
 	}
 	var waits []flushWait
 	failed := false
@@ -77,14 +82,19 @@ func (b *Broker) handleProduce(ctx context.Context, c *conn, hdr protocol.Reques
 				code = protocol.InvalidRequiredAcks
 			default:
 				var res storage.AppendResult
-				var l *storage.Log
-				l, res, code = b.produceTo(rp, hdr.APIVersion, rt.Topic, rt.TopicID, byID, rt.Partitions[j].Records, req.Acks, now, c)
-				if code == protocol.None && res.NeedsFlush {
-					if req.Acks == 0 {
-						l.FlushAsync()
-					} else {
-						waits = append(waits, flushWait{rp: rp, log: l, upTo: res.LastOffset + 1})
-					}
+				var p *partition
+				var epoch int32
+				p, res, epoch, code = b.produceTo(rp, hdr.APIVersion, rt.Topic, rt.TopicID, byID, rt.Partitions[j].Records, req.Acks, now, c)
+				if code != protocol.None {
+					break
+				}
+				replicated := req.Acks == -1 && len(p.isr()) > 1
+				switch {
+				case req.Acks == 0 && res.NeedsFlush:
+					p.log.FlushAsync()
+				case res.NeedsFlush || replicated:
+					waits = append(waits, flushWait{rp: rp, p: p, upTo: res.LastOffset + 1,
+						flush: res.NeedsFlush, replicated: replicated, epoch: epoch})
 				}
 			}
 			if code != protocol.None {
@@ -118,9 +128,11 @@ func (b *Broker) handleProduce(ctx context.Context, c *conn, hdr protocol.Reques
 	// that: its next request is read and appended meanwhile, and the
 	// writer sends the responses in request order (pendingResponse).
 	fctx, cancel := context.WithTimeout(ctx, time.Duration(max(req.TimeoutMillis, 0))*time.Millisecond)
-	targets := make([]storage.FlushTarget, len(waits))
-	for i, w := range waits {
-		targets[i] = storage.FlushTarget{Log: w.log, UpTo: w.upTo}
+	targets := make([]storage.FlushTarget, 0, len(waits))
+	for _, w := range waits {
+		if w.flush {
+			targets = append(targets, storage.FlushTarget{Log: w.p.log, UpTo: w.upTo})
+		}
 	}
 	flushing := storage.StartFlush(targets)
 	waitStart := time.Now()
@@ -130,17 +142,35 @@ func (b *Broker) handleProduce(ctx context.Context, c *conn, hdr protocol.Reques
 			cancel()
 		}
 		flushing.Wait(fctx)
+		for _, w := range waits {
+			if w.replicated {
+				b.awaitReplicated(fctx, w.p, w.upTo)
+			}
+		}
 		b.metrics.produceWait.Observe(time.Since(waitStart).Seconds())
 		for _, w := range waits {
-			if w.log.DurableOffset() >= w.upTo {
-				continue
-			}
-			code := protocol.RequestTimedOut
-			if err := w.log.Err(); err != nil {
+			code := protocol.None
+			switch {
+			case w.p.log.Err() != nil:
 				code = protocol.KafkaStorageError
+			case w.flush && w.p.log.DurableOffset() < w.upTo:
+				code = protocol.RequestTimedOut
+			case !w.replicated:
+			case w.p.leaderEpoch.Load() != w.epoch || w.p.lead.Load() == nil:
+				// Leadership moved before the ISR had the records: the new
+				// leader may not have them.
+				code = protocol.NotLeaderOrFollower
+			case w.p.log.HighWatermark() < w.upTo:
+				code = protocol.RequestTimedOut
+			case int32(len(w.p.isr())) < w.p.effectiveMinISR():
+				// Replicated, but the ISR shrank below min.insync.replicas
+				// meanwhile, as Kafka answers.
+				code = protocol.NotEnoughReplicasAfterAppend
 			}
-			w.rp.ErrorCode = int16(code)
-			w.rp.BaseOffset = -1
+			if code != protocol.None {
+				w.rp.ErrorCode = int16(code)
+				w.rp.BaseOffset = -1
+			}
 		}
 	}
 	// Topic names alias the request frame, which the connection reuses
@@ -164,6 +194,25 @@ func addProduceEndpoint(list []kmsg.ProduceResponseBroker, at cluster.BrokerInfo
 	return append(list, e)
 }
 
+// awaitReplicated waits until the high watermark of p, a partition this
+// broker leads, passes upTo (every ISR member holds the records), or ctx
+// ends, or this broker stops leading p.
+func (b *Broker) awaitReplicated(ctx context.Context, p *partition, upTo int64) {
+	b.advanceHW(p) // the leader's own flush may be what it waited for
+	if p.log.HighWatermark() >= upTo {
+		return
+	}
+	wake := make(chan struct{}, 1)
+	defer p.log.Subscribe(wake)()
+	for p.log.HighWatermark() < upTo && p.lead.Load() != nil {
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
 // pendingResponse is a response whose content is settled after its
 // handler returns: a produce waiting for its batches to be durable. The
 // connection queues it in its turn and reads on; its writer calls settle
@@ -174,44 +223,46 @@ type pendingResponse struct {
 	settle func(abandon bool)
 }
 
-// produceTo validates and appends one partition's records, filling rp.
+// produceTo validates and appends one partition's records, filling rp. It
+// returns the partition and the leader epoch the records were appended
+// under.
 func (b *Broker) produceTo(rp *kmsg.ProduceResponseTopicPartition, version int16, topic string, topicID [16]byte, byID bool,
-	records []byte, acks int16, now int64, c *conn) (*storage.Log, storage.AppendResult, protocol.ErrorCode) {
+	records []byte, acks int16, now int64, c *conn) (*partition, storage.AppendResult, int32, protocol.ErrorCode) {
 	var res storage.AppendResult
 	p, code := b.lookupPartition(topic, topicID, byID, rp.Partition)
 	if code != protocol.None {
-		return nil, res, code
+		return nil, res, 0, code
 	}
 	set := p.settings.Load()
 	if p.internal && c.clientID != "__admin_client" {
-		return nil, res, protocol.InvalidTopicException
+		return nil, res, 0, protocol.InvalidTopicException
 	}
-	if acks == -1 && int32(len(p.isr())) < set.minInsyncReplicas {
-		return nil, res, protocol.NotEnoughReplicas
+	if acks == -1 && int32(len(p.isr())) < p.effectiveMinISR() {
+		return nil, res, 0, protocol.NotEnoughReplicas
 	}
 	batch, rest, err := record.Parse(records)
 	if err != nil {
 		if len(records) == 0 {
-			return nil, res, protocol.InvalidRecord
+			return nil, res, 0, protocol.InvalidRecord
 		}
-		return nil, res, protocol.CorruptMessage
+		return nil, res, 0, protocol.CorruptMessage
 	}
 	if len(rest) != 0 {
 		// Since v3 a partition's records are exactly one batch.
-		return nil, res, protocol.InvalidRecord
+		return nil, res, 0, protocol.InvalidRecord
 	}
 	if int64(len(batch)) > int64(set.maxMessageBytes) {
-		return nil, res, protocol.MessageTooLarge
+		return nil, res, 0, protocol.MessageTooLarge
 	}
 	if batch.Magic() == record.Magic && batch.BaseOffset() != 0 {
-		return nil, res, protocol.InvalidRecord
+		return nil, res, 0, protocol.InvalidRecord
 	}
 	if batch.Magic() == record.Magic && batch.Transactional() {
-		return nil, res, protocol.InvalidTxnState
+		return nil, res, 0, protocol.InvalidTxnState
 	}
 	if version < 7 && batch.Magic() == record.Magic && batch.Codec() == record.CodecZstd {
 		// zstd came with Produce v7 (KIP-110); older requests may not use it.
-		return nil, res, protocol.UnsupportedCompressionType
+		return nil, res, 0, protocol.UnsupportedCompressionType
 	}
 	scratch := scratchPool.Get().(*[]byte)
 	defer func() {
@@ -243,7 +294,7 @@ func (b *Broker) produceTo(rp *kmsg.ProduceResponseTopicPartition, version int16
 		}
 		msg := err.Error()
 		rp.ErrorMessage = &msg
-		return nil, res, code
+		return nil, res, 0, code
 	}
 	if set.logAppendTime {
 		batch.SetLogAppendTime(now)
@@ -251,9 +302,10 @@ func (b *Broker) produceTo(rp *kmsg.ProduceResponseTopicPartition, version int16
 	} else if info.MaxTimestamp != batch.MaxTimestamp() {
 		batch.SetMaxTimestamp(info.MaxTimestamp)
 	}
-	res, err = p.log.Append(batch, storage.AppendOptions{AssignOffsets: true, LeaderEpoch: p.leaderEpoch.Load()})
+	epoch := p.leaderEpoch.Load()
+	res, err = p.log.Append(batch, storage.AppendOptions{AssignOffsets: true, LeaderEpoch: epoch})
 	if err != nil {
-		return nil, res, errorCode(err)
+		return nil, res, 0, errorCode(err)
 	}
 	rp.BaseOffset = res.FirstOffset
 	rp.LogStartOffset = res.LogStart
@@ -264,5 +316,5 @@ func (b *Broker) produceTo(rp *kmsg.ProduceResponseTopicPartition, version int16
 		p.metrics.bytesIn.Add(float64(len(batch)))
 		p.metrics.recordsIn.Add(float64(batch.RecordCount()))
 	}
-	return p.log, res, protocol.None
+	return p, res, epoch, protocol.None
 }

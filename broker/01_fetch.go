@@ -17,7 +17,14 @@ package broker
 // current leader epoch (FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH); v12+
 // reports a diverging epoch when last_fetched_epoch shows the fetcher's log
 // went past the end of that epoch here; v13+ names topics by id. Follower
-// fetches (a replica id >= 0) read up to the log end.
+// fetches (a replica id >= 0, from a replica of the partition; any other
+// broker is told NOT_LEADER_OR_FOLLOWER) read up to the log end, and their
+// fetch offset is the follower's log end for the high watermark and the
+// ISR (replicas.go). A consumer's fetch from v11 may be served by a
+// follower, up to its own high watermark; with the rack-aware
+// replica.selector.class the leader answers a consumer in a follower's rack
+// with that follower as its preferred read replica and no records
+// (KIP-392).
 
 import (
 	"context"
@@ -43,6 +50,10 @@ type fetchResult struct {
 	hasDiverging          bool
 	leaderID, leaderEpoch int32
 	metrics               *topicMetrics // nil when the partition is not here
+	// preferred is the replica the consumer should fetch from instead
+	// (KIP-392), when hasPreferred.
+	preferred    int32
+	hasPreferred bool
 }
 
 // maxFetchWait bounds a fetch's MaxWaitMillis. A connection reads its next
@@ -110,7 +121,7 @@ func (b *Broker) handleFetch(ctx context.Context, c *conn, hdr protocol.RequestH
 		wake = make(chan struct{}, 1)
 		seen := map[*storage.Log]bool{}
 		for _, it := range items {
-			if p, code := b.lookupPartition(it.key.topic, it.key.topicID, byID, it.key.partition); code == protocol.None && !seen[p.log] {
+			if p, code := b.lookupReplica(it.key.topic, it.key.topicID, byID, it.key.partition, fromFollowerOK(req, replicaID)); code == protocol.None && !seen[p.log] {
 				seen[p.log] = true
 				defer p.log.Subscribe(wake)()
 			}
@@ -159,7 +170,7 @@ func (b *Broker) handleFetch(ctx context.Context, c *conn, hdr protocol.RequestH
 	var md *cluster.Metadata // for leader hints, read on the first one
 	for i, it := range items {
 		res := &results[i]
-		if !full && res.code == protocol.None && !res.held && !res.hasDiverging &&
+		if !full && res.code == protocol.None && !res.held && !res.hasDiverging && !res.hasPreferred &&
 			res.hw == it.sentHW && res.lso == it.sentLSO && res.logStart == it.sentLogStart {
 			continue // nothing new for this partition in an incremental response
 		}
@@ -187,6 +198,9 @@ func (b *Broker) handleFetch(ctx context.Context, c *conn, hdr protocol.RequestH
 			res.held = false // zc's now
 		}
 		rp.PreferredReadReplica = -1
+		if res.hasPreferred {
+			rp.PreferredReadReplica = res.preferred
+		}
 		if res.hasDiverging {
 			rp.DivergingEpoch.Epoch, rp.DivergingEpoch.EndOffset = res.divergingEpoch, res.divergingEnd
 		}
@@ -235,7 +249,8 @@ func releaseReads(results []fetchResult) {
 }
 
 // fetchRound reads every item once. total is the bytes read; failed is set
-// when a partition has an error, which answers the fetch at once.
+// when a partition has an error, a diverging epoch or a preferred read
+// replica, any of which answers the fetch at once.
 func (b *Broker) fetchRound(items []*sessionPartition, req *kmsg.FetchRequest, byID bool, replicaID int32) ([]fetchResult, int64, bool) {
 	results := make([]fetchResult, len(items))
 	var total int64
@@ -250,7 +265,7 @@ func (b *Broker) fetchRound(items []*sessionPartition, req *kmsg.FetchRequest, b
 	for i, it := range items {
 		res := &results[i]
 		res.hw, res.lso, res.logStart = -1, -1, -1
-		p, code := b.lookupPartition(it.key.topic, it.key.topicID, byID, it.key.partition)
+		p, code := b.lookupReplica(it.key.topic, it.key.topicID, byID, it.key.partition, fromFollowerOK(req, replicaID))
 		if code != protocol.None {
 			res.code = code
 			res.leaderID, res.leaderEpoch = -1, -1 // the response looks the leader up
@@ -270,13 +285,38 @@ func (b *Broker) fetchRound(items []*sessionPartition, req *kmsg.FetchRequest, b
 		}
 		if it.lastFetchedEpoch >= 0 {
 			e, end := l.EndOffsetForEpoch(it.lastFetchedEpoch)
+			if e < 0 {
+				// No epoch here at or below the fetcher's: none of its
+				// records is known here. (-1, -1) would read as no
+				// divergence, so the answer is the log start.
+				end = l.LogStartOffset()
+			}
 			if e < it.lastFetchedEpoch || end < it.fetchOffset {
 				res.hasDiverging, res.divergingEpoch, res.divergingEnd = true, e, end
+				failed = true // answered at once, as Kafka does
+				continue
+			}
+		}
+		if replicaID < 0 && req.Version >= 11 && p.lead.Load() != nil {
+			if r := b.preferredReadReplica(p, req.Rack, it.fetchOffset, time.Now()); r >= 0 {
+				// The consumer reads from r from now on; nothing is read
+				// here, as Kafka answers.
+				res.preferred, res.hasPreferred = r, true
+				failed = true // answered at once, as Kafka does
 				continue
 			}
 		}
 		maxOffset := res.hw
 		if replicaID >= 0 {
+			// A follower reads up to the log end; its fetch offset is its
+			// own log end, which the high watermark follows.
+			if !b.replicaFetched(p, replicaID, it.fetchOffset, time.Now()) {
+				res.code, res.leaderID, res.leaderEpoch = protocol.NotLeaderOrFollower, b.cfg.NodeID, epoch
+				failed = true
+				continue
+			}
+			res.hw = l.HighWatermark()
+			res.lso = res.hw
 			maxOffset = l.LogEndOffset()
 		}
 		limit := min(int64(max(it.maxBytes, 0)), budget)
@@ -298,6 +338,13 @@ func (b *Broker) fetchRound(items []*sessionPartition, req *kmsg.FetchRequest, b
 		rr.Release()
 	}
 	return results, total, failed
+}
+
+// fromFollowerOK reports whether a fetch may be served by a follower: a
+// consumer's (no replica id) from v11, which carries the client's rack and
+// lets the consumer follow a preferred read replica (KIP-392).
+func fromFollowerOK(req *kmsg.FetchRequest, replicaID int32) bool {
+	return replicaID < 0 && req.Version >= 11
 }
 
 // checkLeaderEpoch compares a request's current leader epoch (-1: none)

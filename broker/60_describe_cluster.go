@@ -5,11 +5,14 @@ package broker
 // Cluster id, controller and the live brokers from the registry. Brokers
 // are the only endpoint type served: a v1+ request for controller endpoints
 // (endpoint_type 2) gets UNSUPPORTED_ENDPOINT_TYPE, as a Kafka broker
-// answers. No broker is ever fenced here: a broker whose registration lease
-// lapsed is gone from the list.
+// answers. A broker whose registration lease lapsed is fenced: listed, with
+// is_fenced, only when a v2 request includes fenced brokers, until it
+// returns or is unregistered (UnregisterBroker).
 
 import (
+	"cmp"
 	"context"
+	"slices"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -41,6 +44,14 @@ func (b *Broker) handleDescribeCluster(_ context.Context, _ *conn, hdr protocol.
 		out := kmsg.NewDescribeClusterResponseBroker()
 		out.NodeID, out.Host, out.Port, out.Rack = br.NodeID, br.Host, br.Port, br.Rack
 		resp.Brokers = append(resp.Brokers, out)
+	}
+	if req.IncludeFencedBrokers {
+		for _, br := range md.Fenced {
+			out := kmsg.NewDescribeClusterResponseBroker()
+			out.NodeID, out.Host, out.Port, out.Rack, out.IsFenced = br.NodeID, br.Host, br.Port, br.Rack, true
+			resp.Brokers = append(resp.Brokers, out)
+		}
+		slices.SortFunc(resp.Brokers, func(a, b kmsg.DescribeClusterResponseBroker) int { return cmp.Compare(a.NodeID, b.NodeID) })
 	}
 	return resp, nil
 }

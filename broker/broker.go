@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -41,6 +42,7 @@ var handlers = []handler{
 	offsetForLeaderEpochAPI,
 	createPartitionsAPI,
 	describeClusterAPI,
+	unregisterBrokerAPI,
 	findCoordinatorAPI,
 	joinGroupAPI,
 	syncGroupAPI,
@@ -99,6 +101,13 @@ type Broker struct {
 
 	syncMu sync.Mutex // serialises syncPartitions
 	parts  atomic.Pointer[partitionTable]
+	// followers are the replica fetchers, by leader (replica_fetcher.go).
+	followers replicaFetchers
+	// pauseFetchers holds every replica fetcher between fetches, and
+	// fetchesInFlight counts the fetches sent and not yet applied: tests
+	// use them to let a leader take records its followers do not have.
+	pauseFetchers   atomic.Bool
+	fetchesInFlight atomic.Int32
 
 	producerIDs struct {
 		sync.Mutex
@@ -199,6 +208,10 @@ func (b *Broker) Start(ctx context.Context) (err error) {
 	ccfg.InitialCluster = b.cfg.EtcdInitialCluster
 	ccfg.NodeID = b.cfg.NodeID
 	ccfg.SessionTTL = b.cfg.SessionTimeout
+	ccfg.UncleanLeaderElection = strings.EqualFold(strings.TrimSpace(b.cfg.StaticTopicDefaults["unclean.leader.election.enable"]), "true")
+	if b.cfg.AutoLeaderRebalanceEnable {
+		ccfg.LeaderRebalanceInterval = b.cfg.LeaderImbalanceCheckInterval
+	}
 	ccfg.Observer = b.metrics
 	// The log dirs' stamps (meta.properties) say which cluster and node
 	// their logs belong to: a registry that lost its cluster, or another
@@ -239,6 +252,7 @@ func (b *Broker) Start(ctx context.Context) (err error) {
 		return err
 	}
 	b.goTracked(b.watchMetadata)
+	b.goTracked(b.watchReplicaLag)
 	b.ready.Store(true)
 	b.logger.Info("broker started", "node_id", b.cfg.NodeID, "listeners", b.Addrs(), "cluster_id", cl.ClusterID(),
 		"log_dirs", b.cfg.LogDirs)
@@ -416,6 +430,7 @@ func (b *Broker) Close() error {
 	if b.cancel == nil {
 		return nil
 	}
+	b.controlledShutdown()
 	b.cancel()
 	for _, ln := range b.listeners {
 		ln.Close()
@@ -439,6 +454,21 @@ func (b *Broker) Close() error {
 		errs = append(errs, b.logs.Close())
 	}
 	return errors.Join(errs...)
+}
+
+// controlledShutdown has the controller move this broker's leaderships to
+// other in-sync replicas while it still serves, so that clients find the
+// new leaders at once instead of after the session timeout; it waits at
+// most the session timeout, after which the leaderships would move anyway.
+func (b *Broker) controlledShutdown() {
+	if !b.cfg.ControlledShutdownEnable || b.cluster == nil || !b.cluster.Registered() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), b.cfg.SessionTimeout)
+	defer cancel()
+	if err := b.cluster.ControlledShutdown(ctx); err != nil {
+		b.logger.Warn("controlled shutdown incomplete; stopping anyway", "err", err)
+	}
 }
 
 // nextProducerID hands out a producer id from the block this broker holds,

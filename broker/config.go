@@ -51,6 +51,27 @@ type Config struct {
 	// SessionTimeout bounds how long a dead broker stays registered
 	// (broker.session.timeout.ms).
 	SessionTimeout time.Duration
+	// ControlledShutdownEnable makes Close ask the controller to move this
+	// broker's leaderships to other in-sync replicas first, waiting at
+	// most SessionTimeout (controlled.shutdown.enable).
+	ControlledShutdownEnable bool
+	// ReplicaLagTimeMax is how long a follower may go without catching up
+	// with its leader before the leader takes it out of the ISR
+	// (replica.lag.time.max.ms).
+	ReplicaLagTimeMax time.Duration
+	// ReplicaFetchWaitMax is how long a follower's fetch waits at the
+	// leader for new records (replica.fetch.wait.max.ms).
+	ReplicaFetchWaitMax time.Duration
+	// ReplicaSelector picks the replica a consumer should fetch from
+	// (replica.selector.class, KIP-392): empty or LeaderSelector, the
+	// leader; RackAwareReplicaSelector, an in-sync replica in the
+	// consumer's rack.
+	ReplicaSelector string
+	// AutoLeaderRebalanceEnable has the controller give partitions back to
+	// their preferred leaders every LeaderImbalanceCheckInterval
+	// (auto.leader.rebalance.enable, leader.imbalance.check.interval.seconds).
+	AutoLeaderRebalanceEnable    bool
+	LeaderImbalanceCheckInterval time.Duration
 
 	// NumPartitions is the partition count of auto-created topics and of
 	// CreateTopics requests with -1 (num.partitions).
@@ -195,17 +216,30 @@ func pageCacheSettings(keep, prefault int64, reporting bool) (int64, int64) {
 	return keep, prefault
 }
 
+// The replica selectors of replica.selector.class, by Kafka's class names.
+const (
+	LeaderSelector           = "org.apache.kafka.common.replica.LeaderSelector"
+	RackAwareReplicaSelector = "org.apache.kafka.common.replica.RackAwareReplicaSelector"
+)
+
 // DefaultConfig returns Kafka's defaults for a single node with data in
 // ./data, serving on localhost:9092.
 func DefaultConfig() Config {
 	return Config{
-		NodeID:                   1,
-		Listeners:                []string{"PLAINTEXT://localhost:9092"},
-		LogDirs:                  []string{"./data"},
-		AdminListener:            "localhost:9644",
-		EtcdClientAddr:           "127.0.0.1:2379",
-		EtcdPeerAddr:             "127.0.0.1:2380",
-		SessionTimeout:           9 * time.Second,
+		NodeID:         1,
+		Listeners:      []string{"PLAINTEXT://localhost:9092"},
+		LogDirs:        []string{"./data"},
+		AdminListener:  "localhost:9644",
+		EtcdClientAddr: "127.0.0.1:2379",
+		EtcdPeerAddr:   "127.0.0.1:2380",
+		SessionTimeout: 9 * time.Second,
+
+		ControlledShutdownEnable:     true,
+		ReplicaLagTimeMax:            30 * time.Second,
+		ReplicaFetchWaitMax:          500 * time.Millisecond,
+		AutoLeaderRebalanceEnable:    true,
+		LeaderImbalanceCheckInterval: 300 * time.Second,
+
 		NumPartitions:            1,
 		DefaultReplicationFactor: 1,
 		AutoCreateTopicsEnable:   true,
@@ -301,6 +335,15 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: no log.dirs", ErrInvalidConfig)
 	}
 	switch {
+	case c.ReplicaSelector != "" && c.ReplicaSelector != LeaderSelector && c.ReplicaSelector != RackAwareReplicaSelector:
+		return fmt.Errorf("%w: replica.selector.class %q: Gregor has %s and %s", ErrInvalidConfig, c.ReplicaSelector,
+			LeaderSelector, RackAwareReplicaSelector)
+	case c.ReplicaLagTimeMax < time.Millisecond:
+		return fmt.Errorf("%w: replica.lag.time.max.ms below 1", ErrInvalidConfig)
+	case c.ReplicaFetchWaitMax < 0 || c.ReplicaFetchWaitMax >= c.ReplicaLagTimeMax:
+		return fmt.Errorf("%w: replica.fetch.wait.max.ms must be at least 0 and below replica.lag.time.max.ms", ErrInvalidConfig)
+	case c.AutoLeaderRebalanceEnable && c.LeaderImbalanceCheckInterval < time.Second:
+		return fmt.Errorf("%w: leader.imbalance.check.interval.seconds below 1", ErrInvalidConfig)
 	case c.NumPartitions < 1:
 		return fmt.Errorf("%w: num.partitions %d below 1", ErrInvalidConfig, c.NumPartitions)
 	case c.DefaultReplicationFactor < 1:

@@ -791,13 +791,31 @@ func TestErrorZstdBeforeProduceV7(t *testing.T) {
 	}
 }
 
-// acks=all needs min.insync.replicas in sync; acks=1 does not.
+// acks=all needs min.insync.replicas in sync, capped at the replica count
+// as Kafka caps it (measured on Kafka 4.4: min.insync.replicas 2 on a
+// topic of one replica takes acks=all); acks=1 does not.
 func TestErrorNotEnoughReplicas(t *testing.T) {
 	t.Parallel()
-	b := startBroker(t)
-	w := dialWire(t, b)
-	w.createTopic("isr", 1, map[string]string{"min.insync.replicas": "2"})
-	rp := w.producePartition(-1, "isr", 0, buildBatch(t, plainHeader(), "v", 1))
+	bs := startCluster(t, 2)
+	w := dialWire(t, bs[0])
+	capped := w.createTopicResultAssigned("capped", [][]int32{{1}}, map[string]string{"min.insync.replicas": "2"})
+	checkCode(t, "create capped", capped.ErrorCode, protocol.None)
+	rp := w.producePartition(-1, "capped", 0, buildBatch(t, plainHeader(), "v", 1))
+	checkCode(t, "acks=all, one replica, min.insync.replicas 2", rp.ErrorCode, protocol.None)
+
+	create := w.createTopicResultAssigned("isr", [][]int32{{1, 2}}, map[string]string{"min.insync.replicas": "2"})
+	checkCode(t, "create isr", create.ErrorCode, protocol.None)
+	if err := bs[1].Close(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, "broker 2 out of the ISR", func() error {
+		p := bs[0].parts.Load().byName["isr"]
+		if len(p) != 1 || p[0] == nil || len(p[0].isr()) != 1 {
+			return fmt.Errorf("partitions %v", p)
+		}
+		return nil
+	})
+	rp = w.producePartition(-1, "isr", 0, buildBatch(t, plainHeader(), "v", 1))
 	checkCode(t, "acks=all with 1 of min.insync.replicas 2 in sync", rp.ErrorCode, protocol.NotEnoughReplicas)
 	rp = w.producePartition(1, "isr", 0, buildBatch(t, plainHeader(), "v", 1))
 	checkCode(t, "acks=1 with 1 of min.insync.replicas 2 in sync", rp.ErrorCode, protocol.None)

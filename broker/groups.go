@@ -274,14 +274,26 @@ func (g *groupDrivers) persist(d *groupDriver, c *group.Coordinator, outs []grou
 		if code != protocol.None {
 			return g.fail(c, outs, code, errors.New("partition not held"), logger)
 		}
-		res, err := d.log.Append(set, storage.AppendOptions{AssignOffsets: true, LeaderEpoch: p.leaderEpoch.Load()})
+		epoch := p.leaderEpoch.Load()
+		res, err := d.log.Append(set, storage.AppendOptions{AssignOffsets: true, LeaderEpoch: epoch})
+		ctx, cancel := context.WithTimeout(g.b.ctx, 30*time.Second)
+		defer cancel()
 		if err == nil && res.NeedsFlush {
-			ctx, cancel := context.WithTimeout(g.b.ctx, 30*time.Second)
 			err = d.log.Flush(ctx, res.LastOffset+1)
-			cancel()
 		}
 		if err != nil {
 			return g.fail(c, outs, errorCode(err), err, logger)
+		}
+		// As Kafka's coordinator writes with acks=all: the responses go
+		// once every ISR member holds the records.
+		if len(p.isr()) > 1 {
+			g.b.awaitReplicated(ctx, p, res.LastOffset+1)
+			switch {
+			case p.leaderEpoch.Load() != epoch || p.lead.Load() == nil:
+				return g.fail(c, outs, protocol.NotCoordinator, errors.New("leadership of the offsets partition moved"), logger)
+			case d.log.HighWatermark() <= res.LastOffset:
+				return g.fail(c, outs, protocol.CoordinatorNotAvailable, errors.New("group records not replicated in time"), logger)
+			}
 		}
 	}
 	for _, o := range outs {

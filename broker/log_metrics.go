@@ -13,6 +13,11 @@ type logCollector struct {
 	b                                  *Broker
 	size, segments, start, end, hwDesc *prometheus.Desc
 	dirOffline, partsOffline, strays   *prometheus.Desc
+
+	// Replication: counts over the partitions this broker leads, the lag
+	// of each of their followers, and the cluster's leaderless partitions
+	// as this broker's metadata shows them.
+	leaders, underReplicated, underMinISR, followerLag, clusterOffline *prometheus.Desc
 }
 
 func newLogCollector(b *Broker) *logCollector {
@@ -37,6 +42,17 @@ func newLogCollector(b *Broker) *logCollector {
 		strays: prometheus.NewDesc("gregor_log_strays",
 			"Stray partition dirs in the log dirs: logs the metadata did not know at start-up, kept (renamed *-stray) until an operator removes them.",
 			nil, nil),
+		leaders: prometheus.NewDesc("gregor_partitions_led",
+			"Partitions this broker leads.", nil, nil),
+		underReplicated: prometheus.NewDesc("gregor_partitions_under_replicated",
+			"Partitions this broker leads whose ISR is smaller than their replica set.", nil, nil),
+		underMinISR: prometheus.NewDesc("gregor_partitions_under_min_isr",
+			"Partitions this broker leads whose ISR is below min.insync.replicas (capped at the replica count): acks=all writes to them fail.", nil, nil),
+		followerLag: prometheus.NewDesc("gregor_replica_lag_records",
+			"Records a follower's log lags behind the log end of a partition this broker leads, by follower.",
+			[]string{"topic", "partition", "follower"}, nil),
+		clusterOffline: prometheus.NewDesc("gregor_cluster_partitions_offline",
+			"Partitions of the cluster with no leader, in this broker's metadata view (the same on every broker once views agree).", nil, nil),
 	}
 }
 
@@ -49,6 +65,11 @@ func (lc *logCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- lc.dirOffline
 	ch <- lc.partsOffline
 	ch <- lc.strays
+	ch <- lc.leaders
+	ch <- lc.underReplicated
+	ch <- lc.underMinISR
+	ch <- lc.followerLag
+	ch <- lc.clusterOffline
 }
 
 func (lc *logCollector) Collect(ch chan<- prometheus.Metric) {
@@ -68,10 +89,24 @@ func (lc *logCollector) Collect(ch chan<- prometheus.Metric) {
 	if t == nil {
 		return
 	}
-	offline := 0
+	offline, led, under, underMin := 0, 0, 0, 0
 	defer func() {
 		ch <- prometheus.MustNewConstMetric(lc.partsOffline, prometheus.GaugeValue, float64(offline))
+		ch <- prometheus.MustNewConstMetric(lc.leaders, prometheus.GaugeValue, float64(led))
+		ch <- prometheus.MustNewConstMetric(lc.underReplicated, prometheus.GaugeValue, float64(under))
+		ch <- prometheus.MustNewConstMetric(lc.underMinISR, prometheus.GaugeValue, float64(underMin))
 	}()
+	if lc.b.cluster != nil && lc.b.ready.Load() {
+		leaderless := 0
+		for _, tp := range lc.b.cluster.Snapshot().Topics {
+			for _, st := range tp.Partitions {
+				if st.Leader < 0 {
+					leaderless++
+				}
+			}
+		}
+		ch <- prometheus.MustNewConstMetric(lc.clusterOffline, prometheus.GaugeValue, float64(leaderless))
+	}
 	for name, ps := range t.byName {
 		for _, p := range ps {
 			if p == nil {
@@ -87,6 +122,24 @@ func (lc *logCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(lc.start, prometheus.GaugeValue, float64(l.LogStartOffset()), name, part)
 			ch <- prometheus.MustNewConstMetric(lc.end, prometheus.GaugeValue, float64(l.LogEndOffset()), name, part)
 			ch <- prometheus.MustNewConstMetric(lc.hwDesc, prometheus.GaugeValue, float64(l.HighWatermark()), name, part)
+			lr := p.lead.Load()
+			if lr == nil {
+				continue
+			}
+			led++
+			st := p.state.Load()
+			if len(st.ISR) < len(st.Replicas) {
+				under++
+			}
+			if int32(len(st.ISR)) < p.effectiveMinISR() {
+				underMin++
+			}
+			lr.mu.Lock()
+			lag := lr.mu.st.Lag(l.LogEndOffset())
+			lr.mu.Unlock()
+			for follower, n := range lag {
+				ch <- prometheus.MustNewConstMetric(lc.followerLag, prometheus.GaugeValue, float64(n), name, part, strconv.Itoa(int(follower)))
+			}
 		}
 	}
 }

@@ -48,6 +48,11 @@ type metrics struct {
 	sessionUp   prometheus.Gauge
 	// activeController is 1 while this broker is the elected controller.
 	activeController prometheus.Gauge
+
+	// isrShrinks and isrExpands count members leaving and joining the
+	// ISRs of partitions this broker leads.
+	isrShrinks prometheus.Counter
+	isrExpands prometheus.Counter
 }
 
 // etcdOpMetrics are one etcd operation's series.
@@ -153,6 +158,14 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "gregor_controller_active",
 			Help: "1 while this broker is the cluster's elected controller, else 0; summed over the brokers it is 1 in a healthy cluster.",
 		}),
+		isrShrinks: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "gregor_isr_shrinks_total",
+			Help: "Replicas that left the ISR of a partition this broker leads (behind for replica.lag.time.max.ms, or dead).",
+		}),
+		isrExpands: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "gregor_isr_expands_total",
+			Help: "Replicas that joined the ISR of a partition this broker leads (caught up).",
+		}),
 	}
 	m.etcdOps = map[string]etcdOpMetrics{}
 	for _, op := range []string{cluster.OpGet, cluster.OpPut, cluster.OpDelete, cluster.OpCompact, cluster.OpDo, cluster.OpTxn,
@@ -161,7 +174,8 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	}
 	if reg != nil {
 		reg.MustRegister(m.requests, m.failures, m.errorCodes, m.latency, m.queueTime, m.localTime, m.fetchWait, m.produceWait, m.connections, m.connCreated, m.connClosed,
-			m.bytesIn, m.recordsIn, m.bytesOut, m.fsync, m.groupCommit, m.syncRecords, m.etcdLatency, m.etcdErrors, m.sessionUp, m.activeController)
+			m.bytesIn, m.recordsIn, m.bytesOut, m.fsync, m.groupCommit, m.syncRecords, m.etcdLatency, m.etcdErrors, m.sessionUp, m.activeController,
+			m.isrShrinks, m.isrExpands)
 	}
 	return m
 }
@@ -333,6 +347,8 @@ func (am *apiMetrics) countResponseErrors(resp kmsg.Response) {
 	case *kmsg.InitProducerIDResponse:
 		top = r.ErrorCode
 	case *kmsg.DescribeClusterResponse:
+		top = r.ErrorCode
+	case *kmsg.UnregisterBrokerResponse:
 		top = r.ErrorCode
 	case *kmsg.DescribeLogDirsResponse:
 		top = r.ErrorCode

@@ -28,9 +28,23 @@ type partition struct {
 	leaderEpoch atomic.Int32
 	state       atomic.Pointer[cluster.PartitionState]
 	settings    atomic.Pointer[topicSettings]
+
+	// role is held while the replica's role changes (applyRole) and while
+	// the follower fetcher writes to the log, so that a fetch answered by
+	// a former leader is never appended after this broker took over.
+	role sync.Mutex
+	// lead is the replication state while this broker leads the partition.
+	lead atomic.Pointer[leaderRepl]
 }
 
 func (p *partition) isr() []int32 { return p.state.Load().ISR }
+
+// effectiveMinISR is min.insync.replicas, capped at the replication factor
+// as Kafka caps it: a topic whose setting exceeds its replica count takes
+// acks=all writes once every replica is in sync.
+func (p *partition) effectiveMinISR() int32 {
+	return min(p.settings.Load().minInsyncReplicas, int32(len(p.state.Load().Replicas)))
+}
 
 // topicSettings are the resolved topic configs the produce path and the log
 // use.
@@ -42,7 +56,11 @@ type topicSettings struct {
 	compacted            bool
 	deletable            bool // cleanup.policy has "delete": DeleteRecords and retention apply
 	minInsyncReplicas    int32
-	log                  storage.Config
+	// uncleanLeaderElection: a replica outside the ISR may have been
+	// elected, so a follower may have to cut records below its high
+	// watermark.
+	uncleanLeaderElection bool
+	log                   storage.Config
 }
 
 // partitionTable is an immutable index of the local partitions, replaced
@@ -67,6 +85,13 @@ var internalTopics = map[string]bool{"__consumer_offsets": true, "__transaction_
 // retry that without a limit, where they give up on an unknown topic after
 // a few tries.
 func (b *Broker) lookupPartition(topic string, id [16]byte, byID bool, num int32) (*partition, protocol.ErrorCode) {
+	return b.lookupReplica(topic, id, byID, num, false)
+}
+
+// lookupReplica is lookupPartition, also finding a partition this broker
+// follows when follower is set: a consumer's fetch may be served by a
+// follower (KIP-392), up to the follower's high watermark.
+func (b *Broker) lookupReplica(topic string, id [16]byte, byID bool, num int32, follower bool) (*partition, protocol.ErrorCode) {
 	t := b.parts.Load()
 	if byID {
 		name, ok := t.names[id]
@@ -83,10 +108,16 @@ func (b *Broker) lookupPartition(topic string, id [16]byte, byID bool, num int32
 	if p == nil {
 		return nil, protocol.NotLeaderOrFollower
 	}
-	if st := p.state.Load(); st == nil || st.Leader != b.cfg.NodeID {
+	st := p.state.Load()
+	switch {
+	case st == nil:
 		return nil, protocol.NotLeaderOrFollower
+	case st.Leader == b.cfg.NodeID:
+		return p, protocol.None
+	case follower && st.Leader >= 0 && p.log.Err() == nil:
+		return p, protocol.None
 	}
-	return p, protocol.None
+	return nil, protocol.NotLeaderOrFollower
 }
 
 // notMadeYet is the code for a partition missing from the partition table:
@@ -142,6 +173,9 @@ func (b *Broker) resolveSettings(t *cluster.Topic, md *cluster.Metadata) (*topic
 	s.timestampBeforeMaxMs = get64("message.timestamp.before.max.ms")
 	s.timestampAfterMaxMs = get64("message.timestamp.after.max.ms")
 	s.minInsyncReplicas = int32(get64("min.insync.replicas"))
+	unclean, err := v.Bool("unclean.leader.election.enable")
+	errs = append(errs, err)
+	s.uncleanLeaderElection = unclean
 	ts, err := v.String("message.timestamp.type")
 	errs = append(errs, err)
 	s.logAppendTime = ts == "LogAppendTime"
@@ -196,6 +230,13 @@ func (b *Broker) staticConfigs() map[string]string {
 		"auto.create.topics.enable":  fmt.Sprint(b.cfg.AutoCreateTopicsEnable),
 		"socket.request.max.bytes":   fmt.Sprint(b.cfg.SocketRequestMaxBytes),
 		"fetch.max.bytes":            fmt.Sprint(b.cfg.FetchMaxBytes),
+		"broker.session.timeout.ms":  fmt.Sprint(b.cfg.SessionTimeout.Milliseconds()),
+		"controlled.shutdown.enable": fmt.Sprint(b.cfg.ControlledShutdownEnable),
+		"replica.lag.time.max.ms":    fmt.Sprint(b.cfg.ReplicaLagTimeMax.Milliseconds()),
+		"replica.fetch.wait.max.ms":  fmt.Sprint(b.cfg.ReplicaFetchWaitMax.Milliseconds()),
+
+		"auto.leader.rebalance.enable":            fmt.Sprint(b.cfg.AutoLeaderRebalanceEnable),
+		"leader.imbalance.check.interval.seconds": fmt.Sprint(int64(b.cfg.LeaderImbalanceCheckInterval.Seconds())),
 
 		"log.retention.check.interval.ms": fmt.Sprint(b.cfg.LogRetentionCheckInterval.Milliseconds()),
 		"log.cleaner.enable":              fmt.Sprint(b.cfg.LogCleanerEnable),
@@ -207,6 +248,9 @@ func (b *Broker) staticConfigs() map[string]string {
 	}
 	if b.cfg.Rack != "" {
 		out["broker.rack"] = b.cfg.Rack
+	}
+	if b.cfg.ReplicaSelector != "" {
+		out["replica.selector.class"] = b.cfg.ReplicaSelector
 	}
 	for k, v := range b.cfg.StaticTopicDefaults {
 		out[k] = v
@@ -317,6 +361,7 @@ func (b *Broker) syncPartitions(md *cluster.Metadata) error {
 		}
 	}
 	b.parts.Store(next)
+	b.syncFollowers(next)
 	for name := range old.byName {
 		if _, ok := next.byName[name]; !ok {
 			b.metrics.forgetTopic(name)
@@ -360,16 +405,9 @@ func (b *Broker) syncPartition(old *partitionTable, tp storage.TopicPartition, t
 	}
 	p.settings.Store(set)
 	p.state.Store(st)
-	if p.leaderEpoch.Load() != st.LeaderEpoch || p.log.LatestEpoch() < st.LeaderEpoch {
-		if err := p.log.AssignEpoch(st.LeaderEpoch); err != nil {
-			return p, err
-		}
-		p.leaderEpoch.Store(st.LeaderEpoch)
+	if err := b.applyRole(p, st); err != nil {
+		return p, err
 	}
-	// No replication yet: this broker is the partition's only replica, so
-	// the high watermark follows the log by itself (the durable offset in
-	// the default durable mode).
-	p.log.SetAutoHighWatermark(true)
 	return p, nil
 }
 

@@ -13,9 +13,10 @@ import (
 
 // TestRoutingToTheLeader runs two brokers on one registry with a topic whose
 // partition 0 lives on broker 2 alone and partition 1 on both, led by
-// broker 1. Only a partition's leader takes produce and fetch; any other
-// broker, a replica or not, answers NOT_LEADER_OR_FOLLOWER with the leader
-// and its endpoint (KIP-951) where the version carries them.
+// broker 1. Only a partition's leader takes produce; any other broker, a
+// replica or not, answers NOT_LEADER_OR_FOLLOWER with the leader and its
+// endpoint (KIP-951) where the version carries them. Fetch likewise, except
+// that a follower serves a consumer's fetch from v11 (KIP-392).
 func TestRoutingToTheLeader(t *testing.T) {
 	t.Parallel()
 	b1 := startBroker(t)
@@ -90,12 +91,20 @@ func TestRoutingToTheLeader(t *testing.T) {
 		fetch.Topics = append(fetch.Topics, ft)
 		fresp := c.w.mustRoundTrip(fetch).(*kmsg.FetchResponse)
 		fpart := fresp.Topics[0].Partitions[0]
-		checkCode(t, "fetch v16 from "+c.what, fpart.ErrorCode, protocol.NotLeaderOrFollower)
-		if fpart.CurrentLeader.LeaderID != c.leader.cfg.NodeID || fpart.CurrentLeader.LeaderEpoch != 0 {
-			t.Errorf("fetch v16 from %s: current leader %+v, want node %d epoch 0", c.what, fpart.CurrentLeader, c.leader.cfg.NodeID)
-		}
-		if len(fresp.Brokers) != 1 || fresp.Brokers[0].NodeID != c.leader.cfg.NodeID || fresp.Brokers[0].Port != wantPort {
-			t.Errorf("fetch v16 from %s: node endpoints %+v, want node %d", c.what, fresp.Brokers, c.leader.cfg.NodeID)
+		if c.w == w2 {
+			checkCode(t, "fetch v16 from "+c.what, fpart.ErrorCode, protocol.None)
+			fetch.SetVersion(10) // no client metadata: the leader only
+			fetch.Topics[0].Topic = "routed"
+			fresp = c.w.mustRoundTrip(fetch).(*kmsg.FetchResponse)
+			checkCode(t, "fetch v10 from "+c.what, fresp.Topics[0].Partitions[0].ErrorCode, protocol.NotLeaderOrFollower)
+		} else {
+			checkCode(t, "fetch v16 from "+c.what, fpart.ErrorCode, protocol.NotLeaderOrFollower)
+			if fpart.CurrentLeader.LeaderID != c.leader.cfg.NodeID || fpart.CurrentLeader.LeaderEpoch != 0 {
+				t.Errorf("fetch v16 from %s: current leader %+v, want node %d epoch 0", c.what, fpart.CurrentLeader, c.leader.cfg.NodeID)
+			}
+			if len(fresp.Brokers) != 1 || fresp.Brokers[0].NodeID != c.leader.cfg.NodeID || fresp.Brokers[0].Port != wantPort {
+				t.Errorf("fetch v16 from %s: node endpoints %+v, want node %d", c.what, fresp.Brokers, c.leader.cfg.NodeID)
+			}
 		}
 
 		// The leader takes the same produce.

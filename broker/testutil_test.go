@@ -281,11 +281,28 @@ func (w *wireConn) createTopic(name string, partitions int32, configs map[string
 
 func (w *wireConn) createTopicResult(name string, partitions int32, rf int16, configs map[string]string) kmsg.CreateTopicsResponseTopic {
 	w.t.Helper()
+	return w.createTopicWith(name, partitions, rf, nil, configs)
+}
+
+// createTopicResultAssigned creates a topic with a replica assignment per
+// partition.
+func (w *wireConn) createTopicResultAssigned(name string, assignments [][]int32, configs map[string]string) kmsg.CreateTopicsResponseTopic {
+	w.t.Helper()
+	return w.createTopicWith(name, -1, -1, assignments, configs)
+}
+
+func (w *wireConn) createTopicWith(name string, partitions int32, rf int16, assignments [][]int32, configs map[string]string) kmsg.CreateTopicsResponseTopic {
+	w.t.Helper()
 	req := kmsg.NewPtrCreateTopicsRequest()
 	req.SetVersion(7)
 	req.TimeoutMillis = 30000
 	t := kmsg.NewCreateTopicsRequestTopic()
 	t.Topic, t.NumPartitions, t.ReplicationFactor = name, partitions, rf
+	for p, replicas := range assignments {
+		a := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
+		a.Partition, a.Replicas = int32(p), replicas
+		t.ReplicaAssignment = append(t.ReplicaAssignment, a)
+	}
 	for k, v := range configs {
 		c := kmsg.NewCreateTopicsRequestTopicConfig()
 		c.Name, c.Value = k, kmsg.StringPtr(v)

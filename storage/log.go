@@ -469,6 +469,17 @@ func (l *Log) HighWatermark() int64 { return l.hw.Load().offset }
 // DurableOffset is the offset below which every record is fsynced.
 func (l *Log) DurableOffset() int64 { return l.durable.Load() }
 
+// AckedEnd is the offset up to which the log holds its records as an
+// acknowledgement promises: the durable offset when appends are fsynced
+// before they are acknowledged (flush.messages 1), else the log end. A
+// leader counts its own replica at this offset in the high watermark.
+func (l *Log) AckedEnd() int64 {
+	if l.cfg.Load().syncBeforeAck() {
+		return l.durable.Load()
+	}
+	return l.leo.Load()
+}
+
 // RecoveryPoint is the offset from whose segment recovery would scan.
 func (l *Log) RecoveryPoint() int64 { return l.recoveryPoint.Load() }
 

@@ -61,6 +61,18 @@ var brokerDefs = []*Def{
 		Doc: "How long a broker that stops heartbeating stays registered in the cluster before it is fenced.",
 	},
 	{
+		Name: "controlled.shutdown.enable", Type: TypeBoolean, Default: "true",
+		Doc: "Whether a broker that is stopped first has the controller move its partition leaderships to other in-sync replicas.",
+	},
+	{
+		Name: "auto.leader.rebalance.enable", Type: TypeBoolean, Default: "true",
+		Doc: "Whether the controller gives partitions back to their preferred leader, the first replica, when it is in sync again.",
+	},
+	{
+		Name: "leader.imbalance.check.interval.seconds", Type: TypeLong, Default: "300",
+		Doc: "How often the controller looks for partitions to give back to their preferred leader.",
+	},
+	{
 		Name: "listeners", Type: TypeList, Default: "PLAINTEXT://:9092", Update: UpdatePerBroker,
 		Doc: "Comma-separated listener URIs the broker binds to, as NAME://host:port. An empty host binds the default interface, 0.0.0.0 all of them.",
 	},
@@ -157,6 +169,14 @@ var brokerDefs = []*Def{
 	{
 		Name: "replica.lag.time.max.ms", Type: TypeLong, Default: "30000",
 		Doc: "Time a follower may go without fetching, or without catching up to the leader's log end, before it is removed from the in-sync set.",
+	},
+	{
+		Name: "replica.selector.class", Type: TypeClass, NullDefault: true,
+		Doc: "Which replica consumers fetch from: unset or LeaderSelector, the leader; RackAwareReplicaSelector, an in-sync replica in the consumer's rack (KIP-392).",
+	},
+	{
+		Name: "replica.fetch.wait.max.ms", Type: TypeInt, Default: "500",
+		Doc: "How long a follower's fetch waits at the leader for new records.",
 	},
 	{
 		Name: "replica.high.watermark.checkpoint.interval.ms", Type: TypeLong, Default: "5000",

@@ -107,6 +107,21 @@ var keys = []key{
 		func(c *serveConfig) *string { return &c.broker.EtcdInitialCluster }),
 	msField("broker.session.timeout.ms", 64, "how long a broker that stopped sending heartbeats stays registered",
 		func(c *serveConfig) *time.Duration { return &c.broker.SessionTimeout }),
+	boolField("controlled.shutdown.enable",
+		"whether a broker being stopped first has the controller move its leaderships to other in-sync replicas (waiting at most broker.session.timeout.ms)",
+		func(c *serveConfig) *bool { return &c.broker.ControlledShutdownEnable }),
+	msField("replica.lag.time.max.ms", 64, "how long a follower may go without catching up with its leader before it leaves the ISR",
+		func(c *serveConfig) *time.Duration { return &c.broker.ReplicaLagTimeMax }),
+	msField("replica.fetch.wait.max.ms", 32, "how long a follower's fetch waits at the leader for new records",
+		func(c *serveConfig) *time.Duration { return &c.broker.ReplicaFetchWaitMax }),
+	stringField("replica.selector.class", "CLASS",
+		"which replica consumers fetch from: empty or org.apache.kafka.common.replica.LeaderSelector, the leader; org.apache.kafka.common.replica.RackAwareReplicaSelector, an in-sync replica in the consumer's client.rack",
+		func(c *serveConfig) *string { return &c.broker.ReplicaSelector }),
+	boolField("auto.leader.rebalance.enable",
+		"whether the controller gives partitions back to their preferred leader, the first replica, once it is in sync",
+		func(c *serveConfig) *bool { return &c.broker.AutoLeaderRebalanceEnable }),
+	secondsField("leader.imbalance.check.interval.seconds", "how often the controller looks for partitions to give back to their preferred leader",
+		func(c *serveConfig) *time.Duration { return &c.broker.LeaderImbalanceCheckInterval }),
 	intField("num.partitions", "N", "partition count of topics created automatically or without a partition count",
 		func(c *serveConfig) *int32 { return &c.broker.NumPartitions }),
 	intField("default.replication.factor", "N",
@@ -670,6 +685,26 @@ func msField(name string, bits int, usage string, field func(*serveConfig) *time
 				return fmt.Errorf("invalid value %q: out of range", s)
 			}
 			*field(c) = time.Duration(ms) * time.Millisecond
+			return nil
+		},
+	}
+}
+
+// secondsField is a setting in whole seconds (a Kafka long) backed by a
+// time.Duration; it must be at least 1.
+func secondsField(name, usage string, field func(*serveConfig) *time.Duration) key {
+	return key{
+		name: name, placeholder: "SECONDS", usage: usage,
+		get: func(c *serveConfig) string { return strconv.FormatInt(int64(*field(c)/time.Second), 10) },
+		set: func(c *serveConfig, s string) error {
+			n, err := parseInt(s, 64)
+			if err != nil {
+				return err
+			}
+			if n < 1 || n > math.MaxInt64/int64(time.Second) {
+				return fmt.Errorf("invalid value %q: out of range", s)
+			}
+			*field(c) = time.Duration(n) * time.Second
 			return nil
 		},
 	}

@@ -361,7 +361,7 @@ func TestInvalid(t *testing.T) {
 func TestIgnoredKeysWarn(t *testing.T) {
 	clearEnv(t)
 	t.Setenv("GREGOR_NO_SUCH_THING", "1")
-	t.Setenv("GREGOR_REPLICA_LAG_TIME_MAX_MS", "1000")
+	t.Setenv("GREGOR_NUM_REPLICA_FETCHERS", "1000")
 	// Read by the client commands: no warning.
 	t.Setenv(bootstrapEnv, "localhost:9092")
 	file := writeConfig(t, `
@@ -374,7 +374,7 @@ log.cleaner.threads: 2
 	if c.broker.NodeID != 2 {
 		t.Errorf("node.id = %d, want 2", c.broker.NodeID)
 	}
-	want := []string{"foo.bar", "num.io.threads", "GREGOR_NO_SUCH_THING", "GREGOR_REPLICA_LAG_TIME_MAX_MS",
+	want := []string{"foo.bar", "num.io.threads", "GREGOR_NO_SUCH_THING", "GREGOR_NUM_REPLICA_FETCHERS",
 		"log.cleaner.threads (config file " + file + ") is a Kafka broker config Gregor does not act on; ignored"}
 	all := strings.Join(c.warnings, "\n")
 	for _, w := range want {

@@ -57,6 +57,9 @@ type Cluster struct {
 		// controller is this broker's term as controller, nil when it is
 		// not the controller.
 		controller *controllerRole
+		// shuttingDown is set by ControlledShutdown: registrations
+		// made from then on carry it.
+		shuttingDown bool
 	}
 }
 

@@ -87,6 +87,18 @@ type Config struct {
 	// the id it finds is the caller's to compare.
 	ExpectClusterID string
 
+	// LeaderRebalanceInterval is how often the controller gives
+	// partitions back to their preferred leaders (Kafka's
+	// auto.leader.rebalance.enable and
+	// leader.imbalance.check.interval.seconds). Zero: never.
+	LeaderRebalanceInterval time.Duration
+
+	// UncleanLeaderElection is the default of
+	// unclean.leader.election.enable for topics that do not set it and
+	// when no cluster-wide dynamic default is set (the controller's own
+	// setting, as in Kafka).
+	UncleanLeaderElection bool
+
 	// Observer receives etcd request timings and the registration
 	// session's state, for metrics. Nil means none.
 	Observer Observer
@@ -106,6 +118,8 @@ func DefaultConfig() Config {
 		StartTimeout:     30 * time.Second,
 		StopTimeout:      15 * time.Second,
 		EtcdLogLevel:     "error",
+
+		LeaderRebalanceInterval: 300 * time.Second,
 	}
 }
 
@@ -158,6 +172,9 @@ func (c Config) Validate() error {
 	}
 	if c.StopTimeout <= 0 && len(c.Endpoints) == 0 {
 		bad("stop timeout %s must be positive", c.StopTimeout)
+	}
+	if c.LeaderRebalanceInterval < 0 {
+		bad("leader rebalance interval %s is negative", c.LeaderRebalanceInterval)
 	}
 	switch c.EtcdLogLevel {
 	case "debug", "info", "warn", "error", "panic", "fatal":

@@ -38,6 +38,11 @@
 //	    alive (lease expired). "rack" is absent when the broker has none.
 //	    "owner" (BrokerInfo.Owner) lets a restarted broker take over the
 //	    key of its killed previous run without waiting for the lease.
+//	    "shutting_down" is set by ControlledShutdown.
+//	P/registered/<node id>       {"host":"h","port":9092,"rack":"r"}
+//	    A broker that registered once, written with each registration and
+//	    kept after its lease: listed as fenced while not live, until
+//	    UnregisterBroker deletes it.
 //	P/topics/<name>              {"id":"<topic id>","partitions":3}
 //	    A topic: its id and partition count. Partitions 0..partitions-1
 //	    each have a partition state key; all are written in one transaction.

@@ -47,6 +47,15 @@ var (
 	// damaged.
 	ErrMemberDamaged = errors.New("cluster: the embedded etcd's database is damaged")
 
+	// ErrNotRegistered: the call needs this broker's live registration,
+	// and it has none (Register not called, or the session is being
+	// renewed).
+	ErrNotRegistered = errors.New("cluster: broker not registered")
+
+	// ErrBrokerNotRegistered: UnregisterBroker names a node id the
+	// registry does not hold (BROKER_ID_NOT_REGISTERED).
+	ErrBrokerNotRegistered = errors.New("cluster: broker id not registered")
+
 	// ErrAlreadyRegistered: Register was called twice on one Cluster.
 	ErrAlreadyRegistered = errors.New("cluster: broker already registered")
 

@@ -14,6 +14,8 @@ func fuzzBase(k keyspace) map[string]string {
 		k.producerIDBlock():   encode(producerIDBlockRecord{Broker: 1, First: 0, Count: 1000}),
 		k.broker(1):           encode(brokerRecord{Host: "h1", Port: 9092, Rack: &rack, Owner: "o"}),
 		k.broker(2):           encode(brokerRecord{Host: "h2", Port: 9092}),
+		k.registered(1):       encode(brokerRecord{Host: "h1", Port: 9092, Rack: &rack}),
+		k.registered(3):       encode(brokerRecord{Host: "h3", Port: 9092}),
 		k.topic("t"):          encode(topicRecord{ID: id.String(), Partitions: 2}),
 		k.topicID(id):         encode(topicIDRecord{Name: "t"}),
 		k.partition("t", 0):   encode(partitionRecord{Leader: 1, LeaderEpoch: 0, ISR: []int32{1, 2}, Replicas: []int32{1, 2}}),
@@ -89,6 +91,8 @@ func checkKey(t *testing.T, k keyspace, key string) {
 		want = k.producerIDBlock()
 	case kindBroker:
 		want = k.broker(pk.node)
+	case kindRegistered:
+		want = k.registered(pk.node)
 	case kindTopic:
 		want = k.topic(pk.topic)
 	case kindPartition:

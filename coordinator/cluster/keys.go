@@ -23,6 +23,7 @@ const defaultConfigName = "default"
 func (k keyspace) clusterID() string            { return k.root + "cluster_id" }
 func (k keyspace) producerIDBlock() string      { return k.root + "producer_id_block" }
 func (k keyspace) broker(id int32) string       { return k.root + "brokers/" + itoa(id) }
+func (k keyspace) registered(id int32) string   { return k.root + "registered/" + itoa(id) }
 func (k keyspace) topic(name string) string     { return k.root + "topics/" + name }
 func (k keyspace) topicID(id TopicID) string    { return k.root + "topic_ids/" + id.String() }
 func (k keyspace) partitionsOf(t string) string { return k.root + "partitions/" + t + "/" }
@@ -53,6 +54,7 @@ const (
 	kindClusterID
 	kindProducerIDBlock
 	kindBroker
+	kindRegistered
 	kindTopic
 	kindTopicID
 	kindPartition
@@ -64,7 +66,7 @@ const (
 // parsedKey is a key split into its kind and the names it carries.
 type parsedKey struct {
 	kind      keyKind
-	node      int32  // kindBroker, kindBrokerConfig (-1 = default)
+	node      int32  // kindBroker, kindRegistered, kindBrokerConfig (-1 = default)
 	topic     string // kindTopic, kindPartition, kindTopicConfig
 	partition int32  // kindPartition
 }
@@ -91,6 +93,10 @@ func (k keyspace) parse(key string) parsedKey {
 	case "brokers":
 		if id, ok := parseNodeID(tail); ok && id >= 0 {
 			return parsedKey{kind: kindBroker, node: id}
+		}
+	case "registered":
+		if id, ok := parseNodeID(tail); ok && id >= 0 {
+			return parsedKey{kind: kindRegistered, node: id}
 		}
 	case "topics":
 		if !strings.Contains(tail, "/") {
@@ -154,6 +160,8 @@ type brokerRecord struct {
 	Port  int32   `json:"port"`
 	Rack  *string `json:"rack,omitempty"`
 	Owner string  `json:"owner,omitempty"` // BrokerInfo.Owner
+	// ShuttingDown is set by ControlledShutdown.
+	ShuttingDown bool `json:"shutting_down,omitempty"`
 }
 
 // controllerRecord is the value of a controller candidate's key,

@@ -68,6 +68,12 @@ type BrokerInfo struct {
 	// over instead of waiting for its lease to expire. Empty: never.
 	// Not part of Snapshot.
 	Owner string
+
+	// ShuttingDown reports a broker in controlled shutdown: it still
+	// serves, but the controller moves its leaderships to other in-sync
+	// replicas, takes it out of ISRs and elects it nowhere. Register
+	// ignores it (see ControlledShutdown).
+	ShuttingDown bool
 }
 
 // partitionAt is a partition's state and the mod revision of its key.
@@ -134,6 +140,10 @@ type Metadata struct {
 	Controller ControllerInfo
 	// Brokers are the live registered brokers, sorted by node id.
 	Brokers []BrokerInfo
+	// Fenced are the brokers registered once and not unregistered that are
+	// not live, sorted by node id (Kafka's fenced brokers: their
+	// partitions wait for them; UnregisterBroker forgets them).
+	Fenced []BrokerInfo
 	// Topics and TopicsByID hold the same *Topic values.
 	Topics     map[string]*Topic
 	TopicsByID map[TopicID]*Topic
@@ -161,6 +171,7 @@ type state struct {
 
 	clusterID     string
 	brokers       map[int32]BrokerInfo
+	registered    map[int32]BrokerInfo
 	topics        map[string]topicRecord
 	partitions    map[string]map[int32]partitionAt
 	topicConfigs  map[string]map[string]string
@@ -185,6 +196,7 @@ func newState(keys keyspace, warn func(string, ...any)) *state {
 	return &state{
 		keys:          keys,
 		brokers:       map[int32]BrokerInfo{},
+		registered:    map[int32]BrokerInfo{},
 		topics:        map[string]topicRecord{},
 		partitions:    map[string]map[int32]partitionAt{},
 		topicConfigs:  map[string]map[string]string{},
@@ -233,7 +245,15 @@ func (s *state) apply(key string, value []byte, revs keyRevs, deleted bool) {
 			delete(s.brokers, pk.node)
 			return
 		}
-		s.brokers[pk.node] = BrokerInfo{NodeID: pk.node, Host: r.Host, Port: r.Port, Rack: r.Rack}
+		s.brokers[pk.node] = BrokerInfo{NodeID: pk.node, Host: r.Host, Port: r.Port, Rack: r.Rack, ShuttingDown: r.ShuttingDown}
+	case kindRegistered:
+		s.brokersDirty = true
+		var r brokerRecord
+		if deleted || !decode(&r) {
+			delete(s.registered, pk.node)
+			return
+		}
+		s.registered[pk.node] = BrokerInfo{NodeID: pk.node, Host: r.Host, Port: r.Port, Rack: r.Rack}
 	case kindTopic:
 		s.dirty[pk.topic] = true
 		var r topicRecord
@@ -299,8 +319,15 @@ func (s *state) snapshot(rev int64) *Metadata {
 			m.Brokers = append(m.Brokers, b)
 		}
 		slices.SortFunc(m.Brokers, func(a, b BrokerInfo) int { return cmp.Compare(a.NodeID, b.NodeID) })
+		m.Fenced = nil
+		for id, b := range s.registered {
+			if _, live := s.brokers[id]; !live {
+				m.Fenced = append(m.Fenced, b)
+			}
+		}
+		slices.SortFunc(m.Fenced, func(a, b BrokerInfo) int { return cmp.Compare(a.NodeID, b.NodeID) })
 	} else {
-		m.Brokers = prev.Brokers
+		m.Brokers, m.Fenced = prev.Brokers, prev.Fenced
 	}
 	if s.controlDirty || prev == nil {
 		m.Controller = ControllerInfo{NodeID: -1}

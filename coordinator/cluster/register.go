@@ -108,14 +108,22 @@ func (c *Cluster) registerOnce(ctx context.Context, info BrokerInfo) (*concurren
 		c.revokeLease(grant.ID)
 		return nil, fmt.Errorf("register broker %d: keep lease alive: %w", info.NodeID, err)
 	}
-	value := encode(brokerRecord{Host: info.Host, Port: info.Port, Rack: info.Rack, Owner: info.Owner})
+	c.mu.Lock()
+	info.ShuttingDown = c.mu.shuttingDown
+	c.mu.Unlock()
+	value := encode(brokerRecord{Host: info.Host, Port: info.Port, Rack: info.Rack, Owner: info.Owner,
+		ShuttingDown: info.ShuttingDown})
+	// The registration that outlives the lease: what a fenced broker is
+	// listed with until it returns or is unregistered.
+	durable := clientv3.OpPut(c.keys.registered(info.NodeID),
+		encode(brokerRecord{Host: info.Host, Port: info.Port, Rack: info.Rack}))
 	resp, err := c.client.Txn(octx).
 		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
-		Then(clientv3.OpPut(key, value, clientv3.WithLease(grant.ID))).
+		Then(clientv3.OpPut(key, value, clientv3.WithLease(grant.ID)), durable).
 		Else(clientv3.OpGet(key)).
 		Commit()
 	if err == nil && !resp.Succeeded {
-		resp, err = c.takeOver(octx, info, key, value, grant.ID, resp)
+		resp, err = c.takeOver(octx, info, key, value, grant.ID, resp, durable)
 	}
 	if err == nil {
 		err = c.awaitVisible(ctx, resp.Header.Revision)
@@ -135,7 +143,7 @@ func (c *Cluster) registerOnce(ctx context.Context, info BrokerInfo) (*concurren
 // lease table: no other key is bound to it. Any other holder gives
 // ErrNodeIDInUse.
 func (c *Cluster) takeOver(ctx context.Context, info BrokerInfo, key, value string, lease clientv3.LeaseID,
-	held *clientv3.TxnResponse) (*clientv3.TxnResponse, error) {
+	held *clientv3.TxnResponse, durable clientv3.Op) (*clientv3.TxnResponse, error) {
 	kvs := held.Responses[0].GetResponseRange().Kvs
 	var prev brokerRecord
 	if info.Owner == "" || len(kvs) == 0 || unmarshal(kvs[0].Value, &prev) != nil || prev.Owner != info.Owner {
@@ -143,7 +151,7 @@ func (c *Cluster) takeOver(ctx context.Context, info BrokerInfo, key, value stri
 	}
 	resp, err := c.client.Txn(ctx).
 		If(clientv3.Compare(clientv3.ModRevision(key), "=", kvs[0].ModRevision)).
-		Then(clientv3.OpPut(key, value, clientv3.WithLease(lease))).
+		Then(clientv3.OpPut(key, value, clientv3.WithLease(lease)), durable).
 		Else(clientv3.OpGet(key)).
 		Commit()
 	if err != nil {
@@ -253,4 +261,37 @@ func (c *Cluster) revokeLease(id clientv3.LeaseID) {
 	if _, err := c.client.Revoke(ctx, id); err != nil && !errors.Is(err, rpctypes.ErrLeaseNotFound) {
 		c.log.Debug("revoke lease failed; it will expire", "lease", fmt.Sprintf("%x", int64(id)), "err", err)
 	}
+}
+
+// UnregisterBroker forgets a broker's registration (Kafka's
+// UnregisterBroker, for a broker taken out of the cluster for good): a
+// fenced broker is no longer listed in Metadata.Fenced. Its partitions keep
+// it as a replica until they are reassigned. A live broker's registration is
+// its lease: unregistering it removes only the record that outlives the
+// lease, so it stays listed while it runs and is not listed as fenced once
+// it stops, unless it registers again. A node id the registry does not
+// hold gives ErrBrokerNotRegistered.
+func (c *Cluster) UnregisterBroker(ctx context.Context, node int32) error {
+	if err := c.checkOpen(); err != nil {
+		return err
+	}
+	octx, cancel := c.opCtx(ctx)
+	defer cancel()
+	durable, live := c.keys.registered(node), c.keys.broker(node)
+	resp, err := c.client.Txn(octx).
+		If(clientv3.Compare(clientv3.CreateRevision(durable), ">", 0)).
+		Then(clientv3.OpDelete(durable)).
+		Else(clientv3.OpGet(live, clientv3.WithCountOnly())).
+		Commit()
+	if err != nil {
+		return fmt.Errorf("unregister broker %d: %w", node, err)
+	}
+	if !resp.Succeeded {
+		if resp.Responses[0].GetResponseRange().Count > 0 {
+			return nil // live, registered before durable records: nothing outlives it
+		}
+		return fmt.Errorf("%w: broker %d is not currently registered", ErrBrokerNotRegistered, node)
+	}
+	c.log.Info("unregistered broker", "node_id", node)
+	return c.awaitVisible(ctx, resp.Header.Revision)
 }

@@ -1,0 +1,251 @@
+package broker
+
+// The leader's side of replication: each partition this broker leads keeps a
+// replication.Leader, fed by its followers' fetches; the high watermark and
+// the ISR follow from it. The follower's side is in replica_fetcher.go.
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/gregor-io/gregor/coordinator/cluster"
+	"github.com/gregor-io/gregor/replication"
+)
+
+// leaderRepl is the replication state of a partition this broker leads,
+// for one leader epoch and replica set.
+type leaderRepl struct {
+	epoch    int32
+	replicas []int32
+
+	mu struct {
+		sync.Mutex
+		st *replication.Leader
+		// from is the registry's state of the partition the leader works
+		// from: an ISR proposal compares it.
+		from cluster.PartitionState
+		// proposing is set while an ISR proposal is being written;
+		// retryAt delays the next one after a failure.
+		proposing bool
+		retryAt   time.Time
+		// seenISR is the ISR applyRole last applied, for the ISR change
+		// metrics.
+		seenISR []int32
+	}
+}
+
+// applyRole brings p's replication role in line with st, the registry's
+// state of the partition: as leader, a new leader epoch is recorded in the
+// log's epoch history at its end and a leaderRepl started (or its ISR
+// updated); the high watermark follows the log by itself while the leader
+// is alone in the ISR. As follower (or with no leader), the high watermark
+// is the fetcher's to set. The role lock keeps the fetcher from writing to
+// the log while the role changes.
+func (b *Broker) applyRole(p *partition, st *cluster.PartitionState) error {
+	p.role.Lock()
+	defer p.role.Unlock()
+	p.leaderEpoch.Store(st.LeaderEpoch)
+	if st.Leader != b.cfg.NodeID {
+		p.lead.Store(nil)
+		p.log.SetAutoHighWatermark(false)
+		return nil
+	}
+	if p.log.LatestEpoch() < st.LeaderEpoch {
+		if err := p.log.AssignEpoch(st.LeaderEpoch); err != nil {
+			return err
+		}
+	}
+	lr := p.lead.Load()
+	if lr == nil || lr.epoch != st.LeaderEpoch || !slices.Equal(lr.replicas, st.Replicas) {
+		lr = &leaderRepl{epoch: st.LeaderEpoch, replicas: slices.Clone(st.Replicas)}
+		lr.mu.st = replication.NewLeader(b.cfg.NodeID, st.Replicas, st.ISR, p.log.LogEndOffset(), p.log.HighWatermark(), time.Now())
+		lr.mu.from = *st
+		lr.mu.seenISR = slices.Clone(st.ISR)
+		p.lead.Store(lr)
+	} else {
+		lr.mu.Lock()
+		lr.mu.from = *st
+		lr.mu.st.SetISR(st.ISR)
+		// Every change of a led partition's ISR counts, whoever wrote
+		// it (this leader, or the controller dropping a dead broker).
+		for _, r := range st.ISR {
+			if !slices.Contains(lr.mu.seenISR, r) {
+				b.metrics.isrExpands.Inc()
+			}
+		}
+		for _, r := range lr.mu.seenISR {
+			if !slices.Contains(st.ISR, r) {
+				b.metrics.isrShrinks.Inc()
+			}
+		}
+		lr.mu.seenISR = slices.Clone(st.ISR)
+		lr.mu.Unlock()
+	}
+	alone := len(st.ISR) <= 1
+	p.log.SetAutoHighWatermark(alone)
+	if !alone {
+		b.advanceHW(p)
+	}
+	return nil
+}
+
+// advanceHW moves a led partition's high watermark to what its ISR holds.
+func (b *Broker) advanceHW(p *partition) {
+	lr := p.lead.Load()
+	if lr == nil {
+		return
+	}
+	lr.mu.Lock()
+	hw := lr.mu.st.HighWatermark(p.log.AckedEnd())
+	lr.mu.Unlock()
+	if hw > p.log.HighWatermark() {
+		p.log.SetHighWatermark(hw)
+	}
+}
+
+// replicaFetched records a follower's fetch of a partition this broker
+// leads, at fetchOffset: it moves the high watermark and may propose an
+// ISR change. It reports false when replica is not a follower of p here.
+func (b *Broker) replicaFetched(p *partition, replica int32, fetchOffset int64, now time.Time) bool {
+	lr := p.lead.Load()
+	if lr == nil {
+		return false
+	}
+	lr.mu.Lock()
+	ok := lr.mu.st.Fetched(replica, fetchOffset, p.log.LogEndOffset(), now)
+	lr.mu.Unlock()
+	if !ok {
+		return false
+	}
+	b.advanceHW(p)
+	b.maybeProposeISR(p, lr, now)
+	return true
+}
+
+// maybeProposeISR writes the ISR the leader state proposes, one proposal at
+// a time per partition: followers that fell behind leave, those that caught
+// up join, if they are live and not shutting down.
+func (b *Broker) maybeProposeISR(p *partition, lr *leaderRepl, now time.Time) {
+	lr.mu.Lock()
+	if lr.mu.proposing || now.Before(lr.mu.retryAt) {
+		lr.mu.Unlock()
+		return
+	}
+	isr, changed := lr.mu.st.ProposeISR(now, b.cfg.ReplicaLagTimeMax)
+	from := lr.mu.from
+	if changed {
+		md := b.cluster.Snapshot()
+		isr = slices.DeleteFunc(isr, func(r int32) bool {
+			if slices.Contains(from.ISR, r) {
+				return false
+			}
+			br, live := md.Broker(r)
+			return !live || br.ShuttingDown
+		})
+		changed = !sameMembers(isr, from.ISR)
+	}
+	if !changed {
+		lr.mu.Unlock()
+		return
+	}
+	lr.mu.proposing = true
+	lr.mu.Unlock()
+	b.goTracked(func() {
+		ctx, cancel := context.WithTimeout(b.ctx, b.cfg.ReplicaLagTimeMax)
+		next, err := b.cluster.AlterISR(ctx, p.tp.Topic, p.tp.Partition, from, isr)
+		cancel()
+		lr.mu.Lock()
+		lr.mu.proposing = false
+		if err == nil {
+			lr.mu.from = next
+			lr.mu.st.SetISR(next.ISR)
+		} else {
+			lr.mu.retryAt = time.Now().Add(time.Second)
+		}
+		lr.mu.Unlock()
+		switch {
+		case err == nil:
+			// The metadata watch applies the new state (applyRole).
+		case errors.Is(err, cluster.ErrStaleLeader), b.ctx.Err() != nil:
+			b.logger.Debug("ISR proposal not written", "partition", p.tp.String(), "err", err)
+		default:
+			b.logger.Warn("ISR proposal failed; retrying", "partition", p.tp.String(), "isr", isr, "err", err)
+		}
+	})
+}
+
+// preferredReadReplica picks the replica a consumer in rack should fetch
+// p from, at offset, or -1 for this leader: with the rack-aware selector, a
+// live in-sync follower in the consumer's rack that holds offset and was
+// caught up within replica.lag.time.max.ms, the one with the most records;
+// none when this broker is in that rack itself (KIP-392).
+func (b *Broker) preferredReadReplica(p *partition, rack string, offset int64, now time.Time) int32 {
+	if b.cfg.ReplicaSelector != RackAwareReplicaSelector || rack == "" || rack == b.cfg.Rack {
+		return -1
+	}
+	lr := p.lead.Load()
+	if lr == nil {
+		return -1
+	}
+	md := b.cluster.Snapshot()
+	best, bestLEO := int32(-1), int64(-1)
+	lr.mu.Lock()
+	defer lr.mu.Unlock()
+	for _, r := range lr.mu.from.ISR {
+		if r == b.cfg.NodeID {
+			continue
+		}
+		at, live := md.Broker(r)
+		if !live || at.Rack == nil || *at.Rack != rack || at.ShuttingDown {
+			continue
+		}
+		leo, caughtUp, ok := lr.mu.st.Follower(r)
+		if !ok || leo < offset || now.Sub(caughtUp) > b.cfg.ReplicaLagTimeMax {
+			continue
+		}
+		if leo > bestLEO {
+			best, bestLEO = r, leo
+		}
+	}
+	return best
+}
+
+// watchReplicaLag looks at every led partition every half
+// replica.lag.time.max.ms, so that a follower that stopped fetching
+// altogether leaves the ISR too.
+func (b *Broker) watchReplicaLag() {
+	t := time.NewTicker(b.cfg.ReplicaLagTimeMax / 2)
+	defer t.Stop()
+	for {
+		select {
+		case <-b.ctx.Done():
+			return
+		case now := <-t.C:
+			for _, ps := range b.parts.Load().byName {
+				for _, p := range ps {
+					if p == nil {
+						continue
+					}
+					if lr := p.lead.Load(); lr != nil {
+						b.maybeProposeISR(p, lr, now)
+					}
+				}
+			}
+		}
+	}
+}
+
+func sameMembers(a, b []int32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for _, x := range a {
+		if !slices.Contains(b, x) {
+			return false
+		}
+	}
+	return true
+}
