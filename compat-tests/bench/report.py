@@ -243,6 +243,13 @@ WORKLOAD_TEXT = {
     "W3": "100 partitions, 1 KiB records, acks=all, at a fixed rate of half of Kafka's W2 default-mode median measured with the same load generator (each broker gets the same load from a tool): produce (ack) latency and end-to-end latency.",
     "W4": "16 partitions, 100-byte records, acks=all, as fast as possible: records per second.",
     "W5": "1 topic with 10,000 partitions, 1 KiB records, acks=all: a low-rate phase, then as fast as possible, then a clean restart timed from exec to ready.",
+    "W6": "Three brokers of each on this machine (three `gregor serve` processes with embedded etcd; a three-node Kafka KRaft cluster, "
+          "combined broker+controller nodes): 1 topic, 16 partitions, replication factor 3, min.insync.replicas=2, 1 KiB records, acks=all, "
+          "as fast as possible. An acknowledgement waits for every replica in the ISR; in Gregor's `durable` mode and Kafka's `flush1` "
+          "each replica fsyncs before it acknowledges (Kafka's followers flush in their append path with flush.messages=1, Gregor's "
+          "fsync before they fetch again). Broker CPU seconds, CPU s/GiB (per GiB produced, not per GiB replicated), peak RSS and "
+          "VmHWM are **sums over the three broker processes** (Kafka: the three JVMs). All six brokers (three at a time) and the "
+          "load generator share the machine's 2 CPUs, so the figures measure the cluster's CPU cost more than a cluster's speed.",
 }
 
 
@@ -311,7 +318,7 @@ def render():
           "(with its default 10,000 records its p99.9 is the tenth slowest; W3's load lasts long enough for all of them, a run where it does not counts as failed).",
           "- Broker CPU seconds: utime+stime of the broker process over the phase (/proc/PID/stat); peak RSS: VmRSS sampled every 250 ms during the phase; VmHWM: the broker process's lifetime peak at the end of the phase (it includes start-up and topic creation).",
           ""]
-    for w in ("W1", "W2", "W3", "W4", "W5"):
+    for w in ("W1", "W2", "W3", "W4", "W5", "W6"):
         rows = sorted(((k, v) for k, v in g.items() if k[0] == w and k[1] not in ("startup", "start")),
                       key=lambda kv: (kv[0][1] != "produce", kv[0][1], kv[0][2] != "gregor", kv[0][3], kv[0][4]))
         if not rows:
@@ -327,7 +334,11 @@ def render():
                               for t, v in sorted(rates.items()))
         loads = sorted({(r.get("load_s"), r.get("e2e_records")) for _, rs in rows for r in rs if r.get("e2e_records")})
         load_text = "; ".join(f"Kafka perf tools: EndToEndLatency {n:,} records, beside ProducerPerformance's {s} s load" for s, n in loads)
-        L.append(f"Settings: {sample.get('partitions')} partition(s), {sample.get('record_size')}-byte records, acks={sample.get('acks')}, "
+        cluster_text = ""
+        if sample.get("brokers"):
+            cluster_text = (f"{sample.get('brokers')} brokers, replication factor {sample.get('replication_factor')}, "
+                            f"min.insync.replicas {sample.get('min_insync_replicas')}, Kafka heap {sample.get('kafka_heap')} per JVM, ")
+        L.append(f"Settings: {cluster_text}{sample.get('partitions')} partition(s), {sample.get('record_size')}-byte records, acks={sample.get('acks')}, "
                  f"batch {sample.get('batch_bytes')} bytes, linger {sample.get('linger_ms')} ms, {sample.get('duration_s')} s per phase"
                  + (f"; {rate_text}" if rate_text else "") + (f"; {load_text}" if load_text else "") + ".")
         L.append("")
@@ -335,6 +346,8 @@ def render():
         if w == "W5":
             extra = [("topic creation s (to ListOffsets answered for all)", lambda rs: fmt(median(rs, "create_s")))]
         L += table(rows, COLS, extra)
+        if w == "W6":
+            L += [""] + ratios(g, w)
         if w == "W5":
             st = sorted((k, v) for k, v in g.items() if k[0] == w and k[1] == "startup")
             if st:
@@ -363,6 +376,31 @@ def render():
         L.append("")
     L += goals(g)
     return "\n".join(L).rstrip() + "\n"
+
+
+# Gregor/Kafka pairs of modes each workload's ratio table shows: equal
+# durability first, then each broker's default.
+PAIRS = [("durable", "flush1", "equal durability: fsync before ack on every replica"),
+         ("pagecache", "default", "equal durability: page cache on every replica"),
+         ("durable", "default", "each broker's default: Gregor fsyncs, Kafka does not")]
+
+
+def ratios(g, w):
+    """Gregor/Kafka ratios of median throughput and CPU s/GiB for w's produce phase."""
+    L = ["Gregor / Kafka, ratios of medians (throughput: above 1 is Gregor faster; CPU s/GiB: below 1 is Gregor cheaper):", "",
+         "| Gregor mode | Kafka mode | pairing | tool | MiB/s Gregor | MiB/s Kafka | throughput ratio | CPU s/GiB Gregor | CPU s/GiB Kafka | CPU s/GiB ratio |",
+         "|---|---|---|---|---|---|---|---|---|---|"]
+    for gm, km, what in PAIRS:
+        for tool in ("gregor-bench", "kafka-perf"):
+            gr, kr = g.get((w, "produce", "gregor", gm, tool)), g.get((w, "produce", "kafka", km, tool))
+            if not gr or not kr:
+                continue
+            gt, kt = median(gr, "mib_s"), median(kr, "mib_s")
+            gc, kc = median(gr, "cpu_per_gib"), median(kr, "cpu_per_gib")
+            rt = f"{gt / kt:.2f}" if gt and kt else "–"
+            rc = f"{gc / kc:.2f}" if gc and kc else "–"
+            L.append(f"| {gm} | {km} | {what} | {TOOL_NAMES.get(tool, tool)} | {fmt(gt)} | {fmt(kt)} | {rt} | {fmt(gc)} | {fmt(kc)} | {rc} |")
+    return L
 
 
 def goals(g):
