@@ -35,7 +35,8 @@
 #   BENCH_W3_LOAD_S   seconds of ProducerPerformance load beside it (default 80)
 #   KAFKA_HEAP        Kafka's -Xms/-Xmx (default 4g, for a 24 GiB machine)
 #   KAFKA_CLUSTER_HEAP  -Xms/-Xmx of each of W6's three Kafka JVMs (default 1g)
-#   KEEP_WORK=1       keep the work dir (logs, data) afterwards
+#   KEEP_WORK=1       keep the work dir (logs, data) afterwards; KEEP_WORK=logs keeps it
+#                     without the brokers' data (a W6 run writes gigabytes per broker)
 #
 # The records of each (workload, target, mode, tool) run replace that
 # combination's in results/<workload>-<target>.jsonl; the others keep their
@@ -108,7 +109,7 @@ stop_broker() {
 finish() {
 	local rc=$?
 	stop_broker
-	if ((rc == 0)) && [[ ${KEEP_WORK:-0} != 1 ]]; then
+	if ((rc == 0)) && [[ ${KEEP_WORK:-0} != 1 && ${KEEP_WORK:-0} != logs ]]; then
 		rm -rf "$work"
 	else
 		say "logs and data kept in $work"
@@ -596,7 +597,11 @@ run_workload() {
 						BASE+=(kafka_heap="$KAFKA_HEAP")
 					fi
 					run_one "$w" "$TOOL"
-					[[ ${KEEP_WORK:-0} == 1 ]] || rm -rf "$CUR"
+					case ${KEEP_WORK:-0} in
+					1) ;;
+					logs) rm -rf "$CUR"/data "$CUR"/data-* "$CUR"/node-*/data ;;
+					*) rm -rf "$CUR" ;;
+					esac
 				done
 			done
 		done
