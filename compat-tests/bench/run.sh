@@ -159,13 +159,19 @@ if [[ -n $(git -C "$root" status --porcelain --untracked-files=no -- . \
 	':!compat-tests/bench/results' ':!compat-tests/bench/RESULTS.md' 2>/dev/null) ]]; then
 	commit+=-dirty
 fi
-cat >"$here/results/env-$(hostname -s 2>/dev/null || echo host).json" <<EOF
+# The session's machine and settings: env-HOST.json for the default
+# workloads, env-HOST-W6.json (say) for a session of others, so that a run
+# of one workload does not overwrite what the others were measured on.
+env_name=env-$(hostname -s 2>/dev/null || echo host)
+[[ $WORKLOADS == "W1 W2 W3 W4 W5" ]] || env_name+=-$(echo $WORKLOADS | tr ' ' -)
+cat >"$here/results/$env_name.json" <<EOF
 {"session": "$session", "nproc": $(nproc), "mem_kib": $(awk '/MemTotal/{print $2}' /proc/meminfo),
  "cpu": "$(sed -nE 's/^model name\s*:\s*//p' /proc/cpuinfo | head -n1)", "kernel": "$(uname -r)",
  "fs": "$(df -T "$work" | awk 'NR==2{print $2}')", "loadavg_start": "$(cut -d' ' -f1-3 /proc/loadavg)",
  "go": "$(go env GOVERSION)", "java": "$(java -version 2>&1 | head -n1 | tr -d '"')",
  "gregor_commit": "$commit",
- "kafka_heap": "$KAFKA_HEAP", "runs": $RUNS, "duration_s": $DUR}
+ "kafka_heap": "$KAFKA_HEAP", "kafka_cluster_heap": "$KAFKA_CLUSTER_HEAP", "workloads": "$WORKLOADS",
+ "runs": $RUNS, "duration_s": $DUR}
 EOF
 
 # start_broker TARGET MODE DIR: starts a broker on free ports with its data
