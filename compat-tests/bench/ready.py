@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Waits until a Kafka-protocol broker serves a topic, and says how long it took.
 
-    ready.py HOST:PORT [--topic NAME --partitions N [--offsets]] [--since EPOCH] [--timeout S]
+    ready.py HOST:PORT[,HOST:PORT...] [--brokers N] [--topic NAME --partitions N [--isr N] [--offsets]]
+             [--since EPOCH] [--timeout S]
 
 Polls every 50 ms with a raw Metadata v4 request (stdlib only, so it measures
 the broker and not a client's start-up). Ready means: the request is
@@ -9,7 +10,11 @@ answered with at least one broker and, with --topic, the topic has N
 partitions, each with no error and a leader; with --offsets, also a
 ListOffsets v1 request for the latest offset of every partition is answered
 with no error (both brokers report partitions as led in Metadata a while
-before they can serve them). Prints the seconds from --since
+before they can serve them). For a cluster, give every broker's address:
+Metadata is asked of the first, ListOffsets of each in turn until every
+partition has been answered without error by one of them (its leader);
+--brokers N also waits for N brokers in Metadata and --isr N for N replicas
+in every partition's ISR. Prints the seconds from --since
 (a time.time() value; default: when this script started) to the first ready
 answer. Exits 1 on timeout.
 
@@ -52,14 +57,16 @@ def metadata(host, port, topic, timeout=2.0):
         terr = r.i16(); name = r.string(); r.i8()
         for _ in range(r.i32()):
             perr = r.i16(); idx = r.i32(); leader = r.i32()
-            r.skip(4 * r.i32()); r.skip(4 * r.i32())
+            r.skip(4 * r.i32())
+            isr = r.i32()
+            r.skip(4 * isr)
             if name == topic:
-                parts[idx] = (perr or terr, leader)
+                parts[idx] = (perr or terr, leader, isr)
     return brokers, parts
 
 
 def offsets_ok(host, port, topic, n, timeout=10.0):
-    """True when ListOffsets v1 (latest) succeeds for partitions 0..n-1 of topic."""
+    """The set of partitions 0..n-1 of topic for which ListOffsets v1 (latest) succeeds."""
     t = topic.encode()
     body = struct.pack(">i", -1) + struct.pack(">ih", 1, len(t)) + t + struct.pack(">i", n)
     body += b"".join(struct.pack(">iq", i, -1) for i in range(n))
@@ -71,13 +78,14 @@ def offsets_ok(host, port, topic, n, timeout=10.0):
         data = recv_exact(s, struct.unpack(">i", recv_exact(s, 4))[0])
     r = Reader(data)
     r.i32()  # correlation id
-    good = 0
+    good = set()
     for _ in range(r.i32()):
         r.string()
         for _ in range(r.i32()):
-            r.i32(); err = r.i16(); r.skip(16)
-            good += err == 0
-    return good, n
+            idx = r.i32(); err = r.i16(); r.skip(16)
+            if err == 0:
+                good.add(idx)
+    return good
 
 
 def recv_exact(s, n):
@@ -119,21 +127,26 @@ def main():
     p.add_argument("--topic")
     p.add_argument("--partitions", type=int, default=0)
     p.add_argument("--offsets", action="store_true")
+    p.add_argument("--brokers", type=int, default=1)
+    p.add_argument("--isr", type=int, default=0)
     p.add_argument("--since", type=float, default=time.time())
     p.add_argument("--timeout", type=float, default=300)
     a = p.parse_args()
-    host, port = a.addr.rsplit(":", 1)
+    addrs = [(h, int(pt)) for h, pt in (x.rsplit(":", 1) for x in a.addr.split(","))]
+    host, port = addrs[0]
     deadline = time.time() + a.timeout
     last = "no answer"
     while time.time() < deadline:
         try:
-            brokers, parts = metadata(host, int(port), a.topic)
-            ok = [i for i, (err, leader) in parts.items() if err == 0 and leader >= 0]
-            ready = brokers > 0 and (a.topic is None or len(ok) >= a.partitions)
+            brokers, parts = metadata(host, port, a.topic)
+            ok = [i for i, (err, leader, isr) in parts.items() if err == 0 and leader >= 0 and isr >= a.isr]
+            ready = brokers >= a.brokers and (a.topic is None or len(ok) >= a.partitions)
             if ready and a.offsets:
-                good, n = offsets_ok(host, int(port), a.topic, a.partitions)
-                ready = good == n
-                last = f"ListOffsets answered without error for {good}/{n} partitions"
+                good = set()
+                for h, pt in addrs:
+                    good |= offsets_ok(h, pt, a.topic, a.partitions)
+                ready = len(good) == a.partitions
+                last = f"ListOffsets answered without error for {len(good)}/{a.partitions} partitions"
             elif not ready:
                 last = f"{brokers} broker(s), {len(ok)}/{a.partitions} partitions ready"
             if ready:

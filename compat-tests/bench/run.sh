@@ -1,14 +1,19 @@
 #!/usr/bin/env bash
 # Side-by-side benchmark of Gregor and Apache Kafka 4.x (`make bench`): the
 # same workloads, with the same two load generators, against one broker at a
-# time on this machine; then report.py renders RESULTS.md (medians and
-# Gregor/Kafka ratios) from the raw per-run records in results/.
+# time on this machine (W6: one three-broker cluster at a time); then
+# report.py renders RESULTS.md (medians and Gregor/Kafka ratios) from the raw
+# per-run records in results/.
 #
 #   compat-tests/bench/run.sh
 #
 # Every measured run gets a fresh broker with a fresh data dir (so the
 # broker's VmHWM, its peak RSS, belongs to that run), on free loopback ports,
 # in a temp work dir; both brokers are stopped on exit, failure included.
+# W6 runs on three brokers of each: three `gregor serve` processes with
+# embedded etcd (as compat-tests/run.sh --cluster 3 starts them), or a
+# three-node Kafka KRaft cluster (kafka.sh start-cluster); its CPU seconds
+# and memory are the sums over the three broker processes.
 # Load generators: `gregor bench` (franz-go) and Kafka's own perf tools
 # (ProducerPerformance, ConsumerPerformance, EndToEndLatency from
 # kafka-tools, fetched as compat-tests/console does). Workloads and modes:
@@ -19,7 +24,8 @@
 #   BENCH_DURATION    seconds per measured phase (default 20)
 #   BENCH_WARMUP      seconds of unmeasured load on a fresh broker before the measured
 #                     phase (default 5; W5: between its low-rate and max-throughput phases)
-#   BENCH_WORKLOADS   default "W1 W2 W3 W4 W5" (W1 also runs the TCP->file probe; "probe" alone runs only it)
+#   BENCH_WORKLOADS   default "W1 W2 W3 W4 W5" (W1 also runs the TCP->file probe; "probe" alone runs only it;
+#                     W6, the three-broker cluster, runs when named: BENCH_WORKLOADS=W6)
 #   BENCH_TARGETS     default "gregor kafka"
 #   BENCH_TOOLS       default "gregor-bench kafka-perf"
 #   BENCH_MODES       restrict modes, e.g. "durable default" (default: every mode of each workload)
@@ -28,7 +34,9 @@
 #   BENCH_E2E_RECORDS EndToEndLatency's records in W3 (default 10000)
 #   BENCH_W3_LOAD_S   seconds of ProducerPerformance load beside it (default 80)
 #   KAFKA_HEAP        Kafka's -Xms/-Xmx (default 4g, for a 24 GiB machine)
-#   KEEP_WORK=1       keep the work dir (logs, data) afterwards
+#   KAFKA_CLUSTER_HEAP  -Xms/-Xmx of each of W6's three Kafka JVMs (default 1g)
+#   KEEP_WORK=1       keep the work dir (logs, data) afterwards; KEEP_WORK=logs keeps it
+#                     without the brokers' data (a W6 run writes gigabytes per broker)
 #
 # The records of each (workload, target, mode, tool) run replace that
 # combination's in results/<workload>-<target>.jsonl; the others keep their
@@ -45,6 +53,7 @@ TARGETS=${BENCH_TARGETS:-gregor kafka}
 TOOLS=${BENCH_TOOLS:-gregor-bench kafka-perf}
 MODES=${BENCH_MODES:-}
 export KAFKA_HEAP=${KAFKA_HEAP:-4g}
+KAFKA_CLUSTER_HEAP=${KAFKA_CLUSTER_HEAP:-1g}
 # Kafka restarting with 10,000 partitions can take minutes (kafka.sh's
 # default wait is 120 s).
 export KAFKA_START_TIMEOUT=${KAFKA_START_TIMEOUT:-900}
@@ -72,26 +81,35 @@ die() { say "$*"; exit 1; }
 mkdir -p "$here/results"
 work=$(mktemp -d "${TMPDIR:-/tmp}/gregor-bench.XXXXXX")
 session=$(date -u +%Y-%m-%dT%H:%M:%SZ)
-B_TARGET="" B_DIR="" B_PID="" B_PORT="" B_ADMIN=""
+# The broker (or cluster) running: B_PID is its first process, B_PIDS all
+# of them, B_PORT the first one's port, B_BOOT every broker's host:port,
+# comma-separated, as the load generators take it.
+B_TARGET="" B_DIR="" B_PID="" B_PIDS=() B_PORT="" B_BOOT="" B_ADMIN=""
+# Brokers of the current workload (3 for W6) and its topic's replication
+# factor and min.insync.replicas; set by run_workload.
+BROKERS=1 RF=1 MIN_ISR=""
 
 stop_broker() {
 	[[ -n $B_TARGET ]] || return 0
 	if [[ $B_TARGET == kafka ]]; then
 		"$root/compat-tests/kafka/kafka.sh" stop "$B_DIR" || true
-	elif [[ -n $B_PID ]] && kill -0 "$B_PID" 2>/dev/null; then
-		kill -TERM "$B_PID"
-		local deadline=$((SECONDS + 60))
-		while kill -0 "$B_PID" 2>/dev/null && ((SECONDS < deadline)); do sleep 0.1; done
-		kill -KILL "$B_PID" 2>/dev/null || true
-		wait "$B_PID" 2>/dev/null || true
+	elif ((${#B_PIDS[@]} > 0)); then
+		# All at once: a cluster's last broker would wait for peers gone.
+		kill -TERM "${B_PIDS[@]}" 2>/dev/null || true
+		local deadline=$((SECONDS + 60)) pid
+		for pid in "${B_PIDS[@]}"; do
+			while kill -0 "$pid" 2>/dev/null && ((SECONDS < deadline)); do sleep 0.1; done
+			kill -KILL "$pid" 2>/dev/null || true
+			wait "$pid" 2>/dev/null || true
+		done
 	fi
-	B_TARGET="" B_PID=""
+	B_TARGET="" B_PID="" B_PIDS=()
 }
 
 finish() {
 	local rc=$?
 	stop_broker
-	if ((rc == 0)) && [[ ${KEEP_WORK:-0} != 1 ]]; then
+	if ((rc == 0)) && [[ ${KEEP_WORK:-0} != 1 && ${KEEP_WORK:-0} != logs ]]; then
 		rm -rf "$work"
 	else
 		say "logs and data kept in $work"
@@ -103,6 +121,20 @@ trap 'exit 130' INT TERM
 
 free_port() {
 	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
+}
+
+# free_ports N: N distinct free loopback ports, space-separated (all held
+# open until every one is picked, so none repeats).
+free_ports() {
+	python3 - "$1" <<'PY'
+import socket, sys
+socks = [socket.socket() for _ in range(int(sys.argv[1]))]
+for s in socks:
+    s.bind(("127.0.0.1", 0))
+print(" ".join(str(s.getsockname()[1]) for s in socks))
+for s in socks:
+    s.close()
+PY
 }
 
 # Kafka with 10,000 partitions keeps a file open per partition.
@@ -127,13 +159,19 @@ if [[ -n $(git -C "$root" status --porcelain --untracked-files=no -- . \
 	':!compat-tests/bench/results' ':!compat-tests/bench/RESULTS.md' 2>/dev/null) ]]; then
 	commit+=-dirty
 fi
-cat >"$here/results/env-$(hostname -s 2>/dev/null || echo host).json" <<EOF
+# The session's machine and settings: env-HOST.json for the default
+# workloads, env-HOST-W6.json (say) for a session of others, so that a run
+# of one workload does not overwrite what the others were measured on.
+env_name=env-$(hostname -s 2>/dev/null || echo host)
+[[ $WORKLOADS == "W1 W2 W3 W4 W5" ]] || env_name+=-$(echo $WORKLOADS | tr ' ' -)
+cat >"$here/results/$env_name.json" <<EOF
 {"session": "$session", "nproc": $(nproc), "mem_kib": $(awk '/MemTotal/{print $2}' /proc/meminfo),
  "cpu": "$(sed -nE 's/^model name\s*:\s*//p' /proc/cpuinfo | head -n1)", "kernel": "$(uname -r)",
  "fs": "$(df -T "$work" | awk 'NR==2{print $2}')", "loadavg_start": "$(cut -d' ' -f1-3 /proc/loadavg)",
  "go": "$(go env GOVERSION)", "java": "$(java -version 2>&1 | head -n1 | tr -d '"')",
  "gregor_commit": "$commit",
- "kafka_heap": "$KAFKA_HEAP", "runs": $RUNS, "duration_s": $DUR}
+ "kafka_heap": "$KAFKA_HEAP", "kafka_cluster_heap": "$KAFKA_CLUSTER_HEAP", "workloads": "$WORKLOADS",
+ "runs": $RUNS, "duration_s": $DUR}
 EOF
 
 # start_broker TARGET MODE DIR: starts a broker on free ports with its data
@@ -144,10 +182,16 @@ EOF
 start_broker() {
 	local target=$1 mode=$2 dir=$3 deadline
 	B_TARGET=$target B_DIR=$dir B_PORT=$(free_port) B_SETTINGS=()
+	B_BOOT=127.0.0.1:$B_PORT
 	mkdir -p "$dir"
+	if ((BROKERS > 1)); then
+		start_cluster "$target" "$mode" "$dir"
+		return
+	fi
 	if [[ $target == kafka ]]; then
 		"$root/compat-tests/kafka/kafka.sh" start "$dir" "$B_PORT" 2>>"$dir/bench.log" || return 1
 		B_PID=$(cat "$dir/kafka.pid")
+		B_PIDS=("$B_PID")
 	else
 		B_ADMIN=$(free_port)
 		local extra=()
@@ -158,26 +202,103 @@ start_broker() {
 			--offsets.topic.replication.factor 1 --group.initial.rebalance.delay.ms 0 \
 			"${extra[@]}" </dev/null >>"$dir/gregor.log" 2>&1 &
 		B_PID=$!
+		B_PIDS=("$B_PID")
 		deadline=$((SECONDS + 300))
 		until curl -sf "http://127.0.0.1:$B_ADMIN/readyz" >/dev/null 2>&1; do
 			kill -0 "$B_PID" 2>/dev/null || { say "gregor exited: $(tail -n 5 "$dir/gregor.log")"; return 1; }
 			((SECONDS < deadline)) || { say "gregor not ready within 300s"; return 1; }
 			sleep 0.05
 		done
-		local line
-		line=$(grep -m1 'msg="page cache"' "$dir/gregor.log" || true)
-		[[ $line =~ log\.pagecache\.keep\.bytes=([0-9-]+) ]] && B_SETTINGS+=(pagecache_keep_bytes="${BASH_REMATCH[1]}")
-		[[ $line =~ log\.prefault\.bytes=([0-9-]+) ]] && B_SETTINGS+=(prefault_bytes="${BASH_REMATCH[1]}")
-		[[ $line =~ free_page_reporting=(true|false) ]] && B_SETTINGS+=(free_page_reporting="${BASH_REMATCH[1]}")
+		gregor_settings "$dir/gregor.log"
 	fi
 }
 
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+# gregor_settings LOG: adds to B_SETTINGS the page-cache settings a Gregor
+# broker logged at start.
+gregor_settings() {
+	local line
+	line=$(grep -m1 'msg="page cache"' "$1" || true)
+	[[ $line =~ log\.pagecache\.keep\.bytes=([0-9-]+) ]] && B_SETTINGS+=(pagecache_keep_bytes="${BASH_REMATCH[1]}")
+	[[ $line =~ log\.prefault\.bytes=([0-9-]+) ]] && B_SETTINGS+=(prefault_bytes="${BASH_REMATCH[1]}")
+	[[ $line =~ free_page_reporting=(true|false) ]] && B_SETTINGS+=(free_page_reporting="${BASH_REMATCH[1]}")
+	return 0
+}
+
+# start_cluster TARGET MODE DIR: BROKERS brokers of TARGET on free ports,
+# data in DIR. Kafka: kafka.sh start-cluster (combined broker+controller
+# nodes, one KRaft quorum, KAFKA_CLUSTER_HEAP each). Gregor: node ids
+# 1..BROKERS, each embedding one member of a BROKERS-member etcd cluster,
+# the internal topics replicated to three as Kafka's cluster has them (the
+# flags of compat-tests/run.sh --cluster). Ready when every broker has
+# started and the first one's Metadata lists them all.
+start_cluster() {
+	local target=$1 mode=$2 dir=$3 ports admins clients peers initial="" i deadline pid extra=()
+	read -r -a ports <<<"$(free_ports "$BROKERS")"
+	B_PORT=${ports[0]}
+	B_BOOT=$(printf '127.0.0.1:%s,' "${ports[@]}")
+	B_BOOT=${B_BOOT%,}
+	B_PIDS=()
+	if [[ $target == kafka ]]; then
+		local list=${ports[*]}
+		KAFKA_HEAP=$KAFKA_CLUSTER_HEAP "$root/compat-tests/kafka/kafka.sh" start-cluster "$dir" "${list// /,}" \
+			2>>"$dir/bench.log" || return 1
+		for ((i = 1; i <= BROKERS; i++)); do B_PIDS+=("$(cat "$dir/node-$i/kafka.pid")"); done
+	else
+		read -r -a admins <<<"$(free_ports "$BROKERS")"
+		read -r -a clients <<<"$(free_ports "$BROKERS")"
+		read -r -a peers <<<"$(free_ports "$BROKERS")"
+		for ((i = 1; i <= BROKERS; i++)); do
+			initial+="${initial:+,}gregor-$i=http://127.0.0.1:${peers[i - 1]}"
+		done
+		[[ $mode == pagecache ]] && extra=(--log.flush.interval.messages 9223372036854775807)
+		for ((i = 1; i <= BROKERS; i++)); do
+			"$GREGOR" serve --node.id "$i" --log.dirs "$dir/data-$i" \
+				--listeners "PLAINTEXT://127.0.0.1:${ports[i - 1]}" --admin.listener "127.0.0.1:${admins[i - 1]}" \
+				--etcd.client.addr "127.0.0.1:${clients[i - 1]}" --etcd.peer.addr "127.0.0.1:${peers[i - 1]}" \
+				--etcd.initial.cluster "$initial" \
+				--offsets.topic.replication.factor 3 --default.replication.factor 1 \
+				--group.initial.rebalance.delay.ms 0 \
+				"${extra[@]}" </dev/null >>"$dir/gregor-$i.log" 2>&1 &
+			B_PIDS+=($!)
+		done
+		deadline=$((SECONDS + 300))
+		for ((i = 1; i <= BROKERS; i++)); do
+			until curl -sf "http://127.0.0.1:${admins[i - 1]}/readyz" >/dev/null 2>&1; do
+				for pid in "${B_PIDS[@]}"; do
+					kill -0 "$pid" 2>/dev/null || { say "a gregor broker exited: $(tail -n 5 "$dir"/gregor-*.log)"; return 1; }
+				done
+				((SECONDS < deadline)) || { say "gregor broker $i not ready within 300s"; return 1; }
+				sleep 0.05
+			done
+		done
+		gregor_settings "$dir/gregor-1.log"
+	fi
+	B_PID=${B_PIDS[0]}
+	python3 "$here/ready.py" "$B_BOOT" --brokers "$BROKERS" --timeout 300 >/dev/null
+}
+
+# cpu_ticks PID...: utime+stime of the processes, summed.
+cpu_ticks() {
+	local pid t=0
+	for pid in "$@"; do t=$((t + $(awk '{print $14 + $15}' "/proc/$pid/stat"))); done
+	echo "$t"
+}
 vm_kib() { awk -v k="$2:" '$1 == k {print $2}' "/proc/$1/status"; }
+# vm_kib_sum FIELD: FIELD of /proc/PID/status summed over B_PIDS (fails
+# when one is gone).
+vm_kib_sum() {
+	local pid v t=0
+	for pid in "${B_PIDS[@]}"; do
+		v=$(vm_kib "$pid" "$1" 2>/dev/null) && [[ -n $v ]] || return 1
+		t=$((t + v))
+	done
+	echo "$t"
+}
 TICK=$(getconf CLK_TCK)
 
-# create_topic NAME PARTITIONS: creates it (flush.messages=1 in Kafka's
-# flush1 mode) and waits until every partition has a leader and answers
+# create_topic NAME PARTITIONS: creates it with RF replicas (flush.messages=1
+# in Kafka's flush1 mode; min.insync.replicas=MIN_ISR when set) and waits
+# until every partition has a leader, RF replicas in its ISR, and answers
 # ListOffsets (ready.py --offsets); prints the seconds that took.
 # Kafka's controller refuses one request that makes more than 10,000 metadata
 # records (POLICY_VIOLATION), so more than 5,000 partitions are created 5,000
@@ -186,32 +307,34 @@ create_topic() {
 	local t0 cfg=() first=$2 step=5000 have
 	t0=$(date +%s.%N)
 	[[ $B_TARGET == kafka && $MODE == flush1 ]] && cfg=(-c flush.messages=1)
+	[[ -z $MIN_ISR ]] || cfg+=(-c min.insync.replicas="$MIN_ISR")
 	((first <= step)) || first=$step
 	# A large create can outlast the client's request timeout; its retry
 	# then finds the topic there, so the wait for leaders below decides.
-	"$GREGOR" topic create "$1" -p "$first" -r 1 "${cfg[@]}" -b "127.0.0.1:$B_PORT" --timeout 600s >/dev/null ||
+	"$GREGOR" topic create "$1" -p "$first" -r "$RF" "${cfg[@]}" -b "$B_BOOT" --timeout 600s >/dev/null ||
 		say "topic create $1 -p $first failed (above); going on"
 	for ((have = first; have < $2; have += step)); do
-		python3 "$here/ready.py" "127.0.0.1:$B_PORT" --topic "$1" --partitions "$have" --timeout 600 >/dev/null || true
+		python3 "$here/ready.py" "$B_BOOT" --topic "$1" --partitions "$have" --timeout 600 >/dev/null || true
 		"$GREGOR" topic add-partitions "$1" --count $(($2 - have < step ? $2 - have : step)) \
-			-b "127.0.0.1:$B_PORT" --timeout 600s >/dev/null || say "topic add-partitions $1 failed (above); going on"
+			-b "$B_BOOT" --timeout 600s >/dev/null || say "topic add-partitions $1 failed (above); going on"
 	done
-	python3 "$here/ready.py" "127.0.0.1:$B_PORT" --topic "$1" --partitions "$2" --offsets --since "$t0" --timeout 600
+	python3 "$here/ready.py" "$B_BOOT" --topic "$1" --partitions "$2" --isr "$RF" --offsets --since "$t0" --timeout 600
 }
 
 # phase NAME TOOL-KIND TIMEOUT CMD...: runs CMD against the current broker,
-# measuring the broker's CPU seconds and sampled peak RSS over it, and
-# appends one record (parsed from CMD's output by report.py) to $OUT.
+# measuring the broker's CPU seconds and sampled peak RSS over it (of a
+# cluster: summed over its broker processes, RSS sampled at once for all),
+# and appends one record (parsed from CMD's output by report.py) to $OUT.
 # Extra record fields come from the array REC (key=value).
 phase() {
 	local name=$1 kind=$2 tmo=$3 c0 c1 rc=0 out sampler
 	shift 3
 	out=$CUR/$name.$kind.out
-	c0=$(cpu_ticks "$B_PID")
+	c0=$(cpu_ticks "${B_PIDS[@]}")
 	echo 0 >"$CUR/rss.peak"
 	(
 		peak=0
-		while r=$(vm_kib "$B_PID" VmRSS 2>/dev/null) && [[ -n $r ]]; do
+		while r=$(vm_kib_sum VmRSS); do
 			((r > peak)) && peak=$r && echo "$peak" >"$CUR/rss.tmp" && mv "$CUR/rss.tmp" "$CUR/rss.peak"
 			sleep 0.25
 		done
@@ -219,13 +342,13 @@ phase() {
 	sampler=$!
 	say "  $name: $*"
 	timeout -k 10 "$tmo" "$@" >"$out" 2>"$out.err" || rc=$?
-	c1=$(cpu_ticks "$B_PID" 2>/dev/null || echo "$c0")
+	c1=$(cpu_ticks "${B_PIDS[@]}" 2>/dev/null || echo "$c0")
 	kill "$sampler" 2>/dev/null || true
 	wait "$sampler" 2>/dev/null || true
 	python3 "$here/report.py" record --file "$OUT" --kind "$kind" --output "$out" --rc "$rc" \
 		--set "${BASE[@]}" "${REC[@]}" phase="$name" \
 		cpu_s="$(awk -v a="$c0" -v b="$c1" -v t="$TICK" 'BEGIN{printf "%.2f", (b-a)/t}')" \
-		rss_peak_kib="$(cat "$CUR/rss.peak")" vmhwm_kib="$(vm_kib "$B_PID" VmHWM 2>/dev/null || echo 0)" \
+		rss_peak_kib="$(cat "$CUR/rss.peak")" vmhwm_kib="$(vm_kib_sum VmHWM || echo 0)" \
 		loadavg="$(cut -d' ' -f1 /proc/loadavg)" || true
 	if ((rc != 0)); then say "  $name failed (exit $rc): $(tail -n 3 "$out.err" "$out" | tr '\n' ' ' | cut -c1-400)"; fi
 	return 0
@@ -239,13 +362,13 @@ PARTS=1 SIZE=1024 ACKS=1
 # gb_produce [FLAG...]: sets CMD to gregor bench produce with the workload's
 # settings (timeout runs commands, not functions, so these build arrays).
 gb_produce() {
-	CMD=("$GREGOR" bench produce -b "127.0.0.1:$B_PORT" --topic "$TOPIC" --partitions "$PARTS"
+	CMD=("$GREGOR" bench produce -b "$B_BOOT" --topic "$TOPIC" --partitions "$PARTS"
 		--record-size "$SIZE" --acks "$ACKS" --batch-max-bytes "$BATCH" --linger "${LINGER_MS}ms"
 		--duration "${DUR}s" --progress 0 --json "$@")
 }
 # kp_produce NUM THROUGHPUT [TOPIC]: sets CMD to ProducerPerformance likewise.
 kp_produce() {
-	CMD=("${KJAVA[@]}" org.apache.kafka.tools.ProducerPerformance --bootstrap-server "127.0.0.1:$B_PORT"
+	CMD=("${KJAVA[@]}" org.apache.kafka.tools.ProducerPerformance --bootstrap-server "$B_BOOT"
 		--topic "${3:-$TOPIC}" --num-records "$1" --record-size "$SIZE" --throughput "$2"
 		--command-property acks="$ACKS" batch.size="$BATCH" linger.ms="$LINGER_MS" buffer.memory=134217728)
 }
@@ -281,7 +404,7 @@ modes_of() {
 # that size would change its memory and start-up figures.
 warm_up() {
 	((WARMUP > 0)) || return 0
-	"$GREGOR" bench produce -b "127.0.0.1:$B_PORT" --topic "$1" --partitions "$PARTS" \
+	"$GREGOR" bench produce -b "$B_BOOT" --topic "$1" --partitions "$PARTS" \
 		--record-size "$SIZE" --acks "$ACKS" --batch-max-bytes "$BATCH" --linger "${LINGER_MS}ms" \
 		--duration "${WARMUP}s" --progress 0 >/dev/null 2>&1 || say "warm-up load failed; going on"
 	REC+=(warmup_s="$WARMUP")
@@ -320,12 +443,12 @@ run_one() {
 			--bootstrap-server "127.0.0.1:$B_PORT" --topic "$TOPIC" --num-records "${n:-1}" \
 			--group "bench-$RANDOM" --timeout 30000
 		;;
-	W2/gregor-bench | W4/gregor-bench)
+	W2/gregor-bench | W4/gregor-bench | W6/gregor-bench)
 		gb_produce
 		phase produce gregor-bench $((DUR * 3 + 60)) "${CMD[@]}"
 		LAST_RPS[$key]=$(last_rps)
 		;;
-	W2/kafka-perf | W4/kafka-perf)
+	W2/kafka-perf | W4/kafka-perf | W6/kafka-perf)
 		kp_produce "$(est_records "$key")" -1
 		phase produce kafka-producer-perf $((DUR * 5 + 60)) "${CMD[@]}"
 		LAST_RPS[$key]=$(last_rps)
@@ -411,6 +534,7 @@ restart_timed() {
 			--offsets.topic.replication.factor 1 --group.initial.rebalance.delay.ms 0 \
 			</dev/null >>"$CUR/gregor.log" 2>&1 &
 		B_PID=$!
+		B_PIDS=("$B_PID")
 		s_readyz=$(python3 - "$B_ADMIN" "$t0" <<'PY'
 import sys, time, urllib.request
 deadline = time.time() + 600
@@ -429,6 +553,7 @@ PY
 	if [[ $TARGET == kafka ]]; then
 		wait $! || rc=1
 		B_TARGET=kafka B_DIR=$CUR B_PID=$(cat "$CUR/kafka.pid" 2>/dev/null || echo "")
+		B_PIDS=("$B_PID")
 	fi
 	python3 "$here/report.py" record --file "$OUT" --kind none --rc "$rc" --set "${BASE[@]}" tool="$TOOL" \
 		phase=startup startup_s="$s_meta" offsets_s="$s_offsets" readyz_s="$s_readyz" vmhwm_kib="$vmhwm" \
@@ -437,13 +562,15 @@ PY
 
 run_workload() {
 	local w=$1 pairs
+	BROKERS=1 RF=1 MIN_ISR=""
 	case $w in
 	W1) PARTS=1 SIZE=1024 ACKS=1 ;;
 	W2) PARTS=16 SIZE=1024 ACKS=all ;;
 	W3) PARTS=100 SIZE=1024 ACKS=all ;;
 	W4) PARTS=16 SIZE=100 ACKS=all ;;
 	W5) PARTS=$W5_PARTITIONS SIZE=1024 ACKS=all ;;
-	*) die "unknown workload $w (W1 W2 W3 W4 W5 probe)" ;;
+	W6) PARTS=16 SIZE=1024 ACKS=all BROKERS=3 RF=3 MIN_ISR=2 ;;
+	*) die "unknown workload $w (W1 W2 W3 W4 W5 W6 probe)" ;;
 	esac
 	W3_RATE=()
 	if [[ $w == W3 ]]; then
@@ -468,9 +595,19 @@ run_workload() {
 					say "$w $TARGET $MODE $TOOL run $RUN/$RUNS"
 					BASE=(session="$session" workload="$w" target="$TARGET" mode="$MODE" run="$RUN"
 						duration_s="$DUR" partitions="$PARTS" record_size="$SIZE" acks="$ACKS"
-						batch_bytes="$BATCH" linger_ms="$LINGER_MS" kafka_heap="$KAFKA_HEAP")
+						batch_bytes="$BATCH" linger_ms="$LINGER_MS")
+					if ((BROKERS > 1)); then
+						BASE+=(brokers="$BROKERS" replication_factor="$RF" min_insync_replicas="$MIN_ISR"
+							kafka_heap="$KAFKA_CLUSTER_HEAP")
+					else
+						BASE+=(kafka_heap="$KAFKA_HEAP")
+					fi
 					run_one "$w" "$TOOL"
-					[[ ${KEEP_WORK:-0} == 1 ]] || rm -rf "$CUR"
+					case ${KEEP_WORK:-0} in
+					1) ;;
+					logs) rm -rf "$CUR"/data "$CUR"/data-* "$CUR"/node-*/data ;;
+					*) rm -rf "$CUR" ;;
+					esac
 				done
 			done
 		done
