@@ -364,11 +364,22 @@ func (b *Broker) watchMetadata() {
 			return
 		case <-ch:
 		}
-		if err := b.syncPartitions(b.cluster.Snapshot()); err != nil {
+		md := b.cluster.Snapshot()
+		start := time.Now()
+		if err := b.syncPartitions(md); err != nil {
 			b.logger.Error("applying metadata failed", "err", err)
+		}
+		if took := time.Since(start); took > slowSync {
+			// Until it is applied, partitions this broker now leads answer
+			// NOT_LEADER_OR_FOLLOWER.
+			b.logger.Warn("applying metadata was slow", "took", took, "revision", md.Revision)
 		}
 	}
 }
+
+// slowSync is how long applying a metadata change may take before it is
+// logged.
+const slowSync = 200 * time.Millisecond
 
 func (b *Broker) startAdmin() error {
 	ln, err := net.Listen("tcp", b.cfg.AdminListener)
