@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"strconv"
 	"sync"
@@ -281,7 +282,7 @@ func (b *Broker) replicaFetchRequest(parts []followed) *kmsg.FetchRequest {
 // applyFetched writes a fetch answer to the followed logs, then fsyncs
 // what was appended (in one group commit) before the next fetch reports
 // the new log ends to the leader.
-func (b *Broker) applyFetched(ctx context.Context, log loggerLike, parts []followed, resp *kmsg.FetchResponse, backoff map[*partition]time.Time) {
+func (b *Broker) applyFetched(ctx context.Context, log *slog.Logger, parts []followed, resp *kmsg.FetchResponse, backoff map[*partition]time.Time) {
 	byKey := map[storage.TopicPartition]followed{}
 	for _, fp := range parts {
 		byKey[fp.p.tp] = fp
@@ -309,13 +310,6 @@ func (b *Broker) applyFetched(ctx context.Context, log loggerLike, parts []follo
 	if len(flush) > 0 {
 		storage.StartFlush(flush).Wait(ctx)
 	}
-}
-
-// loggerLike is the part of *slog.Logger the fetcher uses.
-type loggerLike interface {
-	Debug(msg string, args ...any)
-	Info(msg string, args ...any)
-	Warn(msg string, args ...any)
 }
 
 // errFetchMoved is a fetch answer for a partition whose leader or leader

@@ -114,7 +114,9 @@
 // # ISR
 //
 // A new partition's ISR is its leader alone; followers join as they catch
-// up. The leader proposes each ISR change (AlterISR) as a compare-and-swap
+// up (Kafka starts with every live replica in it: here a follower is
+// counted in the ISR only once it has fetched, at the cost of one ISR
+// change per follower of a new partition). The leader proposes each ISR change (AlterISR) as a compare-and-swap
 // on the partition's state: its leader, leader epoch and partition epoch
 // must be the ones the proposal was made from, so a deposed leader's
 // proposal writes nothing (Kafka's AlterPartition, decided by the registry
