@@ -229,7 +229,7 @@ type pendingResponse struct {
 func (b *Broker) produceTo(rp *kmsg.ProduceResponseTopicPartition, version int16, topic string, topicID [16]byte, byID bool,
 	records []byte, acks int16, now int64, c *conn) (*partition, storage.AppendResult, int32, protocol.ErrorCode) {
 	var res storage.AppendResult
-	p, code := b.lookupPartition(topic, topicID, byID, rp.Partition)
+	p, code := b.lookupLeader(b.ctx, topic, topicID, byID, rp.Partition)
 	if code != protocol.None {
 		return nil, res, 0, code
 	}

@@ -59,7 +59,7 @@ func (b *Broker) handleListOffsets(ctx context.Context, c *conn, hdr protocol.Re
 
 func (b *Broker) listOffset(req *kmsg.ListOffsetsRequest, rp *kmsg.ListOffsetsRequestTopicPartition, topic string,
 	out *kmsg.ListOffsetsResponseTopicPartition) protocol.ErrorCode {
-	part, code := b.lookupPartition(topic, [16]byte{}, false, rp.Partition)
+	part, code := b.lookupLeader(b.ctx, topic, [16]byte{}, false, rp.Partition)
 	if code != protocol.None {
 		return code
 	}

@@ -101,6 +101,13 @@ type Broker struct {
 
 	syncMu sync.Mutex // serialises syncPartitions
 	parts  atomic.Pointer[partitionTable]
+	// applied is the revision of the metadata syncPartitions last applied;
+	// appliedCh is closed (and replaced) whenever it moves.
+	applied struct {
+		sync.Mutex
+		rev int64
+		ch  chan struct{}
+	}
 	// followers are the replica fetchers, by leader (replica_fetcher.go).
 	followers replicaFetchers
 	// pauseFetchers holds every replica fetcher between fetches, and
@@ -355,24 +362,29 @@ func (b *Broker) AdminAddr() string {
 // ClusterID returns the cluster id.
 func (b *Broker) ClusterID() string { return b.cluster.ClusterID() }
 
-// watchMetadata keeps the local partitions in line with the registry.
+// watchMetadata keeps the local partitions in line with the registry. It
+// takes the change channel before it reads the view it applies, so that a
+// view published while it applies the previous one is applied next, not
+// left until some later change.
 func (b *Broker) watchMetadata() {
 	for {
 		ch := b.cluster.Changed()
+		md := b.cluster.Snapshot()
+		if rev, _ := b.appliedRevision(); md.Revision > rev {
+			start := time.Now()
+			if err := b.syncPartitions(md); err != nil {
+				b.logger.Error("applying metadata failed", "err", err)
+			}
+			if took := time.Since(start); took > slowSync {
+				// Until it is applied, partitions this broker now leads
+				// wait in lookupLeader or answer NOT_LEADER_OR_FOLLOWER.
+				b.logger.Warn("applying metadata was slow", "took", took, "revision", md.Revision)
+			}
+		}
 		select {
 		case <-b.ctx.Done():
 			return
 		case <-ch:
-		}
-		md := b.cluster.Snapshot()
-		start := time.Now()
-		if err := b.syncPartitions(md); err != nil {
-			b.logger.Error("applying metadata failed", "err", err)
-		}
-		if took := time.Since(start); took > slowSync {
-			// Until it is applied, partitions this broker now leads answer
-			// NOT_LEADER_OR_FOLLOWER.
-			b.logger.Warn("applying metadata was slow", "took", took, "revision", md.Revision)
 		}
 	}
 }

@@ -1,12 +1,14 @@
 package broker
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/gregor-io/gregor/broker/configs"
 	"github.com/gregor-io/gregor/coordinator/cluster"
@@ -118,6 +120,74 @@ func (b *Broker) lookupReplica(topic string, id [16]byte, byID bool, num int32, 
 		return p, protocol.None
 	}
 	return nil, protocol.NotLeaderOrFollower
+}
+
+// lookupLeader is lookupPartition for requests only a leader serves
+// (produce, list offsets): when this broker's view of the registry makes it
+// the partition's leader but it has not applied that view yet (a topic
+// just created, a leadership just moved here), it waits for that, at most
+// leaderApplyWait, rather than send the client away. Clients retry
+// NOT_LEADER_OR_FOLLOWER only a few times (three, 100 ms apart, for some),
+// and applying a view that creates many logs takes longer than that on a
+// slow disk.
+func (b *Broker) lookupLeader(ctx context.Context, topic string, id [16]byte, byID bool, num int32) (*partition, protocol.ErrorCode) {
+	p, code := b.lookupPartition(topic, id, byID, num)
+	if code != protocol.NotLeaderOrFollower {
+		return p, code
+	}
+	md := b.cluster.Snapshot()
+	var t *cluster.Topic
+	if byID {
+		t = md.TopicsByID[cluster.TopicID(id)]
+	} else {
+		t = md.Topics[topic]
+	}
+	if t == nil || num < 0 || int(num) >= len(t.Partitions) || t.Partitions[num].Leader != b.cfg.NodeID {
+		return p, code
+	}
+	timer := time.NewTimer(leaderApplyWait)
+	defer timer.Stop()
+	for {
+		rev, ch := b.appliedRevision()
+		if rev >= md.Revision {
+			return b.lookupPartition(topic, id, byID, num)
+		}
+		select {
+		case <-ch:
+		case <-timer.C:
+			return p, code
+		case <-ctx.Done():
+			return p, code
+		}
+	}
+}
+
+// leaderApplyWait bounds lookupLeader's wait for the metadata to apply.
+const leaderApplyWait = 5 * time.Second
+
+// markApplied records that the metadata of revision rev is applied.
+func (b *Broker) markApplied(rev int64) {
+	b.applied.Lock()
+	defer b.applied.Unlock()
+	if rev <= b.applied.rev {
+		return
+	}
+	b.applied.rev = rev
+	if b.applied.ch != nil {
+		close(b.applied.ch)
+		b.applied.ch = nil
+	}
+}
+
+// appliedRevision returns the revision of the metadata applied last, and
+// a channel closed when a newer one is.
+func (b *Broker) appliedRevision() (int64, <-chan struct{}) {
+	b.applied.Lock()
+	defer b.applied.Unlock()
+	if b.applied.ch == nil {
+		b.applied.ch = make(chan struct{})
+	}
+	return b.applied.rev, b.applied.ch
 }
 
 // notMadeYet is the code for a partition missing from the partition table:
@@ -272,6 +342,11 @@ func (b *Broker) staticConfigs() map[string]string {
 func (b *Broker) syncPartitions(md *cluster.Metadata) error {
 	b.syncMu.Lock()
 	defer b.syncMu.Unlock()
+	if rev, _ := b.appliedRevision(); md.Revision < rev {
+		// A caller that read its view before another sync applied a newer
+		// one: never go back to an older view.
+		md = b.cluster.Snapshot()
+	}
 	old := b.parts.Load()
 	next := &partitionTable{byName: map[string][]*partition{}, names: map[cluster.TopicID]string{}}
 	keep := map[storage.TopicPartition]bool{}
@@ -361,6 +436,7 @@ func (b *Broker) syncPartitions(md *cluster.Metadata) error {
 		}
 	}
 	b.parts.Store(next)
+	b.markApplied(md.Revision)
 	b.syncFollowers(next)
 	for name := range old.byName {
 		if _, ok := next.byName[name]; !ok {

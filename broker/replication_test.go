@@ -76,7 +76,11 @@ func testReplicationFailover(t *testing.T, controlled bool) {
 	}
 	waitFor(t, 30*time.Second, "every follower in the ISRs", func() error {
 		for _, b := range bs {
-			for p, st := range b.cluster.Snapshot().Topics["rep"].Partitions {
+			tp := b.cluster.Snapshot().Topics["rep"]
+			if tp == nil {
+				return fmt.Errorf("broker %d does not see the topic", b.cfg.NodeID)
+			}
+			for p, st := range tp.Partitions {
 				if len(st.ISR) != 3 {
 					return fmt.Errorf("broker %d sees partition %d with ISR %v", b.cfg.NodeID, p, st.ISR)
 				}
@@ -173,7 +177,8 @@ func testReplicationFailover(t *testing.T, controlled bool) {
 }
 
 // TestReplicationMetrics: the leader's replication gauges and ISR counters
-// follow a follower joining, then dying.
+// follow a follower in the ISR from the partition's creation, then dying,
+// then back.
 func TestReplicationMetrics(t *testing.T) {
 	t.Parallel()
 	reg := prometheus.NewRegistry()
@@ -210,7 +215,7 @@ func TestReplicationMetrics(t *testing.T) {
 	}
 	want("follower 2 in sync", map[string]float64{
 		"gregor_partitions_led": 1, "gregor_partitions_under_replicated": 0, "gregor_partitions_under_min_isr": 0,
-		"gregor_isr_expands_total": 1, "gregor_isr_shrinks_total": 0, "gregor_cluster_partitions_offline": 0,
+		"gregor_isr_expands_total": 0, "gregor_isr_shrinks_total": 0, "gregor_cluster_partitions_offline": 0,
 	})
 	rp := w.producePartition(-1, "metered", 0, buildBatch(t, plainHeader(), "v", 5))
 	checkCode(t, "acks=all produce", rp.ErrorCode, protocol.None)
@@ -220,6 +225,10 @@ func TestReplicationMetrics(t *testing.T) {
 	}
 	want("follower 2 gone", map[string]float64{
 		"gregor_partitions_under_replicated": 1, "gregor_isr_shrinks_total": 1, "gregor_partitions_under_min_isr": 0,
+	})
+	restartBroker(t, b2)
+	want("follower 2 back", map[string]float64{
+		"gregor_partitions_under_replicated": 0, "gregor_isr_expands_total": 1, "gregor_isr_shrinks_total": 1,
 	})
 }
 

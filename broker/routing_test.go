@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -154,5 +155,54 @@ func TestPartitionNotMadeYet(t *testing.T) {
 		if _, code := b.lookupPartition(c.topic, c.id, c.byID, c.num); code != c.want {
 			t.Errorf("%s: %s, want %s", c.what, code, c.want)
 		}
+	}
+}
+
+// TestLeaderWaitsForItsMetadata: a produce or list-offsets lookup of a
+// partition the registry has just made this broker lead waits for the
+// broker to apply that metadata, instead of sending the client away with
+// NOT_LEADER_OR_FOLLOWER (which some clients retry only three times); a
+// lookup whose wait is cancelled still gets NOT_LEADER_OR_FOLLOWER.
+func TestLeaderWaitsForItsMetadata(t *testing.T) {
+	t.Parallel()
+	b := startBroker(t)
+	b.syncMu.Lock() // holds off applying what the registry gets next
+	locked := true
+	defer func() {
+		if locked {
+			b.syncMu.Unlock()
+		}
+	}()
+	spec := cluster.TopicSpec{Name: "late", Assignments: [][]int32{{1}}}
+	if _, err := b.cluster.CreateTopic(testContext(t, time.Minute), spec); err != nil {
+		t.Fatal(err)
+	}
+	if _, code := b.lookupPartition("late", [16]byte{}, false, 0); code != protocol.NotLeaderOrFollower {
+		t.Fatalf("before the metadata is applied: %s, want NOT_LEADER_OR_FOLLOWER", code)
+	}
+	cancelled, cancel := context.WithCancel(t.Context())
+	cancel()
+	if _, code := b.lookupLeader(cancelled, "late", [16]byte{}, false, 0); code != protocol.NotLeaderOrFollower {
+		t.Fatalf("a cancelled wait: %s, want NOT_LEADER_OR_FOLLOWER", code)
+	}
+	done := make(chan protocol.ErrorCode, 1)
+	go func() {
+		_, code := b.lookupLeader(t.Context(), "late", [16]byte{}, false, 0)
+		done <- code
+	}()
+	select {
+	case code := <-done:
+		t.Fatalf("the lookup answered %s before the metadata was applied", code)
+	case <-time.After(300 * time.Millisecond):
+	}
+	b.syncMu.Unlock()
+	locked = false
+	select {
+	case code := <-done:
+		if code != protocol.None {
+			t.Fatalf("after the metadata was applied: %s, want NONE", code)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the lookup did not end once the metadata was applied")
 	}
 }

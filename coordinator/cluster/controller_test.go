@@ -26,6 +26,16 @@ func threeNodes(t *testing.T) []*Cluster {
 			t.Fatal(err)
 		}
 	}
+	// Every view has all three brokers before the test goes on, so that
+	// what it creates starts with all of them eligible.
+	eventually(t, func() string {
+		for _, c := range nodes {
+			if n := len(c.Snapshot().Brokers); n != 3 {
+				return fmt.Sprintf("node %d sees %d brokers", c.cfg.NodeID, n)
+			}
+		}
+		return ""
+	})
 	return nodes
 }
 

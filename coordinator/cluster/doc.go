@@ -113,10 +113,11 @@
 //
 // # ISR
 //
-// A new partition's ISR is its leader alone; followers join as they catch
-// up (Kafka starts with every live replica in it: here a follower is
-// counted in the ISR only once it has fetched, at the cost of one ISR
-// change per follower of a new partition). The leader proposes each ISR change (AlterISR) as a compare-and-swap
+// A new partition's ISR is its replicas that are eligible when it is
+// created, as Kafka starts one (empty logs agree); its first eligible
+// replica leads. Creating a topic thus writes its partitions once, with no
+// ISR change per follower afterwards. The leader proposes each ISR change
+// (AlterISR) as a compare-and-swap
 // on the partition's state: its leader, leader epoch and partition epoch
 // must be the ones the proposal was made from, so a deposed leader's
 // proposal writes nothing (Kafka's AlterPartition, decided by the registry

@@ -39,8 +39,11 @@ const (
 	// it writes, the one it preallocates) and room for its database.
 	memberMinFreeBytes = 3 * walSegmentBytes
 	// memberMinGrowBytes is the free space a member that has its files
-	// needs to start: room for its database to grow.
-	memberMinGrowBytes = 2 << 20
+	// needs to start: a segment it preallocates, a copy of one (etcd
+	// repairs a WAL with a torn tail by copying its last segment aside
+	// first, and stops when that copy fails) and room for its database to
+	// grow.
+	memberMinGrowBytes = 2*walSegmentBytes + 2<<20
 )
 
 func init() {
@@ -103,7 +106,12 @@ func etcdLogging(cfg Config) (*etcdLogs, error) {
 	if out != "stderr" {
 		cores = append(cores, zapcore.NewCore(zapcore.NewJSONEncoder(enc), zapcore.Lock(os.Stderr), zapcore.DPanicLevel))
 	}
-	logs.lg = zap.New(zapcore.NewTee(cores...), zap.ErrorOutput(zapcore.Lock(os.Stderr)))
+	// etcd's Fatal (as a WAL it cannot repair at start) panics rather than
+	// exits, so that startEtcd turns it into Open's error and the broker
+	// refuses to start with the cause, instead of the process ending
+	// inside etcd.
+	logs.lg = zap.New(zapcore.NewTee(cores...), zap.ErrorOutput(zapcore.Lock(os.Stderr)),
+		zap.WithFatalHook(zapcore.WriteThenPanic))
 	return logs, nil
 }
 
@@ -153,7 +161,8 @@ func (e *lastEntry) String() string {
 // and the free space of its file system add up to less than
 // memberMinFreeBytes (and, for a member that already has its files, when
 // less than memberMinGrowBytes is free): etcd would fail half-way (a panic,
-// or a member that never becomes ready) instead of saying so.
+// or a member that never becomes ready) instead of saying so. A new member
+// (no files yet) needs memberMinFreeBytes free.
 func checkMemberSpace(etcdDir string) error {
 	var st syscall.Statfs_t
 	if err := syscall.Statfs(etcdDir, &st); err != nil {
@@ -164,12 +173,15 @@ func checkMemberSpace(etcdDir string) error {
 	if err != nil {
 		return fmt.Errorf("check free space in %s: %w", etcdDir, err)
 	}
-	need := max(memberMinFreeBytes-held, memberMinGrowBytes)
+	need := memberMinFreeBytes - held
+	if held > 0 {
+		need = max(need, memberMinGrowBytes)
+	}
 	if free >= need {
 		return nil
 	}
 	return fmt.Errorf("%w: %s has %d KiB free and its files take %d KiB; the embedded etcd needs %d MiB in all "+
-		"(its write-ahead log preallocates two %d MiB segments), and %d MiB free: free space there, "+
+		"(its write-ahead log preallocates two %d MiB segments), and once it has files %d MiB free: free space there, "+
 		"or put another log dir first in log.dirs, or use an external etcd (etcd.endpoints)",
 		ErrMemberNoSpace, etcdDir, free>>10, held>>10, memberMinFreeBytes>>20, walSegmentBytes>>20, memberMinGrowBytes>>20)
 }

@@ -32,10 +32,8 @@ type TopicSpec struct {
 
 // CreateTopic creates a topic, its id index, its partition states and its
 // configs in one transaction, so no reader ever sees part of a topic. Each
-// partition starts with its first replica as leader, leader epoch 0,
-// partition epoch 0 and the leader alone in the ISR: followers do not
-// replicate yet, so only the leader is known to hold what it acknowledges,
-// and the controller elects leaders from the ISR only. It fails with
+// partition starts as newPartition makes it (leader epoch 0, partition
+// epoch 0, its eligible replicas in the ISR). It fails with
 // ErrTopicExists when the name is taken (of several concurrent creators of
 // one name exactly one succeeds) and ErrTopicIDExists when a given ID is.
 // On success the topic is in Snapshot.
@@ -56,12 +54,9 @@ func (c *Cluster) CreateTopic(ctx context.Context, spec TopicSpec) (Topic, error
 		return Topic{}, fmt.Errorf("%w: topic id %s is reserved", ErrInvalidTopic, spec.ID)
 	}
 	t := Topic{Name: spec.Name, Partitions: make([]PartitionState, len(spec.Assignments))}
+	md := c.Snapshot()
 	for p, replicas := range spec.Assignments {
-		t.Partitions[p] = PartitionState{
-			Leader:   replicas[0],
-			ISR:      []int32{replicas[0]},
-			Replicas: slices.Clone(replicas),
-		}
+		t.Partitions[p] = newPartition(md, replicas)
 	}
 	if len(spec.Configs) > 0 {
 		t.Configs = maps.Clone(spec.Configs)
@@ -192,6 +187,29 @@ func (c *Cluster) deleteTopic(ctx context.Context, name string, want *TopicID) e
 	return fmt.Errorf("delete topic %s: %w", what, ErrConflict)
 }
 
+// newPartition is the first state of a partition with replicas (preferred
+// leader first), as md shows the brokers: every eligible replica (live, not
+// shutting down) is in the ISR, in replica order, and the first of them
+// leads. An empty log is in sync with any other empty log, so followers
+// need not fetch before they count (as Kafka starts a partition): the high
+// watermark still waits for each of them to fetch what the leader
+// appends. With no eligible replica, the first replica leads alone in the
+// ISR, and the controller takes it from there as from a dead leader.
+func newPartition(md *Metadata, replicas []int32) PartitionState {
+	st := PartitionState{Leader: replicas[0], Replicas: slices.Clone(replicas)}
+	for _, r := range replicas {
+		if md.eligible(r) {
+			st.ISR = append(st.ISR, r)
+		}
+	}
+	if len(st.ISR) == 0 {
+		st.ISR = []int32{replicas[0]}
+	} else {
+		st.Leader = st.ISR[0]
+	}
+	return st
+}
+
 // CreatePartitions grows topic name to count partitions, appending
 // newAssignments (one replica list per new partition, as in TopicSpec) as
 // partitions count-len(newAssignments) .. count-1. Like Kafka's
@@ -229,8 +247,10 @@ func (c *Cluster) CreatePartitions(ctx context.Context, name string, count int32
 		}
 		rec.Partitions = count
 		ops := []clientv3.Op{clientv3.OpPut(topicKey, encode(rec))}
+		md := c.Snapshot()
 		for i, replicas := range newAssignments {
-			ps := partitionRecord{Leader: replicas[0], ISR: []int32{replicas[0]}, Replicas: replicas} // as CreateTopic
+			st := newPartition(md, replicas)
+			ps := partitionRecord{Leader: st.Leader, ISR: st.ISR, Replicas: st.Replicas}
 			ops = append(ops, clientv3.OpPut(c.keys.partition(name, from+int32(i)), encode(ps)))
 		}
 		resp, err := c.client.Txn(octx).
