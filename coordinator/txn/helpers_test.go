@@ -259,8 +259,24 @@ func (p *producer) mustInit() {
 
 func (p *producer) add(topic string, parts ...int32) int16 {
 	p.h.t.Helper()
-	tok := p.h.send(addReq(p.addV, p.id, p.pid, p.epoch, topic, parts...))
-	codes := addCodes(response[*kmsg.AddPartitionsToTxnResponse](p.h, tok))
+	var codes []int16
+	if p.addV < 4 {
+		tok := p.h.send(addReq(p.addV, p.id, p.pid, p.epoch, topic, parts...))
+		codes = addCodes(response[*kmsg.AddPartitionsToTxnResponse](p.h, tok))
+	} else {
+		// Transaction version 2: the partition leader adds the
+		// partition for the producer, with the batched form.
+		req := kmsg.NewPtrAddPartitionsToTxnRequest()
+		req.Version = p.addV
+		req.Transactions = []kmsg.AddPartitionsToTxnRequestTransaction{{TransactionalID: p.id, ProducerID: p.pid, ProducerEpoch: p.epoch,
+			Topics: []kmsg.AddPartitionsToTxnRequestTransactionTopic{{Topic: topic, Partitions: parts}}}}
+		r := response[*kmsg.AddPartitionsToTxnResponse](p.h, p.h.send(req))
+		for _, t := range r.Transactions[0].Topics {
+			for _, pp := range t.Partitions {
+				codes = append(codes, pp.ErrorCode)
+			}
+		}
+	}
 	for _, c := range codes[1:] {
 		if c != codes[0] {
 			p.h.t.Fatalf("add: codes %v differ", codes)
