@@ -315,7 +315,7 @@ func (c *Coordinator) expireIDs() {
 	for _, id := range c.sortedIDs() {
 		t := c.txns[id]
 		if t.pending == nil && t.state.complete() && t.lastUpdateMs <= limit {
-			c.transition(t, transitExpire, t.meta.clone(), txnTombstone(t.id))
+			c.transition(t, transitExpire, t.clone(), txnTombstone(t.id))
 		}
 	}
 }
@@ -391,7 +391,7 @@ func (c *Coordinator) sendMarkers(t *txn) {
 // CompleteCommit or CompleteAbort. A transaction version 2 end whose epoch
 // overflowed takes its next producer id now, at epoch 0.
 func (c *Coordinator) writeComplete(t *txn) {
-	to := t.meta.clone()
+	to := t.clone()
 	to.state = StateCompleteAbort
 	if t.state == StatePrepareCommit {
 		to.state = StateCompleteCommit

@@ -52,8 +52,15 @@ type harness struct {
 
 func newHarness(t *testing.T) *harness {
 	t.Helper()
+	return newHarnessWith(t, func(*Config) {})
+}
+
+func newHarnessWith(t *testing.T, change func(*Config)) *harness {
+	t.Helper()
 	ids := &counter{}
-	c, err := New(testConfig(ids), 7)
+	cfg := testConfig(ids)
+	change(&cfg)
+	c, err := New(cfg, 7)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
@@ -317,7 +324,7 @@ func (h *harness) state(id string) meta {
 	if t == nil {
 		h.t.Fatalf("no transactional id %q", id)
 	}
-	return t.meta.clone()
+	return t.clone()
 }
 
 func strp(s string) *string { return &s }

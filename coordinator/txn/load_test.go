@@ -29,7 +29,7 @@ func load(t *testing.T, records []Record, now time.Time) (*Coordinator, Output) 
 func durable(c *Coordinator) map[string]meta {
 	out := map[string]meta{}
 	for id, t := range c.txns {
-		m := t.meta.clone()
+		m := t.clone()
 		m.lastEpoch = -1
 		if len(m.partitions) == 0 {
 			m.partitions = nil

@@ -3,8 +3,9 @@ package txn
 import (
 	"math"
 
-	"github.com/gregor-io/gregor/coordinator/group"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/gregor-io/gregor/coordinator/group"
 )
 
 // Topics of Kafka's own: AddPartitionsToTxn may not add them (Kafka refuses
@@ -111,7 +112,7 @@ func (c *Coordinator) initProducerID(in Input, req *kmsg.InitProducerIDRequest) 
 		})
 		return
 	}
-	to := t.meta.clone()
+	to := t.clone()
 	to.state = StateEmpty
 	to.partitions = nil
 	to.startMs = -1
@@ -157,7 +158,7 @@ func (c *Coordinator) initProducerID(in Input, req *kmsg.InitProducerIDRequest) 
 // PRODUCER_FENCED rather than a retry of a version 2 end. w, if not nil,
 // is answered when the abort is durable.
 func (c *Coordinator) fenceAbort(t *txn, w *waiter) {
-	to := t.meta.clone()
+	to := t.clone()
 	to.state = StatePrepareAbort
 	to.epoch = bump(t.epoch)
 	to.lastEpoch = noProducerEpoch
@@ -194,7 +195,7 @@ func (c *Coordinator) prepareAdd(id string, pid int64, epoch int16, tps []TopicP
 			return errNone, false
 		}
 	}
-	to := t.meta.clone()
+	to := t.clone()
 	if t.state.complete() {
 		to.startMs = c.now.UnixMilli()
 	}
@@ -474,7 +475,7 @@ func (c *Coordinator) endTxn(in Input, req *kmsg.EndTxnRequest) {
 		fail(errInvalidTxnState)
 		return
 	}
-	to := t.meta.clone()
+	to := t.clone()
 	to.state = StatePrepareAbort
 	if commit {
 		to.state = StatePrepareCommit
