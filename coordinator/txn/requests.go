@@ -171,7 +171,9 @@ func (c *Coordinator) fenceAbort(t *txn, w *waiter) {
 }
 
 // prepareAdd adds partitions to id's transaction (Kafka's
-// handleAddPartitionsToTransaction). started reports that a record was
+// handleAddPartitionsToTransaction). tv is the client's transaction
+// version, or -1 when the request does not tell (AddOffsetsToTxn, which
+// both versions send): the id's stays. started reports that a record was
 // written: the answer waits for it.
 func (c *Coordinator) prepareAdd(id string, pid int64, epoch int16, tps []TopicPartition, tv int16) (code int16, started bool) {
 	if id == "" {
@@ -202,7 +204,9 @@ func (c *Coordinator) prepareAdd(id string, pid int64, epoch int16, tps []TopicP
 	to.state = StateOngoing
 	to.partitions = t.withPartitions(tps)
 	to.nextProducerID = noProducerID
-	to.clientTV = tv
+	if tv >= 0 {
+		to.clientTV = tv
+	}
 	c.transition(t, transitAdd, to, Record{})
 	return errNone, true
 }
@@ -391,7 +395,7 @@ func (c *Coordinator) addOffsets(in Input, req *kmsg.AddOffsetsToTxnRequest) {
 		return r
 	}
 	tp := TopicPartition{Topic: offsetsTopic, Partition: group.PartitionFor(req.Group, c.cfg.OffsetsTopicPartitions)}
-	code, started := c.prepareAdd(req.TransactionalID, req.ProducerID, req.ProducerEpoch, []TopicPartition{tp}, 0)
+	code, started := c.prepareAdd(req.TransactionalID, req.ProducerID, req.ProducerEpoch, []TopicPartition{tp}, -1)
 	if !started {
 		c.respond(in.Token, answer(code))
 		return

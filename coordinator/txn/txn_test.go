@@ -414,3 +414,56 @@ func TestExpirationSkipsOpenTransactions(t *testing.T) {
 		t.Fatalf("timed out and aborting: %+v", h.state("a"))
 	}
 }
+
+func TestAddOffsetsKeepsTransactionVersion(t *testing.T) {
+	h := newHarness(t)
+	p := h.producerV2("a")
+	p.mustInit()
+	wantCode(t, "add", p.add("t", 0), errNone)
+	req := kmsg.NewPtrAddOffsetsToTxnRequest()
+	req.Version, req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Group = 4, "a", p.pid, p.epoch, "g"
+	wantCode(t, "add offsets", response[*kmsg.AddOffsetsToTxnResponse](h, h.send(req)).ErrorCode, errNone)
+	if st := h.state("a"); st.clientTV != tv2 || len(st.partitions) != 2 {
+		t.Fatalf("after AddOffsetsToTxn: %+v", st)
+	}
+}
+
+// TestEndWithoutPartitions: a transaction begun with no partition (an
+// AddPartitionsToTxn of none) completes as soon as its end is durable.
+func TestEndWithoutPartitions(t *testing.T) {
+	h := newHarness(t)
+	p := h.producerV0("a")
+	p.mustInit()
+	if r := response[*kmsg.AddPartitionsToTxnResponse](h, h.send(addReq(1, "a", p.pid, p.epoch, "t"))); len(r.Topics) != 0 {
+		t.Fatalf("no partitions, no results: %+v", r)
+	}
+	if h.state("a").state != StateOngoing {
+		t.Fatalf("begun: %+v", h.state("a"))
+	}
+	wantCode(t, "commit", p.endCode(true), errNone)
+	if st := h.state("a"); st.state != StateCompleteCommit || len(h.markers) != 0 {
+		t.Fatalf("no markers to write: %+v, %d markers", st, len(h.markers))
+	}
+}
+
+// TestTimeoutWaitsForPending: a transaction whose record is on its way is
+// not aborted until the record is durable; then the next check aborts it.
+func TestTimeoutWaitsForPending(t *testing.T) {
+	h := newHarness(t)
+	p := h.producerV0("a")
+	tok := h.send(initReq(1, strp("a"), 1000, -1, -1))
+	r := response[*kmsg.InitProducerIDResponse](h, tok)
+	p.pid, p.epoch = r.ProducerID, r.ProducerEpoch
+	wantCode(t, "add", p.add("t", 0), errNone)
+	h.hold = true
+	h.send(addReq(1, "a", p.pid, p.epoch, "t", 1))
+	h.advance(20 * time.Second)
+	if st := h.state("a"); st.state != StateOngoing || h.c.txns["a"].pending == nil {
+		t.Fatalf("a pending transaction is left alone: %+v", st)
+	}
+	h.release()
+	h.advance(10 * time.Second)
+	if st := h.state("a"); st.state != StatePrepareAbort || len(st.partitions) != 2 {
+		t.Fatalf("aborted at the next check: %+v", st)
+	}
+}
