@@ -303,7 +303,7 @@ func (c *Coordinator) abortTimedOut() {
 	for _, id := range c.sortedIDs() {
 		t := c.txns[id]
 		if t.pending == nil && t.state == StateOngoing && t.startMs+int64(t.timeoutMs) < nowMs {
-			c.fenceAbort(t, nil)
+			c.fenceAbort(t, nil) // without a producer id at hand, the next check retries
 		}
 	}
 }

@@ -122,10 +122,17 @@
 // differently, the code says so; in short:
 //
 //   - The abort of a fenced or timed-out transaction is one PrepareAbort
-//     record with the bumped epoch and transaction version 0, Kafka's
-//     PrepareEpochFence and PrepareAbort in one step; with version 0 the
-//     fenced producer's EndTxn gets PRODUCER_FENCED, never a retry's
-//     answer.
+//     record with the bumped epoch, Kafka's PrepareEpochFence and
+//     PrepareAbort in one step. It keeps the transaction's version: with
+//     version 2 the producer's own abort at the old epoch is answered as a
+//     retry of it, with the new epoch, so a producer whose transaction
+//     timed out carries on (its commit gets INVALID_TXN_STATE), and an
+//     abort at the last epoch moves to a new producer id, as Kafka does
+//     since KAFKA-20090. Version 0 producers are fenced by it.
+//   - AddPartitionsToTxn answers CONCURRENT_TRANSACTIONS while an end is
+//     in progress before it checks the producer id (KAFKA-18660): a
+//     version 2 producer learns its new producer id before the
+//     transaction completes with it.
 //   - A failed append fences the coordinator (see Driver) where Kafka
 //     drops the pending transition and keeps serving.
 //   - The previous producer id changes only when the producer id does;

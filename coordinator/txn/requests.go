@@ -105,11 +105,13 @@ func (c *Coordinator) initProducerID(in Input, req *kmsg.InitProducerIDRequest) 
 		// Abort it with a bumped epoch, which fences the producer of
 		// the transaction; the client retries and then gets the epoch
 		// after that one.
-		c.fenceAbort(t, &waiter{
+		if !c.fenceAbort(t, &waiter{
 			token: in.Token,
 			done:  func() kmsg.Response { return answer(errConcurrentTransactions, 0, 0) },
 			fail:  func(code int16) kmsg.Response { return answer(code, 0, 0) },
-		})
+		}) {
+			fail(errCoordinatorLoadInProgress)
+		}
 		return
 	}
 	to := t.clone()
@@ -153,21 +155,32 @@ func (c *Coordinator) initProducerID(in Input, req *kmsg.InitProducerIDRequest) 
 // fenceAbort aborts t's ongoing transaction on the coordinator's own
 // initiative (a new producer of the id, or the timeout), with the epoch
 // bumped so the producer of the transaction is fenced: Kafka's
-// PrepareEpochFence followed by PrepareAbort, in one record. The abort is
-// written at transaction version 0, so a fenced producer's EndTxn is
-// PRODUCER_FENCED rather than a retry of a version 2 end. w, if not nil,
-// is answered when the abort is durable.
-func (c *Coordinator) fenceAbort(t *txn, w *waiter) {
+// PrepareEpochFence followed by PrepareAbort, in one record. The
+// transaction keeps its client's transaction version: with version 2, the
+// producer's own abort at the old epoch is then answered as a retry of
+// this one, so a producer whose transaction timed out carries on with the
+// new epoch (KIP-890), and an abort at the last epoch moves to a new
+// producer id once its markers are written. w, if not nil, is answered
+// when the abort is durable. It returns false, and does nothing, when a
+// new producer id is needed and none is at hand.
+func (c *Coordinator) fenceAbort(t *txn, w *waiter) bool {
 	to := t.clone()
 	to.state = StatePrepareAbort
 	to.epoch = bump(t.epoch)
 	to.lastEpoch = noProducerEpoch
 	to.nextProducerID = noProducerID
-	to.clientTV = 0
+	if t.clientTV >= tv2 && epochExhausted(t.epoch) {
+		pid, ok := c.cfg.ProducerIDs.NextProducerID()
+		if !ok {
+			return false
+		}
+		to.nextProducerID = pid
+	}
 	c.transition(t, transitFenceAbort, to, Record{})
 	if w != nil {
 		c.wait(*w)
 	}
+	return true
 }
 
 // prepareAdd adds partitions to id's transaction (Kafka's
@@ -181,12 +194,16 @@ func (c *Coordinator) prepareAdd(id string, pid int64, epoch int16, tps []TopicP
 	}
 	t := c.txns[id]
 	switch {
+	case t != nil && (t.pending != nil || t.state.preparing()):
+		// Checked first, as Kafka does since KAFKA-18660: a version 2
+		// producer whose end moved it to a new producer id learns that id
+		// before the transaction completes with it, and must be told to
+		// retry rather than that its id is wrong.
+		return errConcurrentTransactions, false
 	case t == nil || t.fresh || t.producerID != pid:
 		return errInvalidProducerIDMapping, false
 	case t.epoch != epoch:
 		return errProducerFenced, false
-	case t.pending != nil || t.state.preparing():
-		return errConcurrentTransactions, false
 	}
 	if t.state == StateOngoing {
 		all := true

@@ -78,12 +78,17 @@ func TestCommit(t *testing.T) {
 // requests are fenced.
 func TestFenceZombie(t *testing.T) {
 	for _, tc := range []struct {
-		name       string
-		zombie     func(h *harness, id string) *producer
-		wantFenced int16
+		name   string
+		zombie func(h *harness, id string) *producer
+		// What the zombie's requests get while the abort is written,
+		// and once the new producer has its epoch.
+		addAborting, commitAborting, abortAborting int16
+		fenced                                     int16
 	}{
-		{"v0 client", (*harness).producerV0, errInvalidProducerEpoch},
-		{"v2 client", (*harness).producerV2, errProducerFenced},
+		{"v0 client", (*harness).producerV0, errConcurrentTransactions, errInvalidProducerEpoch, errInvalidProducerEpoch, errInvalidProducerEpoch},
+		// A version 2 producer's abort at the old epoch reads as a retry
+		// of the coordinator's abort; its commit cannot be one.
+		{"v2 client", (*harness).producerV2, errConcurrentTransactions, errInvalidTxnState, errConcurrentTransactions, errProducerFenced},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t)
@@ -99,47 +104,100 @@ func TestFenceZombie(t *testing.T) {
 			}
 			deepEqual(t, "abort markers", h.markers, []Marker{{"a", "t", 0, 1000, zombie.epoch + 1, false, 7}})
 			wantCode(t, "init while markers are written", fresh.init(), errConcurrentTransactions)
-			wantCode(t, "zombie add while aborting", zombie.add("t", 1), tc.wantFenced)
-			wantCode(t, "zombie end while aborting", zombie.endCode(true), tc.wantFenced)
+			wantCode(t, "zombie add while aborting", zombie.add("t", 1), tc.addAborting)
+			wantCode(t, "zombie commit while aborting", zombie.endCode(true), tc.commitAborting)
+			wantCode(t, "zombie abort while aborting", zombie.endCode(false), tc.abortAborting)
 			h.writeMarkers()
 			if h.state("a").state != StateCompleteAbort {
 				t.Fatalf("aborted: %+v", h.state("a"))
 			}
+			zombieEpoch := zombie.epoch
 			fresh.mustInit()
-			if fresh.epoch != zombie.epoch+2 {
-				t.Fatalf("new producer's epoch %d, zombie's %d", fresh.epoch, zombie.epoch)
+			if fresh.epoch != zombieEpoch+2 {
+				t.Fatalf("new producer's epoch %d, zombie's %d", fresh.epoch, zombieEpoch)
 			}
-			wantCode(t, "zombie add", zombie.add("t", 1), tc.wantFenced)
-			wantCode(t, "zombie commit", zombie.endCode(true), tc.wantFenced)
-			wantCode(t, "zombie abort", zombie.endCode(false), tc.wantFenced)
-			wantCode(t, "new producer add", fresh.add("t", 1), errNone)
+			wantCode(t, "zombie add", zombie.add("t", 1), tc.fenced)
+			wantCode(t, "zombie commit", zombie.endCode(true), tc.fenced)
+			wantCode(t, "zombie abort", zombie.endCode(false), tc.fenced)
+			if zombie.initV < 3 {
+				// Without KIP-360 an InitProducerId just takes the id
+				// over again, fencing the other.
+				wantCode(t, "zombie init", zombie.init(), errNone)
+				wantCode(t, "new producer add", fresh.add("t", 1), errProducerFenced)
+			} else {
+				wantCode(t, "zombie init (KIP-360)", zombie.init(), errProducerFenced)
+				wantCode(t, "new producer add", fresh.add("t", 1), errNone)
+			}
 		})
 	}
 }
 
+// TestTimeoutAbort: a transaction open longer than its timeout is aborted
+// with a bumped epoch. A version 0 producer is fenced by it; a version 2
+// producer aborts and carries on with the new epoch (KIP-890).
 func TestTimeoutAbort(t *testing.T) {
+	for _, v2 := range []bool{false, true} {
+		h := newHarness(t)
+		p := h.producerV0("a")
+		if v2 {
+			p = h.producerV2("a")
+		}
+		tok := h.send(initReq(p.initV, strp("a"), 30000, -1, -1))
+		r := response[*kmsg.InitProducerIDResponse](h, tok)
+		p.pid, p.epoch = r.ProducerID, r.ProducerEpoch
+		wantCode(t, "add", p.add("t", 0), errNone)
+		h.advance(30 * time.Second)
+		if h.state("a").state != StateOngoing {
+			t.Fatal("a transaction is aborted after its timeout, not at it")
+		}
+		h.advance(10 * time.Second)
+		st := h.state("a")
+		if st.state != StatePrepareAbort || st.epoch != p.epoch+1 {
+			t.Fatalf("timed out: %+v", st)
+		}
+		h.writeMarkers()
+		if !v2 {
+			wantCode(t, "v0 commit after the timeout", p.endCode(true), errInvalidProducerEpoch)
+			wantCode(t, "v0 abort after the timeout", p.endCode(false), errInvalidProducerEpoch)
+			continue
+		}
+		wantCode(t, "v2 commit after the timeout", p.endCode(true), errInvalidTxnState)
+		wantCode(t, "v2 abort after the timeout", p.endCode(false), errNone)
+		if p.epoch != 1 {
+			t.Fatalf("the abort answers the epoch of the coordinator's abort: %d", p.epoch)
+		}
+		wantCode(t, "next transaction", p.add("t", 0), errNone)
+		wantCode(t, "next commit", p.endCode(true), errNone)
+	}
+}
+
+// TestTimeoutAbortAtLastEpoch: a version 2 transaction that times out at
+// the last epoch moves to a new producer id when its abort completes, and
+// the producer's own abort is answered with that id.
+func TestTimeoutAbortAtLastEpoch(t *testing.T) {
 	h := newHarness(t)
 	p := h.producerV2("a")
-	tok := h.send(initReq(5, strp("a"), 30000, -1, -1))
-	r := response[*kmsg.InitProducerIDResponse](h, tok)
-	p.pid, p.epoch = r.ProducerID, r.ProducerEpoch
+	p.mustInit()
+	h.c.txns["a"].epoch = math.MaxInt16 - 1
+	p.epoch = math.MaxInt16 - 1
 	wantCode(t, "add", p.add("t", 0), errNone)
-	h.advance(30 * time.Second)
-	if h.state("a").state != StateOngoing {
-		t.Fatal("a transaction is aborted after its timeout, not at it")
+	h.ids.empty = true
+	h.advance(70 * time.Second)
+	if st := h.state("a"); st.state != StateOngoing {
+		t.Fatalf("no producer id at hand: the abort waits for the next check: %+v", st)
 	}
+	h.ids.empty = false
 	h.advance(10 * time.Second)
-	st := h.state("a")
-	if st.state != StatePrepareAbort || st.epoch != p.epoch+1 {
-		t.Fatalf("timed out: %+v", st)
+	if st := h.state("a"); st.state != StatePrepareAbort || st.epoch != math.MaxInt16 || st.nextProducerID != 1001 {
+		t.Fatalf("aborting: %+v", st)
 	}
 	h.writeMarkers()
-	wantCode(t, "end after the timeout", p.endCode(true), errProducerFenced)
-	wantCode(t, "KIP-360 recovery of the fenced producer", p.init(), errProducerFenced)
-	fresh := h.producerV2("a")
-	fresh.mustInit()
-	if fresh.epoch != 2 {
-		t.Fatalf("a new producer gets the epoch after the fence: %d", fresh.epoch)
+	if st := h.state("a"); st.producerID != 1001 || st.epoch != 0 || st.prevProducerID != 1000 {
+		t.Fatalf("aborted: %+v", st)
+	}
+	wantCode(t, "abort at the old id", p.endCode(false), errNone)
+	if p.pid != 1001 || p.epoch != 0 {
+		t.Fatalf("the producer carries on with %d/%d", p.pid, p.epoch)
 	}
 }
 
@@ -218,6 +276,7 @@ func TestEndTxnV5(t *testing.T) {
 		t.Fatalf("EndTxn answers the next producer id: %d/%d", p.pid, p.epoch)
 	}
 	deepEqual(t, "markers use the old id", h.markers, []Marker{{"a", "t", 0, 1000, math.MaxInt16, true, 7}})
+	wantCode(t, "add with the new id while the markers are written", p.add("t", 1), errConcurrentTransactions)
 	h.writeMarkers()
 	st := h.state("a")
 	if st.producerID != 1001 || st.epoch != 0 || st.prevProducerID != 1000 || st.nextProducerID != -1 {
