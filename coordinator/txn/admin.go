@@ -18,7 +18,7 @@ func (c *Coordinator) describe(in Input, req *kmsg.DescribeTransactionsRequest) 
 		switch {
 		case id == "":
 			s.ErrorCode = errInvalidRequest
-		case t == nil:
+		case t == nil || t.expiring():
 			s.ErrorCode = errTransactionalIDNotFound
 		default:
 			s.State = t.state.String()
@@ -78,7 +78,7 @@ func (c *Coordinator) list(in Input, req *kmsg.ListTransactionsRequest) {
 	for _, id := range c.sortedIDs() {
 		t := c.txns[id]
 		switch {
-		case t.state == StateDead:
+		case t.expiring():
 		case len(pids) > 0 && !pids[t.producerID]:
 		case len(req.StateFilters) > 0 && !states[t.state]:
 		case duration >= 0 && nowMs-t.startMs <= duration:
@@ -106,10 +106,10 @@ func errorResponse(req kmsg.Request, code int16) kmsg.Response {
 		r := kmsg.NewPtrAddPartitionsToTxnResponse()
 		r.Version = v
 		each := func(topics []string, parts [][]int32) []kmsg.AddPartitionsToTxnResponseTopic {
-			var tps []TopicPartition
+			var tps []topicPartition
 			for i, t := range topics {
 				for _, p := range parts[i] {
-					tps = append(tps, TopicPartition{Topic: t, Partition: p})
+					tps = append(tps, topicPartition{Topic: t, Partition: p})
 				}
 			}
 			codes := make([]int16, len(tps))

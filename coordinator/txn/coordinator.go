@@ -278,7 +278,7 @@ func (c *Coordinator) MarkerWritten(now time.Time, m Marker) Output {
 		m.Commit != (t.state == StatePrepareCommit) {
 		return c.flush()
 	}
-	if t.removePartition(TopicPartition{Topic: m.Topic, Partition: m.Partition}) && len(t.partitions) == 0 {
+	if t.removePartition(topicPartition{Topic: m.Topic, Partition: m.Partition}) && len(t.partitions) == 0 {
 		c.writeComplete(t)
 	}
 	return c.flush()

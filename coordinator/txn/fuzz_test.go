@@ -14,7 +14,7 @@ import (
 func fuzzBaseRecords() []Record {
 	base := meta{producerID: 10, prevProducerID: -1, nextProducerID: -1, epoch: 2, timeoutMs: 60000, startMs: -1, lastUpdateMs: 1000}
 	ongoing := base
-	ongoing.state, ongoing.startMs, ongoing.partitions = StateOngoing, 900, []TopicPartition{{"t", 0}, {"t", 1}}
+	ongoing.state, ongoing.startMs, ongoing.partitions = StateOngoing, 900, []topicPartition{{"t", 0}, {"t", 1}}
 	prep := ongoing
 	prep.state, prep.producerID, prep.nextProducerID, prep.epoch, prep.clientTV = StatePrepareCommit, 11, 12, math.MaxInt16, tv2
 	done := base

@@ -332,7 +332,7 @@ func strp(s string) *string { return &s }
 func sortedMarkers(ms []Marker) []Marker {
 	ms = slices.Clone(ms)
 	slices.SortFunc(ms, func(a, b Marker) int {
-		return comparePartitions(TopicPartition{a.Topic, a.Partition}, TopicPartition{b.Topic, b.Partition})
+		return comparePartitions(topicPartition{a.Topic, a.Partition}, topicPartition{b.Topic, b.Partition})
 	})
 	return ms
 }

@@ -135,7 +135,7 @@ func decodeValue(value []byte) (meta, error) {
 		// Completed states hold no partitions, whatever the record lists.
 		for _, t := range v.Topics {
 			for _, p := range t.Partitions {
-				m.partitions = append(m.partitions, TopicPartition{Topic: t.Topic, Partition: p})
+				m.partitions = append(m.partitions, topicPartition{Topic: t.Topic, Partition: p})
 			}
 		}
 		slices.SortFunc(m.partitions, comparePartitions)

@@ -19,7 +19,7 @@ func TestRecordFormat(t *testing.T) {
 
 	wantKey := cat(be16(0), be16(3), []byte("txn"))
 	m := meta{producerID: 1000, prevProducerID: 900, nextProducerID: 1001, epoch: 5, timeoutMs: 60000,
-		state: StatePrepareCommit, partitions: []TopicPartition{{"t", 0}, {"t", 2}, {"u", 1}},
+		state: StatePrepareCommit, partitions: []topicPartition{{"t", 0}, {"t", 2}, {"u", 1}},
 		startMs: 1700000000000, lastUpdateMs: 1700000001000, clientTV: 2}
 	wantValue := cat(
 		be16(1), be64(1000), be16(5), be32(60000), []byte{2},
@@ -71,7 +71,7 @@ func TestReplayVersion0(t *testing.T) {
 	}
 	got := c.txns["x"].meta
 	deepEqual(t, "version 0", got, meta{producerID: 42, prevProducerID: -1, nextProducerID: -1, epoch: 3, lastEpoch: -1,
-		timeoutMs: 60000, state: StateOngoing, partitions: []TopicPartition{{"t", 0}, {"t", 1}}, startMs: 10, lastUpdateMs: 20})
+		timeoutMs: 60000, state: StateOngoing, partitions: []topicPartition{{"t", 0}, {"t", 1}}, startMs: 10, lastUpdateMs: 20})
 	if err := c.Replay(txnKey("x"), nil); err != nil || len(c.txns) != 0 {
 		t.Fatalf("tombstone: %v, %d ids", err, len(c.txns))
 	}

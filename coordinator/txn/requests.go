@@ -188,7 +188,7 @@ func (c *Coordinator) fenceAbort(t *txn, w *waiter) bool {
 // version, or -1 when the request does not tell (AddOffsetsToTxn, which
 // both versions send): the id's stays. started reports that a record was
 // written: the answer waits for it.
-func (c *Coordinator) prepareAdd(id string, pid int64, epoch int16, tps []TopicPartition, tv int16) (code int16, started bool) {
+func (c *Coordinator) prepareAdd(id string, pid int64, epoch int16, tps []topicPartition, tv int16) (code int16, started bool) {
 	if id == "" {
 		return errInvalidRequest, false
 	}
@@ -232,7 +232,7 @@ func (c *Coordinator) prepareAdd(id string, pid int64, epoch int16, tps []TopicP
 // partition leaders before they append a transactional batch (KIP-890
 // part 1): each partition is NONE if in the transaction, else
 // TRANSACTION_ABORTABLE.
-func (c *Coordinator) verify(id string, pid int64, epoch int16, tps []TopicPartition) []int16 {
+func (c *Coordinator) verify(id string, pid int64, epoch int16, tps []topicPartition) []int16 {
 	codes := make([]int16, len(tps))
 	set := func(code int16) []int16 {
 		for i := range codes {
@@ -268,7 +268,7 @@ func (c *Coordinator) addPartitions(in Input, req *kmsg.AddPartitionsToTxnReques
 		pid     int64
 		epoch   int16
 		verify  bool
-		tps     []TopicPartition
+		tps     []topicPartition
 		codes   []int16
 		started bool
 	}
@@ -277,7 +277,7 @@ func (c *Coordinator) addPartitions(in Input, req *kmsg.AddPartitionsToTxnReques
 		r := &txnReq{id: req.TransactionalID, pid: req.ProducerID, epoch: req.ProducerEpoch}
 		for _, t := range req.Topics {
 			for _, p := range t.Partitions {
-				r.tps = append(r.tps, TopicPartition{Topic: t.Topic, Partition: p})
+				r.tps = append(r.tps, topicPartition{Topic: t.Topic, Partition: p})
 			}
 		}
 		reqs = append(reqs, r)
@@ -286,7 +286,7 @@ func (c *Coordinator) addPartitions(in Input, req *kmsg.AddPartitionsToTxnReques
 			r := &txnReq{id: tr.TransactionalID, pid: tr.ProducerID, epoch: tr.ProducerEpoch, verify: tr.VerifyOnly}
 			for _, t := range tr.Topics {
 				for _, p := range t.Partitions {
-					r.tps = append(r.tps, TopicPartition{Topic: t.Topic, Partition: p})
+					r.tps = append(r.tps, topicPartition{Topic: t.Topic, Partition: p})
 				}
 			}
 			reqs = append(reqs, r)
@@ -352,7 +352,7 @@ func (c *Coordinator) addPartitions(in Input, req *kmsg.AddPartitionsToTxnReques
 // checkPartitions fails a transaction's partitions that do not exist or,
 // for clients (v0-v3), that the client may not write; the others then get
 // OPERATION_NOT_ATTEMPTED, as Kafka answers. It reports whether any failed.
-func (c *Coordinator) checkPartitions(in Input, v int16, tps []TopicPartition, codes []int16) bool {
+func (c *Coordinator) checkPartitions(in Input, v int16, tps []topicPartition, codes []int16) bool {
 	failed := false
 	for i, tp := range tps {
 		switch {
@@ -376,14 +376,14 @@ func (c *Coordinator) checkPartitions(in Input, v int16, tps []TopicPartition, c
 	return failed
 }
 
-func partitionExists(ts Topics, tp TopicPartition) bool {
+func partitionExists(ts Topics, tp topicPartition) bool {
 	n, ok := ts.Partitions(tp.Topic)
 	return ok && tp.Partition >= 0 && tp.Partition < n
 }
 
 // addPartitionsTopics groups per-partition codes by topic, in request
 // order.
-func addPartitionsTopics(tps []TopicPartition, codes []int16) []kmsg.AddPartitionsToTxnResponseTopic {
+func addPartitionsTopics(tps []topicPartition, codes []int16) []kmsg.AddPartitionsToTxnResponseTopic {
 	var out []kmsg.AddPartitionsToTxnResponseTopic
 	idx := map[string]int{}
 	for i, tp := range tps {
@@ -411,8 +411,8 @@ func (c *Coordinator) addOffsets(in Input, req *kmsg.AddOffsetsToTxnRequest) {
 		r.ErrorCode = fencedCode(code, v, 2)
 		return r
 	}
-	tp := TopicPartition{Topic: offsetsTopic, Partition: group.PartitionFor(req.Group, c.cfg.OffsetsTopicPartitions)}
-	code, started := c.prepareAdd(req.TransactionalID, req.ProducerID, req.ProducerEpoch, []TopicPartition{tp}, -1)
+	tp := topicPartition{Topic: offsetsTopic, Partition: group.PartitionFor(req.Group, c.cfg.OffsetsTopicPartitions)}
+	code, started := c.prepareAdd(req.TransactionalID, req.ProducerID, req.ProducerEpoch, []topicPartition{tp}, -1)
 	if !started {
 		c.respond(in.Token, answer(code))
 		return

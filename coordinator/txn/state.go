@@ -63,6 +63,10 @@ func (s State) complete() bool {
 
 func (s State) preparing() bool { return s == StatePrepareCommit || s == StatePrepareAbort }
 
+// expiring reports whether t's tombstone is on its way: Kafka's Dead, which
+// DescribeTransactions and ListTransactions treat as gone.
+func (t *txn) expiring() bool { return t.pending != nil && t.pending.kind == transitExpire }
+
 const (
 	noProducerID    int64 = -1
 	noProducerEpoch int16 = -1
@@ -77,13 +81,13 @@ const (
 // (Kafka keeps MaxInt16 for the fencing of an ongoing transaction).
 func epochExhausted(e int16) bool { return e >= math.MaxInt16-1 }
 
-// TopicPartition names a partition of a transaction.
-type TopicPartition struct {
+// topicPartition names a partition of a transaction.
+type topicPartition struct {
 	Topic     string
 	Partition int32
 }
 
-func comparePartitions(a, b TopicPartition) int {
+func comparePartitions(a, b topicPartition) int {
 	if c := cmp.Compare(a.Topic, b.Topic); c != 0 {
 		return c
 	}
@@ -101,7 +105,7 @@ type meta struct {
 	lastEpoch      int16 // the epoch before the last bump by this producer, or -1
 	timeoutMs      int32
 	state          State
-	partitions     []TopicPartition // sorted, no duplicates; empty unless Ongoing or Prepare*
+	partitions     []topicPartition // sorted, no duplicates; empty unless Ongoing or Prepare*
 	startMs        int64            // when the open transaction began, -1 none
 	lastUpdateMs   int64
 	clientTV       int16 // the transaction version of the last client request that set it
@@ -112,13 +116,13 @@ func (m meta) clone() meta {
 	return m
 }
 
-func (m *meta) hasPartition(tp TopicPartition) bool {
+func (m *meta) hasPartition(tp topicPartition) bool {
 	_, ok := slices.BinarySearchFunc(m.partitions, tp, comparePartitions)
 	return ok
 }
 
 // addPartitions returns the sorted union of m's partitions and tps.
-func (m *meta) withPartitions(tps []TopicPartition) []TopicPartition {
+func (m *meta) withPartitions(tps []topicPartition) []topicPartition {
 	out := slices.Clone(m.partitions)
 	for _, tp := range tps {
 		if i, ok := slices.BinarySearchFunc(out, tp, comparePartitions); !ok {
@@ -128,7 +132,7 @@ func (m *meta) withPartitions(tps []TopicPartition) []TopicPartition {
 	return out
 }
 
-func (m *meta) removePartition(tp TopicPartition) bool {
+func (m *meta) removePartition(tp topicPartition) bool {
 	i, ok := slices.BinarySearchFunc(m.partitions, tp, comparePartitions)
 	if ok {
 		m.partitions = slices.Delete(m.partitions, i, i+1)

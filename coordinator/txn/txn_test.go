@@ -23,7 +23,7 @@ func TestCommit(t *testing.T) {
 			t.Fatalf("adding a partition already in the transaction writes nothing: %d records", n)
 		}
 		st := h.state("a")
-		deepEqual(t, "partitions", st.partitions, []TopicPartition{{"t", 0}, {"t", 1}, {"u", 3}})
+		deepEqual(t, "partitions", st.partitions, []topicPartition{{"t", 0}, {"t", 1}, {"u", 3}})
 		if st.state != StateOngoing || st.startMs != t0.UnixMilli() {
 			t.Fatalf("ongoing: %+v", st)
 		}
@@ -386,8 +386,8 @@ func TestAddOffsets(t *testing.T) {
 	req := kmsg.NewPtrAddOffsetsToTxnRequest()
 	req.Version, req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Group = 3, "a", p.pid, p.epoch, "my-group"
 	wantCode(t, "add offsets", response[*kmsg.AddOffsetsToTxnResponse](h, h.send(req)).ErrorCode, errNone)
-	want := TopicPartition{"__consumer_offsets", PartitionFor("my-group", 50)}
-	deepEqual(t, "partitions", h.state("a").partitions, []TopicPartition{want})
+	want := topicPartition{"__consumer_offsets", PartitionFor("my-group", 50)}
+	deepEqual(t, "partitions", h.state("a").partitions, []topicPartition{want})
 	req.ProducerEpoch--
 	req.Version = 1
 	wantCode(t, "old epoch v1", response[*kmsg.AddOffsetsToTxnResponse](h, h.send(req)).ErrorCode, errInvalidProducerEpoch)
@@ -524,5 +524,30 @@ func TestTimeoutWaitsForPending(t *testing.T) {
 	h.advance(10 * time.Second)
 	if st := h.state("a"); st.state != StatePrepareAbort || len(st.partitions) != 2 {
 		t.Fatalf("aborted at the next check: %+v", st)
+	}
+}
+
+// TestExpiringIsGone: while an id's tombstone is on its way, Describe and
+// List treat it as gone (Kafka's Dead), and InitProducerId waits.
+func TestExpiringIsGone(t *testing.T) {
+	h := newHarnessWith(t, func(cfg *Config) {
+		cfg.TransactionalIDExpiration = time.Hour
+		cfg.RemoveExpiredInterval = time.Hour
+	})
+	p := h.producerV0("a")
+	p.mustInit()
+	h.hold = true
+	h.advance(time.Hour)
+	deepEqual(t, "tombstone", h.records[len(h.records)-1], txnTombstone("a"))
+	r := response[*kmsg.DescribeTransactionsResponse](h, h.send(describeReq("a")))
+	wantCode(t, "describe expiring", r.TransactionStates[0].ErrorCode, errTransactionalIDNotFound)
+	if l := response[*kmsg.ListTransactionsResponse](h, h.send(kmsg.NewPtrListTransactionsRequest())); len(l.TransactionStates) != 0 {
+		t.Fatalf("list: %+v", l.TransactionStates)
+	}
+	wantCode(t, "init while expiring", p.init(), errConcurrentTransactions)
+	h.release()
+	p.mustInit()
+	if p.pid != 1001 || p.epoch != 0 {
+		t.Fatalf("a new id after expiration: %d/%d", p.pid, p.epoch)
 	}
 }
