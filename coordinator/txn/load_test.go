@@ -103,7 +103,7 @@ func TestLoading(t *testing.T) {
 	}
 	for _, req := range []kmsg.Request{
 		initReq(4, strp("a"), 1000, -1, -1), addReq(3, "a", 1, 0, "t", 0), endReq(3, "a", 1, 0, true),
-		describeReq("a"), kmsg.NewPtrListTransactionsRequest(),
+		describeReq("a"), kmsg.NewPtrListTransactionsRequest(), addOffsetsReq(), batchReq(),
 	} {
 		out := c.Step(t0, Input{Token: 1, Version: req.GetVersion(), Request: req})
 		if len(out.Responses) != 1 || len(out.Records) != 0 {
@@ -131,6 +131,9 @@ func errorCodes(r kmsg.Response) int16 {
 	case *kmsg.InitProducerIDResponse:
 		return r.ErrorCode
 	case *kmsg.AddPartitionsToTxnResponse:
+		if r.Version >= 4 {
+			return r.Transactions[0].Topics[0].Partitions[0].ErrorCode
+		}
 		return r.Topics[0].Partitions[0].ErrorCode
 	case *kmsg.EndTxnResponse:
 		return r.ErrorCode
@@ -200,4 +203,18 @@ func TestAppendErrorCodes(t *testing.T) {
 	} {
 		wantCode(t, "append error", appendErrorCode(in), want)
 	}
+}
+
+func addOffsetsReq() *kmsg.AddOffsetsToTxnRequest {
+	r := kmsg.NewPtrAddOffsetsToTxnRequest()
+	r.Version, r.TransactionalID, r.ProducerID, r.Group = 3, "a", 1, "g"
+	return r
+}
+
+func batchReq() *kmsg.AddPartitionsToTxnRequest {
+	r := kmsg.NewPtrAddPartitionsToTxnRequest()
+	r.Version = 5
+	r.Transactions = []kmsg.AddPartitionsToTxnRequestTransaction{{TransactionalID: "a", ProducerID: 1,
+		Topics: []kmsg.AddPartitionsToTxnRequestTransactionTopic{{Topic: "t", Partitions: []int32{0, 1}}}}}
+	return r
 }
