@@ -119,7 +119,8 @@
 // the last epoch moves to a new producer id when its markers are written,
 // and a retry of a completed end (its epoch one below, or the old producer
 // id at the last epoch) is answered as the end was. Where Gregor chose
-// differently, the code says so; in short:
+// differently, or follows a Kafka fix newer than the 3.9 code the rest
+// follows, the code says so; in short:
 //
 //   - The abort of a fenced or timed-out transaction is one PrepareAbort
 //     record with the bumped epoch, Kafka's PrepareEpochFence and
