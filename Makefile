@@ -120,7 +120,7 @@ crash-test: ## kill -9 a child broker under idempotent acks=all load CRASH_CYCLE
 .PHONY: failover-test
 FAILOVER_CYCLES ?= 50
 failover-test: build ## kill -9 a partition leader of three brokers FAILOVER_CYCLES times (default 50) under kgo and Java acks=all writers; checks every acknowledged record.
-	cd compat-tests/go && $(GO) test -count=1 ./cmd/failover/
+	cd compat-tests/go && $(GO) test -count=1 ./internal/lab/ ./cmd/failover/
 	FAILOVER_CYCLES=$(FAILOVER_CYCLES) bash compat-tests/failover/run.sh
 
 .PHONY: property-test
