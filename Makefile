@@ -123,6 +123,17 @@ failover-test: build ## kill -9 a partition leader of three brokers FAILOVER_CYC
 	cd compat-tests/go && $(GO) test -count=1 ./internal/lab/ ./cmd/failover/
 	FAILOVER_CYCLES=$(FAILOVER_CYCLES) bash compat-tests/failover/run.sh
 
+.PHONY: chaos chaos-summary
+CHAOS_DURATION ?= 10m
+CHAOS_CYCLES ?= 0
+CHAOS_NEMESES ?= all
+chaos: build ## Fault harness: three brokers in network namespaces under crashes, pauses, partitions and slow links for CHAOS_DURATION (default 10m; CHAOS_CYCLES=N runs N cycles instead; CHAOS_NEMESES picks them).
+	cd compat-tests/go && $(GO) test -count=1 ./internal/lab/ ./cmd/chaos/
+	CHAOS_DURATION=$(CHAOS_DURATION) CHAOS_CYCLES=$(CHAOS_CYCLES) CHAOS_NEMESES=$(CHAOS_NEMESES) bash compat-tests/chaos/run.sh
+
+chaos-summary: ## Rewrite the summary table in compat-tests/chaos/README.md from compat-tests/chaos/results/*.json.
+	cd compat-tests/go && $(GO) run ./cmd/chaos -summarize ../chaos/results -readme ../chaos/README.md
+
 .PHONY: property-test
 PROPERTY_DURATION ?= 150s
 property-test: ## The storage data-safety property test for PROPERTY_DURATION (default 150s); GREGOR_PROPERTY_SEED replays a run.
