@@ -18,7 +18,8 @@
 #
 # Settings (environment): CHAOS_DURATION (default 10m), CHAOS_CYCLES
 # (exactly this many cycles instead), CHAOS_NEMESES (comma-separated, or
-# all), CHAOS_RATE (records/s per writer, default 200), CHAOS_FAULT_TIME
+# all), CHAOS_TARGET (gregor, or kafka: three Apache Kafka 4.4 nodes from
+# compat-tests/kafka/kafka.sh fetch, in the same namespaces), CHAOS_RATE (records/s per writer, default 200), CHAOS_FAULT_TIME
 # (default 8s), CHAOS_SEED, CHAOS_NETWORK (auto, netns, loopback),
 # CHAOS_JAVA (0 leaves the Java writer out), CHAOS_DIR (parent of the
 # temporary directory), GREGOR_BIN (default bin/gregor).
@@ -57,11 +58,15 @@ if [[ ${CHAOS_JAVA:-1} != 0 ]]; then
 	javac -nowarn -cp "$libs/*" -d "$work/classes" "$root/compat-tests/failover/FailoverWriter.java"
 	java=(-java-classpath "$work/classes:$libs/*")
 fi
+target=()
+if [[ ${CHAOS_TARGET:-gregor} == kafka ]]; then
+	target=(-target kafka -kafka-libs "$(bash "$root/compat-tests/kafka/kafka.sh" fetch)")
+fi
 # The binary must be called chaos: a run tells a dead run's network
 # namespaces from a live one's by the process name.
 (cd "$root/compat-tests/go" && go build -o "$work/chaos" ./cmd/chaos)
 
-"$work/chaos" -gregor "$bin" -dir "$work" -results "$here/results" "${java[@]}" \
+"$work/chaos" -gregor "$bin" -dir "$work" -results "$here/results" "${java[@]}" "${target[@]}" \
 	-duration "${CHAOS_DURATION:-10m}" -cycles "${CHAOS_CYCLES:-0}" -nemeses "${CHAOS_NEMESES:-all}" \
 	-rate "${CHAOS_RATE:-200}" -fault-time "${CHAOS_FAULT_TIME:-8s}" -seed "${CHAOS_SEED:-0}" \
 	-network "${CHAOS_NETWORK:-auto}"

@@ -56,6 +56,7 @@ const (
 
 type options struct {
 	gregor, dir, java, classpath, results string
+	target, kafkaLibs                     string
 	network                               string
 	nemeses                               []nemesis
 	duration                              time.Duration
@@ -72,6 +73,8 @@ func main() {
 	var partitions int
 	var names, summarize, readme string
 	flag.StringVar(&o.gregor, "gregor", "bin/gregor", "the gregor binary")
+	flag.StringVar(&o.target, "target", "gregor", "gregor, or kafka: three Apache Kafka nodes from -kafka-libs (network namespaces only)")
+	flag.StringVar(&o.kafkaLibs, "kafka-libs", "", "with -target kafka: the Kafka server jars (compat-tests/kafka/kafka.sh fetch prints the dir)")
 	flag.StringVar(&o.dir, "dir", "", "run dir: brokers' data and logs, acks.log, consumer.log, results.json (required)")
 	flag.StringVar(&o.results, "results", "", "directory to copy results.json into, as <start time>.json")
 	flag.StringVar(&o.java, "java", "java", "the java command")
@@ -104,6 +107,10 @@ func main() {
 	}
 	if names != "all" && len(o.nemeses) != len(strings.Split(names, ",")) {
 		fmt.Fprintf(os.Stderr, "chaos: unknown nemesis in %q; known: %s\n", names, nemesisNames(nemeses))
+		os.Exit(2)
+	}
+	if (o.target != "gregor" && o.target != "kafka") || (o.target == "kafka" && o.kafkaLibs == "") {
+		fmt.Fprintln(os.Stderr, "chaos: -target is gregor or kafka; kafka needs -kafka-libs")
 		os.Exit(2)
 	}
 	if o.dir == "" || len(o.nemeses) == 0 || o.partitions < 1 || o.rate < 1 {
@@ -243,7 +250,7 @@ func run(ctx context.Context, o options) (failed bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	res := &results{Target: "gregor", Started: time.Now().UTC(), Seed: o.seed, Partitions: o.partitions, Rate: o.rate,
+	res := &results{Target: o.target, Started: time.Now().UTC(), Seed: o.seed, Partitions: o.partitions, Rate: o.rate,
 		SessionTimeout: o.sessionTimeout.Milliseconds(), FaultTime: o.faultTime.Milliseconds(), RunDir: dir}
 	h := &harness{o: o, rng: rand.New(rand.NewPCG(o.seed, o.seed^0x9e3779b97f4a7c15))}
 	cfg := lab.Config{Bin: o.gregor, Dir: dir, N: 3, SessionTimeout: o.sessionTimeout, Tag: "chaos harness",
@@ -286,9 +293,23 @@ func run(ctx context.Context, o options) (failed bool, err error) {
 	if len(enabled) == 0 {
 		return false, errors.New("no nemesis left to run")
 	}
+	// The Kafka nodes' command is known once the cluster has laid out
+	// their addresses and dirs.
+	var kafkaCommand func(b *lab.Broker) []string
+	if o.target == "kafka" {
+		if h.net == nil {
+			return false, errors.New("the Kafka target runs in network namespaces only")
+		}
+		cfg.Command = func(b *lab.Broker) []string { return kafkaCommand(b) }
+	}
 	c, err := lab.NewCluster(cfg)
 	if err != nil {
 		return false, err
+	}
+	if o.target == "kafka" {
+		if kafkaCommand, err = setupKafka(c, o.kafkaLibs, o.java, o); err != nil {
+			return false, err
+		}
 	}
 	// Processes go before the namespaces they run in (defers run last
 	// first).

@@ -64,6 +64,10 @@ type Config struct {
 	Wrap func(b *Broker) []string
 	// Args are extra flags of every broker's `gregor serve`.
 	Args []string
+	// Command, when set, is the command that runs broker b in place of
+	// `gregor serve` and its flags (another broker under the same test,
+	// such as Apache Kafka); Wrap still applies.
+	Command func(b *Broker) []string
 	// Tag names the harness in the line it writes into a broker's log at
 	// each start.
 	Tag string
@@ -227,6 +231,9 @@ func (c *Cluster) Start(b *Broker) error {
 		"--broker.session.timeout.ms", strconv.FormatInt(c.cfg.SessionTimeout.Milliseconds(), 10),
 	}
 	args = append(args, c.cfg.Args...)
+	if c.cfg.Command != nil {
+		args = c.cfg.Command(b)
+	}
 	if c.cfg.Wrap != nil {
 		args = append(c.cfg.Wrap(b), args...)
 	}
