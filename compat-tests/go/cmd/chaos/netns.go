@@ -54,10 +54,20 @@ func sh(args ...string) error {
 	return nil
 }
 
-// alive reports whether pid is a running chaos harness.
+// alive reports whether pid is a running chaos harness: /proc/<pid>/stat
+// names it chaos and its state is not zombie (a killed harness stays a
+// zombie until its parent reaps it).
 func alive(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
-	return err == nil && strings.TrimSpace(string(b)) == "chaos"
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	i, j := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+	if i < 0 || j < i || len(s) < j+3 {
+		return false
+	}
+	return s[i+1:j] == "chaos" && s[j+2] != 'Z' && s[j+2] != 'X'
 }
 
 // removeLeftovers deletes the namespaces and links of chaos runs that are
