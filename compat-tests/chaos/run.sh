@@ -12,7 +12,8 @@
 # turns those into the table in compat-tests/chaos/README.md. The
 # directory (broker logs, acks.log, consumer.log, results.json) is removed
 # after a passing run and kept after a failing one (CHAOS_KEEP=1 keeps it
-# always). Should the harness be killed, the trap here kills the process
+# always), each broker's data unmounted first when disk-full put it on a
+# tmpfs. Should the harness be killed, the trap here kills the process
 # groups it listed as alive; its network namespaces are removed by the
 # next run.
 #
@@ -41,6 +42,13 @@ cleanup() {
 			[[ -n $pg ]] && kill -KILL -- "-$pg" 2>/dev/null || true
 		done <"$work/pgids"
 	fi
+	# The tmpfs mounts of disk-full, should the harness not have
+	# unmounted them (they are all under this run's directory).
+	local mounts m
+	mounts=$(findmnt -rn -o TARGET 2>/dev/null | grep -F "$work/" | sort -r || true)
+	for m in $mounts; do
+		umount "$m" 2>/dev/null || umount -l "$m" || true
+	done
 	if [[ $rc == 0 && ${CHAOS_KEEP:-0} != 1 ]]; then
 		rm -rf "$work"
 	else

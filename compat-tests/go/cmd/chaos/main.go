@@ -66,6 +66,7 @@ type options struct {
 	seed                                  uint64
 	sessionTimeout, faultTime             time.Duration
 	healTimeout                           time.Duration
+	tmpfsSize                             int64
 }
 
 func main() {
@@ -89,6 +90,7 @@ func main() {
 	flag.DurationVar(&o.sessionTimeout, "session-timeout", 4*time.Second, "brokers' broker.session.timeout.ms")
 	flag.DurationVar(&o.faultTime, "fault-time", 8*time.Second, "how long each fault is held")
 	flag.DurationVar(&o.healTimeout, "heal-timeout", 90*time.Second, "longest wait after a heal for every broker to be back in every ISR")
+	flag.Int64Var(&o.tmpfsSize, "tmpfs-size", 1<<30, "with disk-full: size in bytes of the tmpfs each broker's data dir gets")
 	flag.StringVar(&summarize, "summarize", "", "instead of a run: summarize the results files of this directory")
 	flag.StringVar(&readme, "readme", "", "with -summarize: the README whose summary section to rewrite (default: print)")
 	flag.Parse()
@@ -280,7 +282,7 @@ func run(ctx context.Context, o options) (failed bool, err error) {
 	}
 	var enabled []nemesis
 	for _, n := range o.nemeses {
-		if n.network && h.net == nil {
+		if (n.network || n.mounts) && h.net == nil {
 			res.Skipped = append(res.Skipped, n.name)
 			continue
 		}
@@ -288,7 +290,7 @@ func run(ctx context.Context, o options) (failed bool, err error) {
 		res.Nemeses = append(res.Nemeses, n.name)
 	}
 	if len(res.Skipped) > 0 {
-		h.logf("SKIPPED (no network namespaces): %s", strings.Join(res.Skipped, ", "))
+		h.logf("SKIPPED (not root or no network namespaces): %s", strings.Join(res.Skipped, ", "))
 	}
 	if len(enabled) == 0 {
 		return false, errors.New("no nemesis left to run")
@@ -306,15 +308,31 @@ func run(ctx context.Context, o options) (failed bool, err error) {
 	if err != nil {
 		return false, err
 	}
+	var mounted []string
+	passed := false
+	// Processes go before the namespaces they run in and the file
+	// systems they write to (defers run last first).
+	defer func() {
+		c.KillAll()
+		unmount(mounted, !passed)
+	}()
+	h.c = c
+	for _, n := range enabled {
+		if n.mounts {
+			if mounted, err = mountDataDirs(c, o.tmpfsSize); err != nil {
+				return false, err
+			}
+			h.logf("data dirs on tmpfs mounts of %d MiB each (for disk-full)", o.tmpfsSize>>20)
+			break
+		}
+	}
+	// Kafka's configuration and formatted log dir go into the data dirs,
+	// on the tmpfs when there is one.
 	if o.target == "kafka" {
 		if kafkaCommand, err = setupKafka(c, o.kafkaLibs, o.java, o); err != nil {
 			return false, err
 		}
 	}
-	// Processes go before the namespaces they run in (defers run last
-	// first).
-	defer c.KillAll()
-	h.c = c
 	h.logf("seed %d; brokers on %s; nemeses %s; data and logs in %s", o.seed, strings.Join(c.Seeds(), ","), nemesisNames(enabled), dir)
 	for _, b := range c.Brokers {
 		if err := c.Start(b); err != nil {
@@ -474,6 +492,7 @@ func run(ctx context.Context, o options) (failed bool, err error) {
 	k.Consumed, k.Vanished, k.VanishedUnacked, k.Moved, k.Commits, k.CommitsBackwards, k.GaveUp = v.Consumed, v.Vanished, v.VanishedUnacked, v.Moved, len(commits), v.CommitsBackwards, len(errs)
 	res.Problems, res.Findings = v.Problems, h.findings
 	res.Pass = !v.Failed() && len(h.findings) == 0
+	passed = res.Pass
 	if err := h.write(res); err != nil {
 		return false, err
 	}

@@ -14,10 +14,11 @@ import (
 // (hold, when longer than the harness's fault time) and then heals it.
 type nemesis struct {
 	name string
-	// network nemeses need the brokers' own network.
-	network bool
-	doc     string
-	inject  func(ctx context.Context, h *harness, n int) (detail string, heal func(context.Context) error, err error)
+	// network nemeses need the brokers' own network, mounts ones a file
+	// system per broker (both root only).
+	network, mounts bool
+	doc             string
+	inject          func(ctx context.Context, h *harness, n int) (detail string, heal func(context.Context) error, err error)
 }
 
 // nemeses are all the harness knows, in the order a run goes round them.
