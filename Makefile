@@ -128,7 +128,7 @@ CHAOS_DURATION ?= 10m
 CHAOS_CYCLES ?= 0
 CHAOS_NEMESES ?= all
 CHAOS_TARGET ?= gregor
-chaos: build ## Fault harness: three brokers in network namespaces under crashes, pauses, partitions and slow links for CHAOS_DURATION (default 10m; CHAOS_CYCLES=N runs N cycles instead; CHAOS_NEMESES picks them; CHAOS_TARGET=kafka: the same against Apache Kafka 4.4).
+chaos: build ## Fault harness: three brokers in network namespaces under crashes, pauses, partitions, slow links and a full disk for CHAOS_DURATION (default 10m; CHAOS_CYCLES=N runs N cycles instead; CHAOS_NEMESES picks them; CHAOS_TARGET=kafka: the same against Apache Kafka 4.4).
 	cd compat-tests/go && $(GO) test -count=1 ./internal/lab/ ./cmd/chaos/
 	CHAOS_DURATION=$(CHAOS_DURATION) CHAOS_CYCLES=$(CHAOS_CYCLES) CHAOS_NEMESES=$(CHAOS_NEMESES) CHAOS_TARGET=$(CHAOS_TARGET) bash compat-tests/chaos/run.sh
 
