@@ -120,8 +120,20 @@ crash-test: ## kill -9 a child broker under idempotent acks=all load CRASH_CYCLE
 .PHONY: failover-test
 FAILOVER_CYCLES ?= 50
 failover-test: build ## kill -9 a partition leader of three brokers FAILOVER_CYCLES times (default 50) under kgo and Java acks=all writers; checks every acknowledged record.
-	cd compat-tests/go && $(GO) test -count=1 ./cmd/failover/
+	cd compat-tests/go && $(GO) test -count=1 ./internal/lab/ ./cmd/failover/
 	FAILOVER_CYCLES=$(FAILOVER_CYCLES) bash compat-tests/failover/run.sh
+
+.PHONY: chaos chaos-summary
+CHAOS_DURATION ?= 10m
+CHAOS_CYCLES ?= 0
+CHAOS_NEMESES ?= all
+CHAOS_TARGET ?= gregor
+chaos: build ## Fault harness: three brokers in network namespaces under crashes, pauses, partitions, slow links and a full disk for CHAOS_DURATION (default 10m; CHAOS_CYCLES=N runs N cycles instead; CHAOS_NEMESES picks them; CHAOS_TARGET=kafka: the same against Apache Kafka 4.4).
+	cd compat-tests/go && $(GO) test -count=1 ./internal/lab/ ./cmd/chaos/
+	CHAOS_DURATION=$(CHAOS_DURATION) CHAOS_CYCLES=$(CHAOS_CYCLES) CHAOS_NEMESES=$(CHAOS_NEMESES) CHAOS_TARGET=$(CHAOS_TARGET) bash compat-tests/chaos/run.sh
+
+chaos-summary: ## Rewrite the summary table in compat-tests/chaos/README.md from compat-tests/chaos/results/*.json.
+	cd compat-tests/go && $(GO) run ./cmd/chaos -summarize ../chaos/results -readme ../chaos/README.md
 
 .PHONY: property-test
 PROPERTY_DURATION ?= 150s

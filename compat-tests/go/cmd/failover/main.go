@@ -38,11 +38,11 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/gregor-io/gregor/compat-tests/go/internal/lab"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -95,18 +95,12 @@ func main() {
 	}
 }
 
-// partition is one partition's state in a metadata answer.
-type partition struct {
-	leader int32
-	isr    []int32
-}
-
 // harness is one run: the cluster, an admin client, the acknowledgements.
 type harness struct {
 	o    options
-	c    *cluster
+	c    *lab.Cluster
 	adm  *kadm.Client
-	acks *ackLog
+	acks *lab.AckLog
 	// findings are what makes the run fail besides the checker's counts.
 	findings []string
 }
@@ -115,7 +109,7 @@ func (h *harness) logf(format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
 	fmt.Printf("failover: %s %s\n", time.Now().Format("15:04:05.000"), msg)
 	if h.acks != nil {
-		h.acks.note("%s", msg)
+		h.acks.Note("%s", msg)
 	}
 }
 
@@ -125,70 +119,17 @@ func (h *harness) finding(format string, args ...any) {
 	h.logf("FINDING: %s", msg)
 }
 
-// view is what one metadata answer says about the cluster and the topic.
-type view struct {
-	brokers    []int32
-	controller int32
-	parts      map[int32]partition
-}
-
 // metadata asks the cluster for its brokers, its controller and the
 // topic's partitions.
-func (h *harness) metadata(ctx context.Context) (view, error) {
-	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-	defer cancel()
-	md, err := h.adm.Metadata(ctx, topic)
-	if err != nil {
-		return view{}, err
-	}
-	v := view{brokers: md.Brokers.NodeIDs(), controller: md.Controller, parts: map[int32]partition{}}
-	td, ok := md.Topics[topic]
-	if !ok {
-		return v, fmt.Errorf("topic %s not in the metadata", topic)
-	}
-	if td.Err != nil {
-		return v, fmt.Errorf("topic %s: %w", topic, td.Err)
-	}
-	// A partition answered with an error (no leader, say) is listed
-	// too: its leader and ISR are what the broker knows.
-	for p, pd := range td.Partitions {
-		v.parts[p] = partition{leader: pd.Leader, isr: pd.ISR}
-	}
-	return v, nil
-}
-
-// poll calls f every interval until it reports done, ctx ends or timeout
-// passes (then it returns false).
-func poll(ctx context.Context, timeout, interval time.Duration, f func() bool) bool {
-	deadline := time.Now().Add(timeout)
-	for {
-		if f() {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-		select {
-		case <-ctx.Done():
-			return false
-		case <-time.After(interval):
-		}
-	}
+func (h *harness) metadata(ctx context.Context) (lab.View, error) {
+	return lab.Metadata(ctx, h.adm, topic)
 }
 
 // fullISR reports whether every partition has a leader and all three
 // brokers in its ISR.
 func (h *harness) fullISR(ctx context.Context) bool {
 	v, err := h.metadata(ctx)
-	if err != nil || len(v.parts) != int(h.o.partitions) {
-		return false
-	}
-	for _, p := range v.parts {
-		if p.leader < 0 || len(p.isr) != len(h.c.brokers) {
-			return false
-		}
-	}
-	return true
+	return err == nil && v.FullISR(h.o.partitions, len(h.c.Brokers))
 }
 
 // cycle is what one kill -9 cycle measured.
@@ -209,36 +150,36 @@ func run(ctx context.Context, o options) (failed bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	c, err := newCluster(o.gregor, dir, 3, o.sessionTimeout)
+	c, err := lab.NewCluster(lab.Config{Bin: o.gregor, Dir: dir, N: 3, SessionTimeout: o.sessionTimeout, Tag: "failover harness"})
 	if err != nil {
 		return false, err
 	}
-	defer c.killAll()
+	defer c.KillAll()
 	h := &harness{o: o, c: c}
 	h.logf("seed %d; brokers on %s; broker.session.timeout.ms=%d; data and logs in %s",
-		o.seed, strings.Join(c.seeds(), ","), o.sessionTimeout.Milliseconds(), dir)
+		o.seed, strings.Join(c.Seeds(), ","), o.sessionTimeout.Milliseconds(), dir)
 	rng := rand.New(rand.NewPCG(o.seed, o.seed^0x9e3779b97f4a7c15))
 
-	for _, b := range c.brokers {
-		if err := c.start(b); err != nil {
+	for _, b := range c.Brokers {
+		if err := c.Start(b); err != nil {
 			return false, err
 		}
 	}
-	adminCl, err := kgo.NewClient(kgo.SeedBrokers(c.seeds()...), kgo.MetadataMinAge(100*time.Millisecond))
+	adminCl, err := kgo.NewClient(kgo.SeedBrokers(c.Seeds()...), kgo.MetadataMinAge(100*time.Millisecond))
 	if err != nil {
 		return false, err
 	}
 	defer adminCl.Close()
 	h.adm = kadm.NewClient(adminCl)
 
-	if !poll(ctx, 2*time.Minute, 200*time.Millisecond, func() bool {
+	if !lab.Poll(ctx, 2*time.Minute, 200*time.Millisecond, func() bool {
 		v, _ := h.metadata(ctx)
-		return len(v.brokers) == len(c.brokers)
+		return len(v.Brokers) == len(c.Brokers)
 	}) {
 		return false, fmt.Errorf("the three brokers did not all register within 2m (see %s/broker-*.log)", dir)
 	}
 	var createErr error
-	if !poll(ctx, time.Minute, 500*time.Millisecond, func() bool {
+	if !lab.Poll(ctx, time.Minute, 500*time.Millisecond, func() bool {
 		r, err := h.adm.CreateTopic(ctx, o.partitions, 3, map[string]*string{"min.insync.replicas": kadm.StringPtr("2")}, topic)
 		if err == nil {
 			err = r.Err
@@ -248,34 +189,34 @@ func run(ctx context.Context, o options) (failed bool, err error) {
 	}) {
 		return false, fmt.Errorf("create topic %s: %w", topic, createErr)
 	}
-	if !poll(ctx, 2*time.Minute, 200*time.Millisecond, func() bool { return h.fullISR(ctx) }) {
+	if !lab.Poll(ctx, 2*time.Minute, 200*time.Millisecond, func() bool { return h.fullISR(ctx) }) {
 		return false, errors.New("the topic's partitions did not all get three in-sync replicas within 2m")
 	}
 	h.logf("topic %s: %d partitions, replication factor 3, min.insync.replicas=2, ISR=3 everywhere", topic, o.partitions)
 
-	if h.acks, err = newAckLog(filepath.Join(dir, "acks.log")); err != nil {
+	if h.acks, err = lab.NewAckLog(filepath.Join(dir, "acks.log")); err != nil {
 		return false, err
 	}
-	defer h.acks.close()
-	kw, err := startKgoWriter(c.seeds(), topic, o.partitions, o.rate, h.acks)
+	defer h.acks.Close()
+	kw, err := lab.StartKgoWriter(c.Seeds(), topic, o.partitions, o.rate, h.acks)
 	if err != nil {
 		return false, err
 	}
-	jw, err := startJavaWriter(c, o.java, o.classpath, filepath.Join(dir, "java-writer.log"), topic, o.partitions, o.rate, h.acks)
+	jw, err := lab.StartJavaWriter(c, o.java, o.classpath, filepath.Join(dir, "java-writer.log"), topic, o.partitions, o.rate, h.acks)
 	if err != nil {
-		kw.stop(ctx)
+		kw.Stop(ctx)
 		return false, err
 	}
-	writers := []writer{kw, jw}
+	writers := []lab.Writer{kw, jw}
 	stopWriters := func() {
 		sctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()
 		for _, w := range writers {
-			sent, err := w.stop(sctx)
+			sent, err := w.Stop(sctx)
 			if err != nil {
 				h.finding("%v", err)
 			}
-			h.logf("writer %s stopped after sending %d records", w.name(), sent)
+			h.logf("writer %s stopped after sending %d records", w.Name(), sent)
 		}
 		writers = nil
 	}
@@ -285,27 +226,27 @@ func run(ctx context.Context, o options) (failed bool, err error) {
 		}
 	}()
 
-	if !poll(ctx, 2*time.Minute, 200*time.Millisecond, func() bool {
-		acks, _ := h.acks.snapshot()
+	if !lab.Poll(ctx, 2*time.Minute, 200*time.Millisecond, func() bool {
+		acks, _ := h.acks.Snapshot()
 		seen := map[string]bool{}
 		for _, a := range acks {
-			seen[fmt.Sprintf("%s/%d", a.writer, a.partition)] = true
+			seen[fmt.Sprintf("%s/%d", a.Writer, a.Partition)] = true
 		}
 		return len(seen) == 2*int(o.partitions)
 	}) {
 		return false, errors.New("the writers did not each get an acknowledgement on every partition within 2m (see java-writer.log)")
 	}
-	h.logf("both writers acknowledged on every partition; %d acks so far", h.acks.count())
+	h.logf("both writers acknowledged on every partition; %d acks so far", h.acks.Count())
 
 	var cycles []cycle
 	for n := 1; n <= o.cycles && ctx.Err() == nil; n++ {
-		if !jw.alive() {
+		if !jw.Alive() {
 			return false, errors.New("the java writer exited (see java-writer.log)")
 		}
-		for _, b := range c.brokers {
-			if !b.running() {
-				h.finding("broker %d exited by itself before cycle %d (see broker-%d.log); starting it again", b.id, n, b.id)
-				if err := c.start(b); err != nil {
+		for _, b := range c.Brokers {
+			if !b.Running() {
+				h.finding("broker %d exited by itself before cycle %d (see broker-%d.log); starting it again", b.ID, n, b.ID)
+				if err := c.Start(b); err != nil {
 					return false, err
 				}
 			}
@@ -329,7 +270,7 @@ func run(ctx context.Context, o options) (failed bool, err error) {
 	}
 
 	stopWriters()
-	acks, errs := h.acks.snapshot()
+	acks, errs := h.acks.Snapshot()
 	for i, e := range errs {
 		if i == 10 {
 			h.finding("... %d more sends given up on", len(errs)-10)
@@ -339,26 +280,28 @@ func run(ctx context.Context, o options) (failed bool, err error) {
 	}
 	rctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
-	log, hw, err := readAll(rctx, c.seeds(), topic, o.partitions)
+	log, hw, err := lab.ReadAll(rctx, c.Seeds(), topic, o.partitions, func(format string, args ...any) {
+		fmt.Printf("failover: "+format+"\n", args...)
+	})
 	if err != nil {
 		return false, err
 	}
-	v := check(acks, log)
+	v := lab.Check(lab.History{Acks: acks, Log: log})
 	return h.report(cycles, v, hw, len(errs)), nil
 }
 
 // cycle kills the leader of a random partition, waits for the failover,
 // restarts the victim and waits for it to be back in every ISR.
 func (h *harness) cycle(ctx context.Context, rng *rand.Rand, n int) (cycle, error) {
-	var before view
-	if !poll(ctx, time.Minute, 200*time.Millisecond, func() bool {
+	var before lab.View
+	if !lab.Poll(ctx, time.Minute, 200*time.Millisecond, func() bool {
 		var err error
 		before, err = h.metadata(ctx)
-		if err != nil || len(before.parts) != int(h.o.partitions) {
+		if err != nil || len(before.Parts) != int(h.o.partitions) {
 			return false
 		}
-		for _, p := range before.parts {
-			if p.leader < 0 {
+		for _, p := range before.Parts {
+			if p.Leader < 0 {
 				return false
 			}
 		}
@@ -367,19 +310,19 @@ func (h *harness) cycle(ctx context.Context, rng *rand.Rand, n int) (cycle, erro
 		return cycle{}, fmt.Errorf("cycle %d: no leader for every partition within 1m", n)
 	}
 	pick := rng.Int32N(h.o.partitions)
-	cy := cycle{victim: before.parts[pick].leader}
-	cy.controller = cy.victim == before.controller
-	for p, st := range before.parts {
-		if st.leader == cy.victim {
+	cy := cycle{victim: before.Parts[pick].Leader}
+	cy.controller = cy.victim == before.Controller
+	for p, st := range before.Parts {
+		if st.Leader == cy.victim {
 			cy.led = append(cy.led, p)
 		}
 	}
 	slices.Sort(cy.led)
-	b := h.c.broker(cy.victim)
+	b := h.c.Broker(cy.victim)
 	if b == nil {
 		return cy, fmt.Errorf("cycle %d: partition %d's leader %d is no broker of this cluster", n, pick, cy.victim)
 	}
-	killedAt, err := h.c.kill(ctx, b)
+	killedAt, err := h.c.Kill(ctx, b)
 	if err != nil {
 		return cy, err
 	}
@@ -387,7 +330,7 @@ func (h *harness) cycle(ctx context.Context, rng *rand.Rand, n int) (cycle, erro
 	if cy.controller {
 		what = " and the controller"
 	}
-	h.logf("cycle %d/%d: kill -9 broker %d, leader of partitions %v%s (%d acks so far)", n, h.o.cycles, cy.victim, cy.led, what, h.acks.count())
+	h.logf("cycle %d/%d: kill -9 broker %d, leader of partitions %v%s (%d acks so far)", n, h.o.cycles, cy.victim, cy.led, what, h.acks.Count())
 
 	// An acknowledgement read within 100 ms of the kill may be an answer
 	// of the victim itself, still on its way; later ones are a new
@@ -395,17 +338,17 @@ func (h *harness) cycle(ctx context.Context, rng *rand.Rand, n int) (cycle, erro
 	ackAfter := killedAt.Add(100 * time.Millisecond)
 	moved := map[int32]time.Time{}
 	served := map[int32]time.Time{}
-	cy.completed = poll(ctx, h.o.failoverTimeout, 100*time.Millisecond, func() bool {
+	cy.completed = lab.Poll(ctx, h.o.failoverTimeout, 100*time.Millisecond, func() bool {
 		now, err := h.metadata(ctx)
 		seen := time.Now()
 		for _, p := range cy.led {
 			if _, ok := moved[p]; !ok && err == nil {
-				if st, ok := now.parts[p]; ok && st.leader >= 0 && st.leader != cy.victim {
+				if st, ok := now.Parts[p]; ok && st.Leader >= 0 && st.Leader != cy.victim {
 					moved[p] = seen
 				}
 			}
 			if _, ok := served[p]; !ok {
-				if at, ok := h.acks.firstAfter(p, ackAfter); ok {
+				if at, ok := h.acks.FirstAfter(p, ackAfter); ok {
 					served[p] = at
 				}
 			}
@@ -448,17 +391,17 @@ func (h *harness) cycle(ctx context.Context, rng *rand.Rand, n int) (cycle, erro
 	}
 
 	restartAt := time.Now()
-	if err := h.c.start(b); err != nil {
+	if err := h.c.Start(b); err != nil {
 		return cy, err
 	}
-	cy.rejoined = poll(ctx, h.o.rejoinTimeout, 200*time.Millisecond, func() bool { return h.fullISR(ctx) })
+	cy.rejoined = lab.Poll(ctx, h.o.rejoinTimeout, 200*time.Millisecond, func() bool { return h.fullISR(ctx) })
 	cy.rejoin = time.Since(restartAt)
 	if !cy.rejoined {
 		if ctx.Err() != nil {
 			return cy, ctx.Err()
 		}
 		now, _ := h.metadata(ctx)
-		h.logf("cycle %d/%d: broker %d NOT back in every ISR %s after its restart: %v", n, h.o.cycles, cy.victim, h.o.rejoinTimeout, now.parts)
+		h.logf("cycle %d/%d: broker %d NOT back in every ISR %s after its restart: %v", n, h.o.cycles, cy.victim, h.o.rejoinTimeout, now.Parts)
 	} else {
 		h.logf("cycle %d/%d: broker %d restarted, ISR=3 everywhere after %s", n, h.o.cycles, cy.victim, cy.rejoin.Round(time.Millisecond))
 	}
@@ -474,17 +417,8 @@ func keys(m map[int32]time.Time) []int32 {
 	return ks
 }
 
-func medianMax(ds []time.Duration) (time.Duration, time.Duration) {
-	if len(ds) == 0 {
-		return 0, 0
-	}
-	s := slices.Clone(ds)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
-	return s[len(s)/2], s[len(s)-1]
-}
-
 // report prints the summary and returns whether the run failed.
-func (h *harness) report(cycles []cycle, v *verdict, hw map[int32]int64, gaveUp int) bool {
+func (h *harness) report(cycles []cycle, v *lab.Verdict, hw map[int32]int64, gaveUp int) bool {
 	var fo, el, foCtl, foOther, rj []time.Duration
 	victims := map[int32]int{}
 	var notCompleted, notRejoined []int
@@ -507,26 +441,26 @@ func (h *harness) report(cycles []cycle, v *verdict, hw map[int32]int64, gaveUp 
 			notRejoined = append(notRejoined, i+1)
 		}
 	}
-	for _, p := range v.problems {
+	for _, p := range v.Problems {
 		fmt.Printf("failover: PROBLEM %s\n", p)
 	}
-	foMed, foMax := medianMax(fo)
-	elMed, elMax := medianMax(el)
-	ctlMed, ctlMax := medianMax(foCtl)
-	otherMed, otherMax := medianMax(foOther)
-	rjMed, rjMax := medianMax(rj)
+	foMed, foMax := lab.MedianMax(fo)
+	elMed, elMax := lab.MedianMax(el)
+	ctlMed, ctlMax := lab.MedianMax(foCtl)
+	otherMed, otherMax := lab.MedianMax(foOther)
+	rjMed, rjMax := lab.MedianMax(rj)
 	fmt.Printf("failover: cycles %d (victims by broker: %v); failover not complete: %d %v; not back in every ISR: %d %v\n",
 		len(cycles), victims, len(notCompleted), notCompleted, len(notRejoined), notRejoined)
 	fmt.Printf("failover: high watermarks %v\n", hw)
 	fmt.Printf("failover: acked %d, read %d, lost %d, misplaced %d, duplicated %d, reordered %d, foreign %d; sends given up %d; unacknowledged but stored %d\n",
-		v.acked, v.read, v.lost, v.misplaced, v.duplicated, v.reordered, v.foreign, gaveUp, v.unackedStored)
+		v.Acked, v.Read, v.Lost, v.Misplaced, v.Duplicated, v.Reordered, v.Foreign, gaveUp, v.UnackedStored)
 	fmt.Printf("failover: failover time median %s max %s (kill -9 to a new leader serving acks=all writes on every partition the victim led)\n",
 		foMed.Round(time.Millisecond), foMax.Round(time.Millisecond))
 	fmt.Printf("failover: new leaders in metadata median %s max %s after the kill\n", elMed.Round(time.Millisecond), elMax.Round(time.Millisecond))
 	fmt.Printf("failover: of which victim was the controller: %d cycles, median %s max %s; was not: %d cycles, median %s max %s\n",
 		len(foCtl), ctlMed.Round(time.Millisecond), ctlMax.Round(time.Millisecond), len(foOther), otherMed.Round(time.Millisecond), otherMax.Round(time.Millisecond))
 	fmt.Printf("failover: rejoin time median %s max %s (restart to ISR=3 on every partition)\n", rjMed.Round(time.Millisecond), rjMax.Round(time.Millisecond))
-	failed := v.failed() || len(h.findings) > 0
+	failed := v.Failed() || len(h.findings) > 0
 	if failed {
 		for _, f := range h.findings {
 			fmt.Printf("failover: FINDING %s\n", f)

@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# make chaos: the fault harness (compat-tests/go/cmd/chaos, which says what
+# it does). Builds it and the Java writer (compat-tests/failover/
+# FailoverWriter.java, against the kafka-clients 4.4.0 jars that
+# compat-tests/console/fetch.sh caches), then runs it against three
+# bin/gregor brokers in a temporary directory: each broker in a network
+# namespace of its own when run as root, else on 127.0.0.1 with the
+# process nemeses only (the harness says so).
+#
+# The run writes results.json into its directory and a copy into
+# compat-tests/chaos/results/ (kept out of git); `make chaos-summary`
+# turns those into the table in compat-tests/chaos/README.md. The
+# directory (broker logs, acks.log, consumer.log, results.json) is removed
+# after a passing run and kept after a failing one (CHAOS_KEEP=1 keeps it
+# always), each broker's data unmounted first when disk-full put it on a
+# tmpfs. Should the harness be killed, the trap here kills the process
+# groups it listed as alive; its network namespaces are removed by the
+# next run.
+#
+# Settings (environment): CHAOS_DURATION (default 10m), CHAOS_CYCLES
+# (exactly this many cycles instead), CHAOS_NEMESES (comma-separated, or
+# all), CHAOS_TARGET (gregor, or kafka: three Apache Kafka 4.4 nodes from
+# compat-tests/kafka/kafka.sh fetch, in the same namespaces), CHAOS_RATE (records/s per writer, default 200), CHAOS_FAULT_TIME
+# (default 8s), CHAOS_SEED, CHAOS_NETWORK (auto, netns, loopback),
+# CHAOS_JAVA (0 leaves the Java writer out), CHAOS_DIR (parent of the
+# temporary directory), GREGOR_BIN (default bin/gregor).
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+root=$(cd "$here/../.." && pwd)
+bin=${GREGOR_BIN:-$root/bin/gregor}
+[[ -x $bin ]] || { echo "chaos: $bin not found; run make build" >&2; exit 2; }
+for tool in go java javac; do
+	command -v "$tool" >/dev/null || { echo "chaos: $tool not found" >&2; exit 2; }
+done
+
+work=$(mktemp -d "${CHAOS_DIR:-${TMPDIR:-/tmp}}/gregor-chaos.XXXXXX")
+cleanup() {
+	rc=$?
+	if [[ -f $work/pgids ]]; then
+		while read -r pg; do
+			[[ -n $pg ]] && kill -KILL -- "-$pg" 2>/dev/null || true
+		done <"$work/pgids"
+	fi
+	# The tmpfs mounts of disk-full, should the harness not have
+	# unmounted them (they are all under this run's directory).
+	local mounts m
+	mounts=$(findmnt -rn -o TARGET 2>/dev/null | grep -F "$work/" | sort -r || true)
+	for m in $mounts; do
+		umount "$m" 2>/dev/null || umount -l "$m" || true
+	done
+	if [[ $rc == 0 && ${CHAOS_KEEP:-0} != 1 ]]; then
+		rm -rf "$work"
+	else
+		echo "chaos: logs, data and histories kept in $work (broker-N.log, acks.log, consumer.log, results.json)" >&2
+	fi
+	exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+java=()
+if [[ ${CHAOS_JAVA:-1} != 0 ]]; then
+	libs=$(bash "$root/compat-tests/console/fetch.sh")
+	mkdir -p "$work/classes"
+	javac -nowarn -cp "$libs/*" -d "$work/classes" "$root/compat-tests/failover/FailoverWriter.java"
+	java=(-java-classpath "$work/classes:$libs/*")
+fi
+target=()
+if [[ ${CHAOS_TARGET:-gregor} == kafka ]]; then
+	target=(-target kafka -kafka-libs "$(bash "$root/compat-tests/kafka/kafka.sh" fetch)")
+fi
+# The binary must be called chaos: a run tells a dead run's network
+# namespaces from a live one's by the process name.
+(cd "$root/compat-tests/go" && go build -o "$work/chaos" ./cmd/chaos)
+
+"$work/chaos" -gregor "$bin" -dir "$work" -results "$here/results" "${java[@]}" "${target[@]}" \
+	-duration "${CHAOS_DURATION:-10m}" -cycles "${CHAOS_CYCLES:-0}" -nemeses "${CHAOS_NEMESES:-all}" \
+	-rate "${CHAOS_RATE:-200}" -fault-time "${CHAOS_FAULT_TIME:-8s}" -seed "${CHAOS_SEED:-0}" \
+	-network "${CHAOS_NETWORK:-auto}"

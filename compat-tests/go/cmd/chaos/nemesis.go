@@ -1,0 +1,200 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"syscall"
+	"time"
+
+	"github.com/gregor-io/gregor/compat-tests/go/internal/lab"
+)
+
+// nemesis is one kind of fault. inject starts it and returns what it did
+// and the heal that ends it; the cycle holds the fault for its time
+// (hold, when longer than the harness's fault time) and then heals it.
+type nemesis struct {
+	name string
+	// network nemeses need the brokers' own network, mounts ones a file
+	// system per broker (both root only).
+	network, mounts bool
+	doc             string
+	inject          func(ctx context.Context, h *harness, n int) (detail string, heal func(context.Context) error, err error)
+}
+
+// nemeses are all the harness knows, in the order a run goes round them.
+var nemeses = []nemesis{
+	{name: "kill-leader", doc: "SIGKILL of a random partition's leader; restarted with its data at the heal",
+		inject: func(ctx context.Context, h *harness, _ int) (string, func(context.Context) error, error) {
+			v, err := h.settled(ctx)
+			if err != nil {
+				return "", nil, err
+			}
+			return h.kill(ctx, v.Parts[h.rng.Int32N(h.o.partitions)].Leader, "leader")
+		}},
+	{name: "kill-controller", doc: "SIGKILL of the controller; restarted at the heal",
+		inject: func(ctx context.Context, h *harness, _ int) (string, func(context.Context) error, error) {
+			v, err := h.settled(ctx)
+			if err != nil {
+				return "", nil, err
+			}
+			return h.kill(ctx, v.Controller, "controller")
+		}},
+	{name: "kill-random", doc: "SIGKILL of a random broker; restarted at the heal",
+		inject: func(ctx context.Context, h *harness, _ int) (string, func(context.Context) error, error) {
+			return h.kill(ctx, h.c.Brokers[h.rng.IntN(len(h.c.Brokers))].ID, "random broker")
+		}},
+	{name: "pause-leader", doc: "SIGSTOP of a random partition's leader for 1.5 session timeouts (at least the fault time), then SIGCONT",
+		inject: func(ctx context.Context, h *harness, _ int) (string, func(context.Context) error, error) {
+			v, err := h.settled(ctx)
+			if err != nil {
+				return "", nil, err
+			}
+			b := h.c.Broker(v.Parts[h.rng.Int32N(h.o.partitions)].Leader)
+			if b == nil {
+				return "", nil, fmt.Errorf("no broker is the leader")
+			}
+			if err := h.c.Signal(b, syscall.SIGSTOP); err != nil {
+				return "", nil, err
+			}
+			h.hold = h.o.sessionTimeout * 3 / 2
+			return fmt.Sprintf("SIGSTOP broker %d (leader of %v)", b.ID, led(v, b.ID)), func(context.Context) error {
+				return h.c.Signal(b, syscall.SIGCONT)
+			}, nil
+		}},
+	{name: "partition-minority", network: true, doc: "a random partition's leader cut off from the other two brokers, both ways; clients still reach all three",
+		inject: func(ctx context.Context, h *harness, _ int) (string, func(context.Context) error, error) {
+			v, err := h.settled(ctx)
+			if err != nil {
+				return "", nil, err
+			}
+			i := h.index(v.Parts[h.rng.Int32N(h.o.partitions)].Leader)
+			for j := range h.net.brokers {
+				if j != i {
+					if err := h.cut(i, j); err != nil {
+						return "", nil, err
+					}
+				}
+			}
+			return fmt.Sprintf("broker %d (leader of %v) | brokers %v", i+1, led(v, int32(i+1)), others(len(h.net.brokers), i)), h.healNet, nil
+		}},
+	{name: "partition-bridge", network: true, doc: "a random broker sees both others, which do not see each other; clients reach all",
+		inject: func(ctx context.Context, h *harness, _ int) (string, func(context.Context) error, error) {
+			mid := h.rng.IntN(len(h.net.brokers))
+			o := others(len(h.net.brokers), mid)
+			if err := h.cut(o[0]-1, o[1]-1); err != nil {
+				return "", nil, err
+			}
+			return fmt.Sprintf("brokers %d and %d cut, broker %d the bridge", o[0], o[1], mid+1), h.healNet, nil
+		}},
+	{name: "partition-one-way", network: true, doc: "every packet from (odd cycles) or to (even cycles) a random partition's leader and the other brokers dropped, one direction only",
+		inject: func(ctx context.Context, h *harness, n int) (string, func(context.Context) error, error) {
+			v, err := h.settled(ctx)
+			if err != nil {
+				return "", nil, err
+			}
+			i := h.index(v.Parts[h.rng.Int32N(h.o.partitions)].Leader)
+			dir := "from"
+			for j := range h.net.brokers {
+				if j == i {
+					continue
+				}
+				src, dst := h.net.brokers[i], h.net.brokers[j]
+				if n%2 == 0 {
+					src, dst, dir = dst, src, "to"
+				}
+				if err := h.net.drop(src, dst); err != nil {
+					return "", nil, err
+				}
+			}
+			return fmt.Sprintf("packets %s broker %d (leader of %v) and the other brokers dropped", dir, i+1, led(v, int32(i+1))), h.healNet, nil
+		}},
+	{name: "slow-link", network: true, doc: "links of one random broker (odd cycles) or of all (even cycles) slow and lossy: netem where the kernel has it, else a rate limit with a short queue",
+		inject: func(_ context.Context, h *harness, n int) (string, func(context.Context) error, error) {
+			which := []int{h.rng.IntN(len(h.net.brokers))}
+			if n%2 == 0 {
+				which = []int{0, 1, 2}
+			}
+			var what string
+			for _, i := range which {
+				var err error
+				if what, err = h.net.slow(i); err != nil {
+					return "", nil, err
+				}
+			}
+			var ids []int
+			for _, i := range which {
+				ids = append(ids, i+1)
+			}
+			return fmt.Sprintf("%s on the links of brokers %v", what, ids), h.healNet, nil
+		}},
+}
+
+// led lists the partitions broker id leads in view v.
+func led(v lab.View, id int32) []int32 {
+	var ps []int32
+	for p := range int32(len(v.Parts)) {
+		if v.Parts[p].Leader == id {
+			ps = append(ps, p)
+		}
+	}
+	return ps
+}
+
+// others lists the node ids of the n brokers but the one at index i.
+func others(n, i int) []int {
+	var o []int
+	for j := range n {
+		if j != i {
+			o = append(o, j+1)
+		}
+	}
+	return o
+}
+
+// index returns the broker index of node id (node ids are 1..n); a
+// partition with no leader gives a random broker.
+func (h *harness) index(id int32) int {
+	if id < 1 || int(id) > len(h.c.Brokers) {
+		return h.rng.IntN(len(h.c.Brokers))
+	}
+	return int(id) - 1
+}
+
+// cut drops every packet between brokers i and j, both ways.
+func (h *harness) cut(i, j int) error {
+	if err := h.net.drop(h.net.brokers[i], h.net.brokers[j]); err != nil {
+		return err
+	}
+	return h.net.drop(h.net.brokers[j], h.net.brokers[i])
+}
+
+func (h *harness) healNet(context.Context) error { return h.net.heal() }
+
+// kill SIGKILLs broker id and returns the heal that restarts it.
+func (h *harness) kill(ctx context.Context, id int32, role string) (string, func(context.Context) error, error) {
+	b := h.c.Broker(id)
+	if b == nil {
+		return "", nil, fmt.Errorf("no broker %d to kill (the %s)", id, role)
+	}
+	v, _ := lab.Metadata(ctx, h.adm, topic)
+	if _, err := h.c.Kill(ctx, b); err != nil {
+		return "", nil, err
+	}
+	return fmt.Sprintf("kill -9 broker %d, the %s (leader of %v)", id, role, led(v, id)), func(context.Context) error {
+		return h.c.Start(b)
+	}, nil
+}
+
+// settled waits (at most a minute) until every partition has a leader
+// and returns that view.
+func (h *harness) settled(ctx context.Context) (lab.View, error) {
+	var v lab.View
+	if !lab.Poll(ctx, time.Minute, 200*time.Millisecond, func() bool {
+		var err error
+		v, err = lab.Metadata(ctx, h.adm, topic)
+		return err == nil && v.AllLed(h.o.partitions)
+	}) {
+		return v, fmt.Errorf("no leader for every partition within 1m")
+	}
+	return v, nil
+}
