@@ -31,6 +31,11 @@ type leaderRepl struct {
 		// retryAt delays the next one after a failure.
 		proposing bool
 		retryAt   time.Time
+		// pendingFrom is the partition epoch a pending proposal (see
+		// replication.Leader.SetPending) was made from; unsure is set
+		// when its write failed without saying whether it landed.
+		pendingFrom int32
+		unsure      bool
 		// seenISR is the ISR applyRole last applied, for the ISR change
 		// metrics.
 		seenISR []int32
@@ -69,6 +74,14 @@ func (b *Broker) applyRole(p *partition, st *cluster.PartitionState) error {
 		lr.mu.Lock()
 		lr.mu.from = *st
 		lr.mu.st.SetISR(st.ISR)
+		if !lr.mu.proposing && st.PartitionEpoch != lr.mu.pendingFrom {
+			// The registry moved on from the state a proposal whose
+			// outcome was unknown was made from: whatever it holds now is
+			// in st.
+			lr.mu.st.SetPending(nil)
+			lr.mu.unsure = false
+		}
+		pending := lr.mu.st.Pending() != nil
 		// Every change of a led partition's ISR counts, whoever wrote
 		// it (this leader, or the controller dropping a dead broker).
 		for _, r := range st.ISR {
@@ -83,6 +96,12 @@ func (b *Broker) applyRole(p *partition, st *cluster.PartitionState) error {
 		}
 		lr.mu.seenISR = slices.Clone(st.ISR)
 		lr.mu.Unlock()
+		if pending {
+			// A follower may be joining: the high watermark waits for it.
+			p.log.SetAutoHighWatermark(false)
+			b.advanceHW(p)
+			return nil
+		}
 	}
 	alone := len(st.ISR) <= 1
 	p.log.SetAutoHighWatermark(alone)
@@ -147,25 +166,54 @@ func (b *Broker) maybeProposeISR(p *partition, lr *leaderRepl, now time.Time) {
 		})
 		changed = !sameMembers(isr, from.ISR)
 	}
-	if !changed {
+	if !changed && !lr.mu.unsure {
 		lr.mu.Unlock()
 		return
 	}
+	// Until the registry's answer is known, the high watermark counts the
+	// proposal's members too (a joining follower), and the current ones
+	// (a shrink): either may be what the registry holds. An earlier
+	// proposal whose outcome is unknown stays counted; writing the current
+	// ISR again settles it (it fails if the earlier one landed).
 	lr.mu.proposing = true
+	lr.mu.pendingFrom = from.PartitionEpoch
+	lr.mu.st.SetPending(slices.Concat(lr.mu.st.Pending(), isr))
 	lr.mu.Unlock()
+	if len(isr) > 1 {
+		p.log.SetAutoHighWatermark(false)
+	}
 	b.goTracked(func() {
 		ctx, cancel := context.WithTimeout(b.ctx, b.cfg.ReplicaLagTimeMax)
 		next, err := b.cluster.AlterISR(ctx, p.tp.Topic, p.tp.Partition, from, isr)
 		cancel()
 		lr.mu.Lock()
 		lr.mu.proposing = false
-		if err == nil {
+		switch {
+		case err == nil:
 			lr.mu.from = next
 			lr.mu.st.SetISR(next.ISR)
-		} else {
+			lr.mu.st.SetPending(nil)
+			lr.mu.unsure = false
+		case errors.Is(err, cluster.ErrStaleLeader):
+			// Nothing was written: the registry holds what the metadata
+			// view will bring.
+			lr.mu.st.SetPending(nil)
+			lr.mu.unsure = false
+			lr.mu.retryAt = time.Now().Add(time.Second)
+		default:
+			lr.mu.unsure = true
 			lr.mu.retryAt = time.Now().Add(time.Second)
 		}
+		alone := len(lr.mu.st.ISR()) <= 1 && lr.mu.st.Pending() == nil
 		lr.mu.Unlock()
+		if alone {
+			p.role.Lock()
+			if p.lead.Load() == lr {
+				p.log.SetAutoHighWatermark(true)
+			}
+			p.role.Unlock()
+		}
+		b.advanceHW(p)
 		switch {
 		case err == nil:
 			// The metadata watch applies the new state (applyRole).

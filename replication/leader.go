@@ -18,6 +18,12 @@ type Leader struct {
 	epochStart int64
 	hw         int64
 	followers  map[int32]*follower
+	// pending is an ISR proposal of this leader that may be in the
+	// registry before the leader knows it: the high watermark counts its
+	// members as well as the ISR's (KIP-497's "maximal ISR"), so that a
+	// follower joining is never in the registry's ISR, electable, while it
+	// lacks records below the high watermark.
+	pending []int32
 }
 
 // follower is what the leader knows of one follower.
@@ -58,6 +64,13 @@ func NewLeader(self int32, replicas, isr []int32, leo, hw int64, now time.Time) 
 // leader was written, or the controller removed a broker).
 func (l *Leader) SetISR(isr []int32) { l.isr = slices.Clone(isr) }
 
+// SetPending records an ISR proposal being written, or, with nil, that
+// none may be in the registry other than the ISR set by SetISR.
+func (l *Leader) SetPending(isr []int32) { l.pending = slices.Clone(isr) }
+
+// Pending returns the proposal SetPending recorded, nil for none.
+func (l *Leader) Pending() []int32 { return slices.Clone(l.pending) }
+
 // ISR returns the ISR this leader works with.
 func (l *Leader) ISR() []int32 { return slices.Clone(l.isr) }
 
@@ -90,11 +103,12 @@ func (l *Leader) Fetched(id int32, fetchOffset, leaderEnd int64, now time.Time) 
 // HighWatermark returns the high watermark for the leader's own end, the
 // offset up to which the leader holds the log as acknowledgements require
 // (its durable offset in durable mode, else its log end): the smallest
-// log end offset over the ISR. A follower that has not fetched under this
-// leadership holds it where it is. It never moves back.
+// log end offset over the ISR and a pending proposal's members. A
+// follower that has not fetched under this leadership holds it where it
+// is. It never moves back.
 func (l *Leader) HighWatermark(leaderEnd int64) int64 {
 	hw := leaderEnd
-	for _, r := range l.isr {
+	for _, r := range slices.Concat(l.isr, l.pending) {
 		if r == l.self {
 			continue
 		}

@@ -156,3 +156,29 @@ func TestDiverged(t *testing.T) {
 		}
 	}
 }
+
+// While a proposal that adds a follower is being written, the high
+// watermark waits for that follower too: the registry may already list it
+// in the ISR (and elect it) before the leader hears back. Once the
+// proposal is settled either way, only the ISR counts.
+func TestHighWatermarkCountsAPendingJoin(t *testing.T) {
+	l := NewLeader(1, []int32{1, 2, 3}, []int32{1, 2}, 100, 100, t0)
+	l.Fetched(2, 100, 100, at(1))
+	l.Fetched(3, 100, 100, at(1)) // caught up: it may join
+	isr, changed := l.ProposeISR(at(1), lagMax)
+	if !changed || fmt.Sprint(isr) != "[1 2 3]" {
+		t.Fatalf("proposal %v (changed %v), want [1 2 3]", isr, changed)
+	}
+	l.SetPending(isr)
+	// The leader appends 10 more; follower 2 has them, follower 3 not yet.
+	l.Fetched(2, 110, 110, at(2))
+	if hw := l.HighWatermark(110); hw != 100 {
+		t.Fatalf("follower 3 joining and at 100: hw %d, want 100", hw)
+	}
+	// The proposal failed and nothing was written: follower 3 no longer
+	// holds the high watermark back.
+	l.SetPending(nil)
+	if hw := l.HighWatermark(110); hw != 110 {
+		t.Fatalf("proposal settled without follower 3: hw %d, want 110", hw)
+	}
+}

@@ -121,7 +121,9 @@
 // on the partition's state: its leader, leader epoch and partition epoch
 // must be the ones the proposal was made from, so a deposed leader's
 // proposal writes nothing (Kafka's AlterPartition, decided by the registry
-// instead of a controller).
+// instead of a controller), and the leader's registration must be its live
+// session's, so a leader paused past its session timeout writes nothing
+// either (Kafka's broker epoch check).
 //
 // Metadata.ControllerID, what clients are told, is the elected controller,
 // or between two terms the lowest live broker: any broker serves the admin

@@ -20,9 +20,12 @@ var ErrStaleLeader = errors.New("cluster: the partition state changed since the 
 // AlterPartition): the write compares the partition's state with the one
 // the leader works from, its leader, leader epoch and partition epoch in
 // from, so a deposed or outdated leader's proposal fails with
-// ErrStaleLeader. The ISR must hold the leader and only replicas. It
-// returns the state written, with the partition epoch bumped, once this
-// node's view shows it.
+// ErrStaleLeader. The write also requires this node's registration to be
+// the one of its live session (Kafka's broker epoch check): a leader that
+// was paused past its session timeout writes nothing, even before the
+// controller has acted on its absence. The ISR must hold the leader and
+// only replicas. It returns the state written, with the partition epoch
+// bumped, once this node's view shows it.
 func (c *Cluster) AlterISR(ctx context.Context, topic string, p int32, from PartitionState, isr []int32) (PartitionState, error) {
 	if err := c.checkOpen(); err != nil {
 		return PartitionState{}, err
@@ -35,6 +38,13 @@ func (c *Cluster) AlterISR(ctx context.Context, topic string, p int32, from Part
 			return PartitionState{}, fmt.Errorf("alter ISR of %s-%d: %v is not a set of the replicas %v", topic, p, isr, from.Replicas)
 		}
 	}
+	c.mu.Lock()
+	reg := c.mu.reg
+	c.mu.Unlock()
+	if reg == nil || reg.session == nil {
+		return PartitionState{}, fmt.Errorf("%w: alter ISR of %s-%d: this broker's registration session is lost", ErrStaleLeader, topic, p)
+	}
+	lease := reg.session.Lease()
 	octx, cancel := c.opCtx(ctx)
 	defer cancel()
 	key := c.keys.partition(topic, p)
@@ -57,14 +67,16 @@ func (c *Cluster) AlterISR(ctx context.Context, topic string, p int32, from Part
 	next.ISR = slices.Clone(isr)
 	next.PartitionEpoch++
 	resp, err := c.client.Txn(octx).
-		If(clientv3.Compare(clientv3.ModRevision(key), "=", got.Kvs[0].ModRevision)).
+		If(clientv3.Compare(clientv3.ModRevision(key), "=", got.Kvs[0].ModRevision),
+			clientv3.Compare(clientv3.LeaseValue(c.keys.broker(c.cfg.NodeID)), "=", lease)).
 		Then(clientv3.OpPut(key, encode(partitionRecord(next)))).
 		Commit()
 	if err != nil {
 		return PartitionState{}, fmt.Errorf("alter ISR of %s-%d: %w", topic, p, err)
 	}
 	if !resp.Succeeded {
-		return PartitionState{}, fmt.Errorf("%w: %s-%d changed during the proposal", ErrStaleLeader, topic, p)
+		return PartitionState{}, fmt.Errorf("%w: %s-%d changed during the proposal, or this broker's registration session was lost",
+			ErrStaleLeader, topic, p)
 	}
 	c.log.Info("ISR changed", "topic", topic, "partition", p, "from", cur.ISR, "to", next.ISR,
 		"leader", next.Leader, "leader_epoch", next.LeaderEpoch, "partition_epoch", next.PartitionEpoch)

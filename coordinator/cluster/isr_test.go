@@ -19,7 +19,7 @@ func TestAlterISR(t *testing.T) {
 	}
 	from := c.Snapshot().Topics["isr"].Partitions[0]
 	if fmt.Sprint(from.ISR) != "[1]" || from.Leader != 1 {
-		t.Fatalf("new partition %+v, want leader 1 alone in the ISR", from)
+		t.Fatalf("new partition %+v, want leader 1 alone in the ISR (brokers 2 and 3 are not registered)", from)
 	}
 	got, err := c.AlterISR(testCtx(t), "isr", 0, from, []int32{1, 3})
 	if err != nil {
@@ -45,5 +45,26 @@ func TestAlterISR(t *testing.T) {
 		if _, err := c.AlterISR(testCtx(t), "isr", 0, got, bad); err == nil || errors.Is(err, ErrStaleLeader) {
 			t.Errorf("ISR %v: %v, want a refusal", bad, err)
 		}
+	}
+	// A leader whose registration is no longer its session's (as after a
+	// pause past the session timeout, before it re-registers): nothing is
+	// written, even from the current state.
+	if _, err := c.CreateTopic(testCtx(t), TopicSpec{Name: "solo", Assignments: [][]int32{{1}}}); err != nil {
+		t.Fatal(err)
+	}
+	solo := c.Snapshot().Topics["solo"].Partitions[0]
+	regKey := c.keys.broker(1)
+	cur, err := c.client.Get(testCtx(t), regKey)
+	if err != nil || len(cur.Kvs) != 1 {
+		t.Fatalf("registration key: %v %v", cur, err)
+	}
+	if _, err := c.client.Put(testCtx(t), regKey, string(cur.Kvs[0].Value)); err != nil { // no lease
+		t.Fatal(err)
+	}
+	if _, err := c.AlterISR(testCtx(t), "solo", 0, solo, []int32{1}); !errors.Is(err, ErrStaleLeader) {
+		t.Fatalf("proposal of a broker without its session's registration: %v, want ErrStaleLeader", err)
+	}
+	if now := c.Snapshot().Topics["solo"].Partitions[0]; now.PartitionEpoch != solo.PartitionEpoch {
+		t.Fatalf("the proposal was written: %+v", now)
 	}
 }
