@@ -25,6 +25,16 @@ func (l *Log) TruncateTo(offset int64) error {
 		return err
 	}
 	if offset >= l.leo.Load() {
+		// No record to cut; but an epoch that begins at the log's end (a
+		// leadership taken here, nothing written under it) goes when the
+		// offset is the end: a leader that does not know that epoch sent
+		// the truncation, and a follower that kept it would ask with it
+		// again and diverge at every fetch.
+		if offset == l.leo.Load() {
+			if err := l.epochs.truncateFromEnd(offset); err != nil {
+				return l.fail(err)
+			}
+		}
 		return nil
 	}
 	segs := *l.segs.Load()

@@ -280,6 +280,47 @@ func TestTruncateTo(t *testing.T) {
 	}
 }
 
+// TestTruncateToTheEndDropsAnEmptyEpoch: a leadership taken at the log's
+// end, with nothing written under it, is forgotten when a leader that does
+// not know it truncates this log to its end (else the follower would ask
+// with that epoch again, and diverge at every fetch); truncating above the
+// end changes nothing.
+func TestTruncateToTheEndDropsAnEmptyEpoch(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	l := openTestLog(t, dir, testConfig(), OpenState{})
+	var a appended
+	for i := 0; i < 5; i++ {
+		a.add(t, l, makeBatch(t, 2, 400, 1000, uint64(i), record.CodecNone))
+	}
+	before := l.LatestEpoch()
+	if err := l.AssignEpoch(before + 3); err != nil {
+		t.Fatal(err)
+	}
+	leo := l.LogEndOffset()
+	if err := l.TruncateTo(leo + 1); err != nil {
+		t.Fatal(err)
+	}
+	if got := l.LatestEpoch(); got != before+3 {
+		t.Fatalf("after a truncation above the end: latest epoch %d, want %d", got, before+3)
+	}
+	if err := l.TruncateTo(leo); err != nil {
+		t.Fatal(err)
+	}
+	if got := l.LatestEpoch(); got != before || l.LogEndOffset() != leo {
+		t.Fatalf("after a truncation to the end: latest epoch %d, log end %d; want %d, %d", got, l.LogEndOffset(), before, leo)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l = openTestLog(t, dir, testConfig(), OpenState{})
+	defer l.Close()
+	if got := l.LatestEpoch(); got != before {
+		t.Fatalf("after a restart: latest epoch %d, want %d", got, before)
+	}
+	equalBatches(t, readAll(t, l, 0, 0), a.batches)
+}
+
 func TestDeleteBelow(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
