@@ -537,11 +537,13 @@ func satAdd(a, b int64) int64 {
 }
 
 // cleanedPaths are the files of a cleaned segment with a suffix (.cleaned
-// or .swap) after the final names, log file last.
-func cleanedPaths(dir string, base int64, suffix string) [3]string {
-	return [3]string{
+// or .swap) after the final names, log file last. The txn index file is
+// there only when the cleaned segment has aborted transactions.
+func cleanedPaths(dir string, base int64, suffix string) [4]string {
+	return [4]string{
 		filepath.Join(dir, segmentFileName(base, indexSuffix)+suffix),
 		filepath.Join(dir, segmentFileName(base, timeIndexSuffix)+suffix),
+		filepath.Join(dir, segmentFileName(base, txnIndexSuffix)+suffix),
 		filepath.Join(dir, segmentFileName(base, logSuffix)+suffix),
 	}
 }
@@ -556,7 +558,17 @@ func (w *groupWriter) clean(ctx context.Context, g []*segment, st *CleanStats) e
 			os.Remove(p) //nolint:errcheck // best effort; the next open removes leftovers too
 		}
 	}
-	f, err := os.OpenFile(paths[2], os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	// The cleaned segment keeps the aborted transactions of the segments
+	// it replaces: their markers stay, and so do their records.
+	var txn []byte
+	for _, s := range g {
+		buf, err := l.segmentTxnIndex(s)
+		if err != nil {
+			return err
+		}
+		txn = append(txn, buf...)
+	}
+	f, err := os.OpenFile(paths[3], os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return fmt.Errorf("create cleaned segment: %w", err)
 	}
@@ -638,7 +650,10 @@ func (w *groupWriter) clean(ctx context.Context, g []*segment, st *CleanStats) e
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("close cleaned segment: %w", err)
 	}
-	for i, data := range [][]byte{idx, tidx} {
+	for i, data := range [][]byte{idx, tidx, txn} {
+		if i == 2 && len(data) == 0 {
+			continue
+		}
 		if err := writeFileSynced(paths[i], data); err != nil {
 			return err
 		}
@@ -670,7 +685,7 @@ func writeFileSynced(path string, data []byte) error {
 
 // replaceSegments swaps the cleaned segment (files at cleaned, size bytes)
 // in for old, which must still be consecutive segments of the log.
-func (l *Log) replaceSegments(old []*segment, base, size int64, cleaned [3]string) error {
+func (l *Log) replaceSegments(old []*segment, base, size int64, cleaned [4]string) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.mu.closed {
@@ -698,6 +713,9 @@ func (l *Log) replaceSegments(old []*segment, base, size int64, cleaned [3]strin
 	swap := cleanedPaths(l.dir, base, swapSuffix)
 	for i := range cleaned {
 		if err := os.Rename(cleaned[i], swap[i]); err != nil {
+			if i == 2 && errors.Is(err, os.ErrNotExist) {
+				continue // no aborted transaction
+			}
 			return fmt.Errorf("rename cleaned segment: %w", err)
 		}
 		l.step("renamed " + filepath.Base(swap[i]))
@@ -717,9 +735,12 @@ func (l *Log) replaceSegments(old []*segment, base, size int64, cleaned [3]strin
 	newSegs = append(newSegs, segs[at+len(old):]...)
 	l.segs.Store(&newSegs)
 	errDel := l.deleteSegmentsLocked(old)
-	final := [3]string{ns.idx.path, ns.tidx.path, ns.logPath}
+	final := [4]string{ns.idx.path, ns.tidx.path, ns.txn.path, ns.logPath}
 	for i := range swap {
 		if err := os.Rename(swap[i], final[i]); err != nil {
+			if i == 2 && errors.Is(err, os.ErrNotExist) {
+				continue
+			}
 			return l.fail(fmt.Errorf("rename swap segment: %w", err))
 		}
 		l.step("renamed " + filepath.Base(final[i]))
@@ -761,7 +782,7 @@ func completeSwaps(dir string) error {
 	sort.Slice(swaps, func(i, j int) bool { return swaps[i] < swaps[j] })
 	for _, base := range swaps {
 		paths := cleanedPaths(dir, base, swapSuffix)
-		f, err := os.Open(paths[2])
+		f, err := os.Open(paths[3])
 		if err != nil {
 			return fmt.Errorf("open swap segment: %w", err)
 		}
@@ -777,13 +798,13 @@ func completeSwaps(dir string) error {
 			if b < base || b >= next {
 				continue
 			}
-			for _, suffix := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+			for _, suffix := range []string{logSuffix, indexSuffix, timeIndexSuffix, txnIndexSuffix} {
 				if err := os.Remove(filepath.Join(dir, segmentFileName(b, suffix))); err != nil && !errors.Is(err, os.ErrNotExist) {
 					return fmt.Errorf("remove replaced segment: %w", err)
 				}
 			}
 		}
-		for i, final := range []string{indexSuffix, timeIndexSuffix, logSuffix} {
+		for i, final := range []string{indexSuffix, timeIndexSuffix, txnIndexSuffix, logSuffix} {
 			err := os.Rename(paths[i], filepath.Join(dir, segmentFileName(base, final)))
 			if err != nil && !errors.Is(err, os.ErrNotExist) {
 				return fmt.Errorf("rename swap segment: %w", err)
