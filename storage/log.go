@@ -132,8 +132,8 @@ type Log struct {
 	// firstUnstable is producers.firstUnstable as of the last change of
 	// the producer state or the high watermark (see LastStableOffset).
 	firstUnstable atomic.Int64
-	autoHW    bool           // guarded by mu; see SetAutoHighWatermark
-	notify    notifier
+	autoHW        bool // guarded by mu; see SetAutoHighWatermark
+	notify        notifier
 
 	waiters struct {
 		sync.Mutex
