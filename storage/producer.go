@@ -371,7 +371,8 @@ func decodeProducerSnapshot(buf []byte) (*producerState, error) {
 			return nil, fmt.Errorf("%w: producer snapshot ids not ascending", ErrCorruptCheckpoint)
 		}
 		prevPID = pid
-		if k < minBatches || k > producerBatchesKept || len(rest) < k*snapBatchSize || e.txnFirst < -1 {
+		if k < minBatches || k > producerBatchesKept || len(rest) < k*snapBatchSize || e.txnFirst < -1 ||
+			e.coordinatorEpoch < -1 || k == 0 && e.txnFirst < 0 && e.coordinatorEpoch < 0 {
 			return nil, fmt.Errorf("%w: producer snapshot batches", ErrCorruptCheckpoint)
 		}
 		for j := 0; j < k; j++ {

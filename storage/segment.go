@@ -53,8 +53,10 @@ type segment struct {
 		closing bool // close f when refs reaches zero
 	}
 
-	// rebuildMu serialises loading or rebuilding the indexes.
+	// rebuildMu serialises loading or rebuilding the indexes; txnMu
+	// rebuilding the txn index, which reads this segment's other indexes.
 	rebuildMu sync.Mutex
+	txnMu     sync.Mutex
 
 	// deleted is set once the segment left the log and its files were
 	// renamed for deletion: its indexes are no longer written.

@@ -143,8 +143,8 @@ func (l *Log) segmentTxnIndex(s *segment) ([]byte, error) {
 	if !errors.Is(err, ErrCorruptIndex) {
 		return nil, err
 	}
-	s.rebuildMu.Lock()
-	defer s.rebuildMu.Unlock()
+	s.txnMu.Lock()
+	defer s.txnMu.Unlock()
 	if s.txn.isLoaded() {
 		return s.txn.entries(), nil
 	}
