@@ -78,7 +78,7 @@ func TestTxnCommitAbortAndLastStableOffset(t *testing.T) {
 	if first, ok := l.OngoingTxn(1); !ok || first != 0 {
 		t.Fatalf("OngoingTxn(1) = %d, %v; want 0, true", first, ok)
 	}
-	mustAppend(t, l, txnBatch(t, 2, 0, 0, 2))                 // 3..4
+	mustAppend(t, l, txnBatch(t, 2, 0, 0, 2))                                   // 3..4
 	mustAppend(t, l, buildBatch(t, 1, time.Now().UnixMilli(), record.CodecNone, // 5, not transactional
 		func(int) []byte { return []byte("plain") }))
 	mustAppend(t, l, txnBatch(t, 1, 0, 3, 1)) // 6: producer 1 again, same transaction
@@ -186,7 +186,7 @@ func TestTxnTruncateBelowMarkerReopens(t *testing.T) {
 	l := openTestLog(t, dir, testConfig(), OpenState{})
 	defer l.Close()
 	mustAppend(t, l, txnBatch(t, 7, 0, 0, 2)) // 0..1
-	m := mustMarker(t, l, 7, 0, 0, false)    // 2
+	m := mustMarker(t, l, 7, 0, 0, false)     // 2
 	l.SetHighWatermark(l.LogEndOffset())
 	wantLSO(t, l, 3, "aborted")
 	wantAborted(t, l, 0, 3, []AbortedTxn{{7, 0, 2, 3}}, "aborted")
