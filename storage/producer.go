@@ -539,9 +539,9 @@ func (l *Log) replaySegment(s *segment, from, end int64, fn func(h record.Batch,
 				if _, err := f.ReadAt(buf, pos); err != nil {
 					return fmt.Errorf("read control batch at %d: %w", pos, err)
 				}
-				if _, mk, ok, err := record.ParseControl(buf); err != nil {
-					return fmt.Errorf("control batch at %d: %w", pos, err)
-				} else if ok {
+				// As at append, a control batch that is no readable
+				// marker changes no producer state.
+				if _, mk, ok, err := record.ParseControl(buf); err == nil && ok {
 					m = &mk
 				}
 			}
