@@ -193,7 +193,12 @@
 // scanned and their rebuilt indexes, so the recovery point moves to the
 // log end at once (the cleaner cleans only below it). Every batch that was
 // fsynced before the crash remains: fsynced bytes lie before any torn or
-// lost write.
+// lost write. The producer state is then loaded from the newest snapshot
+// at or below the log end and the batches after it (below the log start
+// too, where the first segment still holds them), and the txn indexes of
+// the scanned segments are refilled by a replay from the newest snapshot
+// at or below the first scanned segment, or from the first segment when
+// there is none.
 //
 // # Disk errors
 //

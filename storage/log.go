@@ -1213,7 +1213,7 @@ type ReadResult struct {
 func (l *Log) Read(opts ReadOptions) (ReadResult, error) {
 	hw := l.hw.Load()
 	res := ReadResult{LogStart: l.logStart.Load(), HighWatermark: hw.offset, LogEnd: l.leo.Load(),
-		LastStableOffset: min(l.firstUnstable.Load(), hw.offset)}
+		LastStableOffset: lastStable(l.firstUnstable.Load(), l.logStart.Load(), hw.offset)}
 	res.BaseOffset = -1
 	if err := l.Err(); err != nil {
 		return res, err // offline, as Kafka's partitions in a failed dir

@@ -444,64 +444,97 @@ func (l *Log) writeSnapshotLocked() error {
 // log end (written before a truncation or a lost tail) are deleted.
 //
 // rebuildFrom is the base of the first segment whose txn index recovery
-// installed empty, to be refilled by the replay (math.MaxInt64: none); the
-// replay then starts from a snapshot at or below it, so that it sees every
-// marker of those segments with the transactions it ends.
+// installed empty (math.MaxInt64: none); those are refilled by a replay
+// of their own (see rebuildTxnIndexesLocked).
 func (l *Log) loadProducerStateLocked(rebuildFrom int64) error {
-	offs, err := listSnapshots(l.dir)
+	ps, from, err := l.loadSnapshotLocked(l.leo.Load(), true)
 	if err != nil {
 		return err
 	}
+	l.producers = ps
+	// From the snapshot on, below the log start too: what the first
+	// segment still holds there keeps a producer's state (and the first
+	// offset of a transaction a DeleteRecords cut into) whole.
+	if err := l.replayProducersLocked(ps, from, nil); err != nil {
+		return err
+	}
+	if rebuildFrom != math.MaxInt64 {
+		if err := l.rebuildTxnIndexesLocked(rebuildFrom); err != nil {
+			return err
+		}
+	}
+	l.publishTxnLocked()
+	return nil
+}
+
+// loadSnapshotLocked returns the newest readable snapshot at or below
+// upTo and its offset, or an empty state and the first segment's base.
+// With removeAbove it deletes the snapshots above the log end.
+func (l *Log) loadSnapshotLocked(upTo int64, removeAbove bool) (*producerState, int64, error) {
+	offs, err := listSnapshots(l.dir)
+	if err != nil {
+		return nil, 0, err
+	}
 	leo := l.leo.Load()
-	ps, from := newProducerState(), l.logStart.Load()
 	for i := len(offs) - 1; i >= 0; i-- {
 		path := filepath.Join(l.dir, segmentFileName(offs[i], snapshotSuffix))
-		if offs[i] > leo {
+		if offs[i] > leo && removeAbove {
 			if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return err
+				return nil, 0, err
 			}
 			continue
 		}
-		if offs[i] > rebuildFrom {
+		if offs[i] > upTo {
 			continue
 		}
 		data, err := os.ReadFile(path)
 		if err != nil {
-			return fmt.Errorf("read producer snapshot: %w", err)
+			return nil, 0, fmt.Errorf("read producer snapshot: %w", err)
 		}
 		loaded, err := decodeProducerSnapshot(data)
 		if err != nil {
 			l.logger.Warn("ignoring a damaged producer snapshot", "file", path, "err", err)
 			continue
 		}
-		ps, from = loaded, max(offs[i], from)
-		break
+		return loaded, offs[i], nil
 	}
-	l.producers = ps
-	if err := l.replayProducersLocked(from, rebuildFrom); err != nil {
+	return newProducerState(), (*l.segs.Load())[0].base, nil
+}
+
+// rebuildTxnIndexesLocked refills the txn indexes of the segments from
+// base rebuildFrom on, which recovery scanned: it replays the transactions
+// from the newest snapshot at or below rebuildFrom, or from the first
+// segment when there is none (every batch still on disk, below the log
+// start too, so that a transaction that began there keeps its first
+// offset), and records each transaction an ABORT marker in those
+// segments ends.
+func (l *Log) rebuildTxnIndexesLocked(rebuildFrom int64) error {
+	ps, from, err := l.loadSnapshotLocked(rebuildFrom, false)
+	if err != nil {
 		return err
 	}
-	l.publishTxnLocked()
-	return nil
+	return l.replayProducersLocked(ps, from, func(s *segment, done *completedTxn) {
+		if s.base >= rebuildFrom && done.aborted {
+			e := txnEntry(AbortedTxn{ProducerID: done.pid, FirstOffset: done.first, LastOffset: done.last,
+				LastStableOffset: ps.stableAfter(done)})
+			s.txn.appendEntry(e[:])
+		}
+	})
 }
 
 // replayProducersLocked reads the batches from offset from to the log end
-// into the producer state. The aborted transactions whose marker lies in a
-// segment at or above rebuildFrom are added to that segment's txn index.
-func (l *Log) replayProducersLocked(from, rebuildFrom int64) error {
+// into ps, and tells completed (when not nil) each transaction a marker
+// ends, with the segment holding the marker.
+func (l *Log) replayProducersLocked(ps *producerState, from int64, completed func(*segment, *completedTxn)) error {
 	segs := *l.segs.Load()
 	for i, s := range segs {
 		end := s.size.Load()
 		if end == 0 || nextBase(segs, i, l.leo.Load()) <= from {
 			continue
 		}
-		rebuild := s.base >= rebuildFrom
 		err := l.replaySegment(s, from, end, func(h record.Batch, m *record.EndTxnMarker) {
-			done := l.producers.apply(h, m)
-			if rebuild && done != nil && done.aborted {
-				e := txnEntry(AbortedTxn{ProducerID: done.pid, FirstOffset: done.first, LastOffset: done.last,
-					LastStableOffset: l.producers.stableAfter(done)})
-				s.txn.appendEntry(e[:])
+			if done := ps.apply(h, m); done != nil && completed != nil {
+				completed(s, done)
 			}
 		})
 		if err != nil {

@@ -58,9 +58,15 @@ func (l *Log) publishTxnLocked() {
 // LastStableOffset is the offset a read_committed reader reads up to: the
 // high watermark, or the first offset of the earliest transaction that is
 // open or whose marker is not below the high watermark yet, if lower.
-// Below it every transaction is decided and its marker replicated.
+// Below it every transaction is decided and its marker replicated. A
+// transaction whose first offset retention or DeleteRecords removed counts
+// from the log start, as nothing below it can be read.
 func (l *Log) LastStableOffset() int64 {
-	return min(l.firstUnstable.Load(), l.hw.Load().offset)
+	return lastStable(l.firstUnstable.Load(), l.logStart.Load(), l.hw.Load().offset)
+}
+
+func lastStable(firstUnstable, logStart, hw int64) int64 {
+	return min(max(firstUnstable, logStart), hw)
 }
 
 // OngoingTxn returns the first offset of the producer's open transaction
