@@ -62,15 +62,26 @@ import (
 // segment and drops the later ones: crash recovery takes such gaps as
 // they are. Batches
 // with no change are copied as they are; a group of one segment in which
-// nothing changed is not rewritten at all. Control batches are kept as
-// they are; transactional batches are cleaned like others (aborted
-// transactions are not removed: this broker has no transactions yet).
+// nothing changed is not rewritten at all.
+//
+// Transactions: the cleanable range also ends at the last stable offset,
+// so every transaction in it is decided. The records of aborted
+// transactions (listed by the txn indexes) are dropped and never enter
+// the offset map: an aborted record supersedes nothing. A COMMIT or ABORT
+// marker stays while a batch of its transaction is in the log (a
+// cleaning reads the log from its first segment, so it sees them); once
+// none is, the marker gets a delete horizon as tombstones do (now +
+// delete.retention.ms, attribute bit 6 and its base timestamp), and a
+// cleaning after it drops the marker. A cleaned segment's txn index keeps
+// the aborted transactions whose marker it keeps with batches read by
+// this cleaning, and those past the cleaned range.
 //
 // Replacement: the group is written to <base>.log.cleaned with
-// <base>.index.cleaned and <base>.timeindex.cleaned, fsynced, all without
-// the log's lock. Then, under the lock (appends wait only for renames and
-// two directory fsyncs): if the log still holds the group's segments, the
-// three files are renamed to .swap (the log file last: from here the
+// <base>.index.cleaned, <base>.timeindex.cleaned and, when it has
+// entries, <base>.txnindex.cleaned, fsynced, all without the log's lock.
+// Then, under the lock (appends wait only for renames and two directory
+// fsyncs): if the log still holds the group's segments, the files are
+// renamed to .swap (the log file last: from here the
 // replacement is decided) and the directory fsynced; the old segments
 // leave the list and their files are renamed .deleted, to be removed after
 // file.delete.delay.ms; the .swap files get their final names; the
@@ -174,7 +185,7 @@ func (l *Log) cleanableState(now int64) (cleanable, error) {
 	var c cleanable
 	c.firstDirty = l.FirstDirtyOffset()
 	active := segs[len(segs)-1]
-	fu := min(active.base, l.hw.Load().offset, l.recoveryPoint.Load())
+	fu := min(active.base, l.LastStableOffset(), l.recoveryPoint.Load())
 	for i, s := range segs[:len(segs)-1] {
 		if s.base >= fu {
 			break
@@ -304,7 +315,7 @@ var errMapFull = errors.New("offset map full")
 // c.firstUncleanable) to their latest offsets. It returns where the
 // mapped range ends: c.firstUncleanable, or the base of the first batch
 // that did not fit in the map.
-func (cl *cleaner) buildOffsetMap(ctx context.Context, segs []*segment, c cleanable, om *offsetMap, st *CleanStats) (int64, error) {
+func (cl *cleaner) buildOffsetMap(ctx context.Context, segs []*segment, c cleanable, om *offsetMap, aborted abortedSet, st *CleanStats) (int64, error) {
 	end := c.firstUncleanable
 	var scratch []byte
 	for _, s := range segs[:len(segs)-1] {
@@ -319,8 +330,8 @@ func (cl *cleaner) buildOffsetMap(ctx context.Context, segs []*segment, c cleana
 				return errMapFull // past the range: stop here
 			}
 			st.BytesRead += int64(len(b))
-			if b.Control() {
-				return nil
+			if b.Control() || aborted.holds(b) {
+				return nil // markers have no key; aborted records never supersede
 			}
 			if len(om.m) > 0 && len(om.m)+int(b.RecordCount()) > om.maxEntries {
 				end = max(b.BaseOffset(), c.firstDirty)
@@ -392,8 +403,15 @@ func (cl *cleaner) cleanLog(ctx context.Context, l *Log, force bool) (CleanStats
 		return st, nil
 	}
 	segs := *l.segs.Load()
+	// The aborted transactions that start in the cleanable range: it ends
+	// at or below the last stable offset, so each is decided and listed.
+	abortedList, err := l.AbortedTransactions(segs[0].base, c.firstUncleanable)
+	if err != nil {
+		return st, err
+	}
+	aborted := newAbortedSet(abortedList)
 	om := newOffsetMap(cl.maxEntries)
-	end, err := cl.buildOffsetMap(ctx, segs, c, om, &st)
+	end, err := cl.buildOffsetMap(ctx, segs, c, om, aborted, &st)
 	if err != nil {
 		return st, err
 	}
@@ -416,7 +434,7 @@ func (cl *cleaner) cleanLog(ctx context.Context, l *Log, force bool) (CleanStats
 	l.mu.Unlock()
 	w := groupWriter{
 		l: l, cfg: cfg, om: om, end: end, now: now, lastOfProducer: lastOfProducer,
-		horizon: math.MaxInt64,
+		horizon: math.MaxInt64, aborted: aborted, txnSeen: map[int64]bool{}, abortSeen: map[int64]bool{},
 	}
 	for _, g := range groups {
 		if err := w.clean(ctx, g, &st); err != nil {
@@ -439,7 +457,14 @@ type groupWriter struct {
 	end            int64 // records at or past it stay
 	now            int64
 	lastOfProducer map[int64]int64
-	horizon        int64 // earliest delete horizon of a batch that keeps a tombstone
+	horizon        int64 // earliest delete horizon of a batch that keeps a tombstone or a marker
+	// aborted are the aborted transactions starting below end; txnSeen
+	// the producers with a batch of their current transaction read in
+	// this cleaning (it started at the log's first segment), abortSeen the
+	// markers (by offset) of aborted transactions with a batch read.
+	aborted   abortedSet
+	txnSeen   map[int64]bool
+	abortSeen map[int64]bool
 
 	scratch []byte
 	out     []byte
@@ -451,7 +476,16 @@ type groupWriter struct {
 // changes), or nil to drop it; kept counts its records that stay.
 func (w *groupWriter) filter(b record.Batch) (out record.Batch, kept int, err error) {
 	if b.Control() {
-		return b, int(b.RecordCount()), nil
+		return w.filterControl(b)
+	}
+	abortedBatch := false
+	if b.Transactional() && b.LastOffset() < w.end {
+		if t, ok := w.aborted.find(b); ok {
+			abortedBatch = true
+			w.abortSeen[t.LastOffset] = true
+		} else {
+			w.txnSeen[b.ProducerID()] = true
+		}
 	}
 	horizonPassed := b.HasDeleteHorizon() && w.now >= b.BaseTimestamp()
 	w.recs, w.hdrs = w.recs[:0], w.hdrs[:0]
@@ -461,6 +495,8 @@ func (w *groupWriter) filter(b record.Batch) (out record.Batch, kept int, err er
 		total++
 		keep := true
 		switch {
+		case abortedBatch:
+			keep = false
 		case off >= w.end:
 		case r.Key == nil:
 			keep = false
@@ -529,6 +565,94 @@ func (w *groupWriter) filter(b record.Batch) (out record.Batch, kept int, err er
 	return nb, len(w.recs), nil
 }
 
+// filterControl decides what becomes of a control batch (Kafka's rules for
+// markers). A marker below the cleaned range's end whose transaction left
+// no batch in the log (an aborted one whose batches an earlier cleaning
+// removed, or a committed one all of whose records were compacted away)
+// only tells readers what they no longer see: it gets a delete horizon
+// (now + delete.retention.ms, as a tombstone does), and a cleaning after
+// the horizon drops it. Other control batches stay as they are.
+func (w *groupWriter) filterControl(b record.Batch) (record.Batch, int, error) {
+	if b.LastOffset() >= w.end || b.ProducerID() < 0 {
+		return b, int(b.RecordCount()), nil
+	}
+	_, m, ok, err := record.ParseControl(b)
+	if err != nil {
+		return nil, 0, fmt.Errorf("control batch at offset %d: %w", b.BaseOffset(), err)
+	}
+	if !ok {
+		return b, int(b.RecordCount()), nil
+	}
+	pid := b.ProducerID()
+	empty := !w.txnSeen[pid]
+	if !m.Commit {
+		empty = !w.abortSeen[b.BaseOffset()]
+	}
+	delete(w.txnSeen, pid)
+	if !empty {
+		return b, int(b.RecordCount()), nil
+	}
+	if b.HasDeleteHorizon() {
+		if w.now >= b.BaseTimestamp() {
+			return nil, 0, nil
+		}
+		w.horizon = min(w.horizon, b.BaseTimestamp())
+		return b, int(b.RecordCount()), nil
+	}
+	horizon := satAdd(w.now, w.cfg.DeleteRetentionMs)
+	w.horizon = min(w.horizon, horizon)
+	w.recs = w.recs[:0]
+	err = record.ForEachRecord(b, &w.scratch, func(_, ts int64, r *record.Record) error {
+		rec := *r
+		rec.Headers = nil
+		rec.TimestampDelta = ts - horizon // the record keeps its timestamp
+		w.recs = append(w.recs, rec)
+		return nil
+	})
+	if err != nil {
+		return nil, 0, fmt.Errorf("control batch at offset %d: %w", b.BaseOffset(), err)
+	}
+	w.out, err = record.Build(w.out[:0], record.BatchHeader{
+		BaseOffset: b.BaseOffset(), PartitionLeaderEpoch: b.PartitionLeaderEpoch(),
+		Transactional: true, Control: true, DeleteHorizon: true, BaseTimestamp: horizon,
+		ProducerID: pid, ProducerEpoch: b.ProducerEpoch(), BaseSequence: b.BaseSequence(),
+	}, w.recs)
+	if err != nil {
+		return nil, 0, fmt.Errorf("rebuild control batch at offset %d: %w", b.BaseOffset(), err)
+	}
+	nb := record.Batch(w.out)
+	nb.SetLastOffsetDelta(b.LastOffsetDelta())
+	return nb, len(w.recs), nil
+}
+
+// abortedSet finds the aborted transaction a batch belongs to.
+type abortedSet map[int64][]AbortedTxn
+
+func newAbortedSet(list []AbortedTxn) abortedSet {
+	s := abortedSet{}
+	for _, a := range list {
+		s[a.ProducerID] = append(s[a.ProducerID], a)
+	}
+	return s
+}
+
+func (s abortedSet) find(b record.Batch) (AbortedTxn, bool) {
+	if !b.Transactional() || b.Control() {
+		return AbortedTxn{}, false
+	}
+	for _, a := range s[b.ProducerID()] {
+		if a.FirstOffset <= b.BaseOffset() && b.LastOffset() < a.LastOffset {
+			return a, true
+		}
+	}
+	return AbortedTxn{}, false
+}
+
+func (s abortedSet) holds(b record.Batch) bool {
+	_, ok := s.find(b)
+	return ok
+}
+
 func satAdd(a, b int64) int64 {
 	if b > 0 && a > math.MaxInt64-b {
 		return math.MaxInt64
@@ -537,11 +661,13 @@ func satAdd(a, b int64) int64 {
 }
 
 // cleanedPaths are the files of a cleaned segment with a suffix (.cleaned
-// or .swap) after the final names, log file last.
-func cleanedPaths(dir string, base int64, suffix string) [3]string {
-	return [3]string{
+// or .swap) after the final names, log file last. The txn index file is
+// there only when the cleaned segment has aborted transactions.
+func cleanedPaths(dir string, base int64, suffix string) [4]string {
+	return [4]string{
 		filepath.Join(dir, segmentFileName(base, indexSuffix)+suffix),
 		filepath.Join(dir, segmentFileName(base, timeIndexSuffix)+suffix),
+		filepath.Join(dir, segmentFileName(base, txnIndexSuffix)+suffix),
 		filepath.Join(dir, segmentFileName(base, logSuffix)+suffix),
 	}
 }
@@ -556,7 +682,15 @@ func (w *groupWriter) clean(ctx context.Context, g []*segment, st *CleanStats) e
 			os.Remove(p) //nolint:errcheck // best effort; the next open removes leftovers too
 		}
 	}
-	f, err := os.OpenFile(paths[2], os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	var oldTxn []byte
+	for _, s := range g {
+		buf, err := l.segmentTxnIndex(s)
+		if err != nil {
+			return err
+		}
+		oldTxn = append(oldTxn, buf...)
+	}
+	f, err := os.OpenFile(paths[3], os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return fmt.Errorf("create cleaned segment: %w", err)
 	}
@@ -619,6 +753,17 @@ func (w *groupWriter) clean(ctx context.Context, g []*segment, st *CleanStats) e
 	if !changed {
 		return nil
 	}
+	// The cleaned segment keeps the aborted transactions whose marker it
+	// keeps with some of their batches read now (their records are gone,
+	// but a reader of an older copy may still meet them), and those past
+	// the cleaned range, untouched. A transaction whose batches an earlier
+	// cleaning removed has nothing left to abort.
+	var txn []byte
+	for i := 0; i < len(oldTxn)/txnEntrySize; i++ {
+		if a := readTxnEntry(oldTxn, i); a.LastOffset >= w.end || w.abortSeen[a.LastOffset] {
+			txn = append(txn, oldTxn[i*txnEntrySize:(i+1)*txnEntrySize]...)
+		}
+	}
 	if lastHdr != nil && (pos == 0 || ib.next <= last.base) {
 		// Keep the cleaned segment reaching into the last segment it
 		// replaces (see crash recovery of .swap files).
@@ -638,7 +783,10 @@ func (w *groupWriter) clean(ctx context.Context, g []*segment, st *CleanStats) e
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("close cleaned segment: %w", err)
 	}
-	for i, data := range [][]byte{idx, tidx} {
+	for i, data := range [][]byte{idx, tidx, txn} {
+		if i == 2 && len(data) == 0 {
+			continue
+		}
 		if err := writeFileSynced(paths[i], data); err != nil {
 			return err
 		}
@@ -670,7 +818,7 @@ func writeFileSynced(path string, data []byte) error {
 
 // replaceSegments swaps the cleaned segment (files at cleaned, size bytes)
 // in for old, which must still be consecutive segments of the log.
-func (l *Log) replaceSegments(old []*segment, base, size int64, cleaned [3]string) error {
+func (l *Log) replaceSegments(old []*segment, base, size int64, cleaned [4]string) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.mu.closed {
@@ -698,6 +846,9 @@ func (l *Log) replaceSegments(old []*segment, base, size int64, cleaned [3]strin
 	swap := cleanedPaths(l.dir, base, swapSuffix)
 	for i := range cleaned {
 		if err := os.Rename(cleaned[i], swap[i]); err != nil {
+			if i == 2 && errors.Is(err, os.ErrNotExist) {
+				continue // no aborted transaction
+			}
 			return fmt.Errorf("rename cleaned segment: %w", err)
 		}
 		l.step("renamed " + filepath.Base(swap[i]))
@@ -717,9 +868,12 @@ func (l *Log) replaceSegments(old []*segment, base, size int64, cleaned [3]strin
 	newSegs = append(newSegs, segs[at+len(old):]...)
 	l.segs.Store(&newSegs)
 	errDel := l.deleteSegmentsLocked(old)
-	final := [3]string{ns.idx.path, ns.tidx.path, ns.logPath}
+	final := [4]string{ns.idx.path, ns.tidx.path, ns.txn.path, ns.logPath}
 	for i := range swap {
 		if err := os.Rename(swap[i], final[i]); err != nil {
+			if i == 2 && errors.Is(err, os.ErrNotExist) {
+				continue
+			}
 			return l.fail(fmt.Errorf("rename swap segment: %w", err))
 		}
 		l.step("renamed " + filepath.Base(final[i]))
@@ -761,7 +915,7 @@ func completeSwaps(dir string) error {
 	sort.Slice(swaps, func(i, j int) bool { return swaps[i] < swaps[j] })
 	for _, base := range swaps {
 		paths := cleanedPaths(dir, base, swapSuffix)
-		f, err := os.Open(paths[2])
+		f, err := os.Open(paths[3])
 		if err != nil {
 			return fmt.Errorf("open swap segment: %w", err)
 		}
@@ -777,13 +931,13 @@ func completeSwaps(dir string) error {
 			if b < base || b >= next {
 				continue
 			}
-			for _, suffix := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+			for _, suffix := range []string{logSuffix, indexSuffix, timeIndexSuffix, txnIndexSuffix} {
 				if err := os.Remove(filepath.Join(dir, segmentFileName(b, suffix))); err != nil && !errors.Is(err, os.ErrNotExist) {
 					return fmt.Errorf("remove replaced segment: %w", err)
 				}
 			}
 		}
-		for i, final := range []string{indexSuffix, timeIndexSuffix, logSuffix} {
+		for i, final := range []string{indexSuffix, timeIndexSuffix, txnIndexSuffix, logSuffix} {
 			err := os.Rename(paths[i], filepath.Join(dir, segmentFileName(base, final)))
 			if err != nil && !errors.Is(err, os.ErrNotExist) {
 				return fmt.Errorf("rename swap segment: %w", err)

@@ -85,6 +85,8 @@ func TestCleanerCrash(t *testing.T) {
 	codecs := []record.Codec{record.CodecNone, record.CodecGzip, record.CodecSnappy, record.CodecLZ4, record.CodecZstd}
 	dir := t.TempDir()
 	var all []kv
+	aborted := map[int64]kv{} // records of aborted transactions, by offset
+	seqs := map[int64]int32{}
 	var leo int64
 	var full time.Duration // how long an unkilled child took
 	killed := 0
@@ -97,11 +99,21 @@ func TestCleanerCrash(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		all = checkCleanerCrash(t, rng, l, all, leo, cycle)
+		all = checkCleanerCrash(t, rng, l, all, aborted, leo, cycle)
 		if cycle == cycles {
 			settle(t, l)
 			cleanUntilDone(t, m, l)
-			sameRecords(t, "final cleaning", readRecords(t, l), compacted(all, activeBase(l), false))
+			// Aborted records in the active segment are not cleaned yet;
+			// below it none is left.
+			var left []kv
+			for _, r := range readRecords(t, l) {
+				if _, ok := aborted[r.offset]; !ok {
+					left = append(left, r)
+				} else if r.offset < activeBase(l) {
+					t.Fatalf("final cleaning left the aborted record %v", r)
+				}
+			}
+			sameRecords(t, "final cleaning", left, compacted(all, activeBase(l), false))
 			m.Close()
 			break
 		}
@@ -113,7 +125,37 @@ func TestCleanerCrash(t *testing.T) {
 					recs[i].value = randomValue(rng)
 				}
 			}
-			all = append(all, appendKeyed(t, l, recs, time.Now().UnixMilli(), codecs[rng.IntN(len(codecs))])...)
+			if rng.IntN(8) > 0 {
+				all = append(all, appendKeyed(t, l, recs, time.Now().UnixMilli(), codecs[rng.IntN(len(codecs))])...)
+				continue
+			}
+			pid := int64(1000 + rng.IntN(3))
+			rs := make([]record.Record, len(recs))
+			for i, r := range recs {
+				rs[i] = record.Record{OffsetDelta: int32(i), Key: []byte(r.key), Value: r.value}
+			}
+			tb, err := record.Build(nil, record.BatchHeader{Codec: codecs[rng.IntN(len(codecs))], Transactional: true,
+				BaseTimestamp: time.Now().UnixMilli(), ProducerID: pid, BaseSequence: seqs[pid]}, rs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			seqs[pid] += int32(len(rs))
+			res, err := l.Append(tb, AppendOptions{AssignOffsets: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			commit := rng.IntN(2) == 0
+			if _, err := l.AppendTxnMarker(TxnMarker{ProducerID: pid, Commit: commit}, 0); err != nil {
+				t.Fatal(err)
+			}
+			for i := range recs {
+				recs[i].offset = res.FirstOffset + int64(i)
+				if commit {
+					all = append(all, recs[i])
+				} else {
+					aborted[recs[i].offset] = recs[i]
+				}
+			}
 		}
 		settle(t, l)
 		leo = l.LogEndOffset()
@@ -158,8 +200,9 @@ func TestCleanerCrash(t *testing.T) {
 }
 
 // checkCleanerCrash checks the log after a child's crash against what was
-// appended (all, with the log end leo) and returns the records left.
-func checkCleanerCrash(t *testing.T, rng *rand.Rand, l *Log, all []kv, leo int64, cycle int) []kv {
+// appended (all, and the aborted records, with the log end leo) and
+// returns the committed records left.
+func checkCleanerCrash(t *testing.T, rng *rand.Rand, l *Log, all []kv, aborted map[int64]kv, leo int64, cycle int) []kv {
 	t.Helper()
 	ents, err := os.ReadDir(l.Dir())
 	if err != nil {
@@ -179,7 +222,28 @@ func checkCleanerCrash(t *testing.T, rng *rand.Rand, l *Log, all []kv, leo int64
 		byOffset[r.offset] = r
 		latest[r.key] = r.offset
 	}
-	got := readRecords(t, l)
+	abortList, err := l.AbortedTransactions(0, l.LogEndOffset())
+	if err != nil {
+		t.Fatalf("cycle %d: aborted transactions: %v", cycle, err)
+	}
+	var got []kv
+	for _, r := range readRecords(t, l) {
+		w, ok := aborted[r.offset]
+		if !ok {
+			got = append(got, r)
+			continue
+		}
+		if w.key != r.key || string(w.value) != string(r.value) {
+			t.Fatalf("cycle %d: record %v was not appended (appended: %v)", cycle, r, w)
+		}
+		covered := false
+		for _, a := range abortList {
+			covered = covered || a.FirstOffset <= r.offset && r.offset < a.LastOffset
+		}
+		if !covered {
+			t.Fatalf("cycle %d: aborted record %v is in no aborted transaction %+v", cycle, r, abortList)
+		}
+	}
 	present := make(map[int64]bool, len(got))
 	for _, r := range got {
 		w, ok := byOffset[r.offset]

@@ -102,7 +102,8 @@ func settle(t testing.TB, l *Log) {
 	l.SetHighWatermark(l.LogEndOffset())
 }
 
-// readRecords reads every record from offset 0 through the log's reads.
+// readRecords reads every data record from offset 0 through the log's
+// reads (transaction markers are left out).
 func readRecords(t testing.TB, l *Log) []kv {
 	t.Helper()
 	var out []kv
@@ -112,6 +113,9 @@ func readRecords(t testing.TB, l *Log) []kv {
 			t.Fatalf("batch at %d overlaps the previous one ending at %d", b.BaseOffset(), prevEnd)
 		}
 		prevEnd = b.LastOffset()
+		if b.Control() {
+			continue
+		}
 		err := record.ForEachRecord(b, nil, func(off, _ int64, r *record.Record) error {
 			if off > b.LastOffset() {
 				return fmt.Errorf("record %d past its batch's last offset %d", off, b.LastOffset())

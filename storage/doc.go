@@ -19,10 +19,12 @@
 //	    00000000000000000000.log            segment: batches from offset 0
 //	    00000000000000000000.index          its sparse offset index
 //	    00000000000000000000.timeindex      its sparse time index
+//	    00000000000000000000.txnindex       its aborted transactions (only when it has some)
 //	    00000000000000004711.log            next segment, base offset 4711 ...
+//	    00000000000000004711.snapshot       producer state at offset 4711 (the two newest are kept)
 //	    00000000000000000000.log.deleted    a deleted segment's files, until file.delete.delay.ms passes
-//	    00000000000000000000.log.cleaned    a cleaned segment being written (also .index.cleaned, .timeindex.cleaned)
-//	    00000000000000000000.log.swap       a cleaned segment being swapped in (also .index.swap, .timeindex.swap)
+//	    00000000000000000000.log.cleaned    a cleaned segment being written (also .index.cleaned, .timeindex.cleaned, .txnindex.cleaned)
+//	    00000000000000000000.log.swap       a cleaned segment being swapped in (also .index.swap, .timeindex.swap, .txnindex.swap)
 //	    leader-epoch-checkpoint             leader epoch history
 //	    partition.metadata                  topic id
 //	  <topic>-<partition>.<id>-delete/      a partition being deleted (removed at open)
@@ -121,6 +123,21 @@
 // the last entry with timestamp below ts, start at its offset + 1, and
 // decode batches whose max timestamp is at least ts.
 //
+// # Transactions
+//
+// A transactional producer's batches have the transactional attribute
+// bit; its first batch on a partition opens its transaction there, at
+// that batch's base offset. The leader ends it with a control batch (see
+// package record: one COMMIT or ABORT record, with the coordinator's
+// epoch), appended by Log.AppendTxnMarker. The last stable offset is the
+// high watermark, or the first offset of the earliest transaction that is
+// open or whose marker is not yet below the high watermark, if lower; a
+// read_committed fetch reads below it and drops the records of the
+// aborted transactions Log.AbortedTransactions lists, from the .txnindex
+// files (format in txnindex.go). Open transactions and each producer's
+// last coordinator epoch are part of the producer state snapshots (format
+// in producer.go), so that a restart restores the last stable offset.
+//
 // Index files hold only whole entries. Entries are kept in memory and
 // written out when a segment is rolled (then fsynced), and at Close; after a
 // crash, recovery rebuilds the indexes of every segment it scans, and an
@@ -176,7 +193,12 @@
 // scanned and their rebuilt indexes, so the recovery point moves to the
 // log end at once (the cleaner cleans only below it). Every batch that was
 // fsynced before the crash remains: fsynced bytes lie before any torn or
-// lost write.
+// lost write. The producer state is then loaded from the newest snapshot
+// at or below the log end and the batches after it (below the log start
+// too, where the first segment still holds them), and the txn indexes of
+// the scanned segments are refilled by a replay from the newest snapshot
+// at or below the first scanned segment, or from the first segment when
+// there is none.
 //
 // # Disk errors
 //

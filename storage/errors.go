@@ -22,4 +22,10 @@ var (
 	// OUT_OF_ORDER_SEQUENCE_NUMBER.
 	ErrInvalidProducerEpoch = errors.New("storage: producer epoch fenced")
 	ErrOutOfOrderSequence   = errors.New("storage: out of order sequence number")
+	// Transaction checks, mapped to INVALID_TXN_STATE (a non-transactional
+	// batch from a producer inside a transaction) and
+	// TRANSACTION_COORDINATOR_FENCED (a marker from a coordinator epoch
+	// older than the last marker's).
+	ErrInvalidTxnState              = errors.New("storage: invalid transaction state")
+	ErrTransactionCoordinatorFenced = errors.New("storage: transaction coordinator fenced")
 )

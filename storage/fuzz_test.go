@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 
 	"github.com/gregor-io/gregor/protocol/record"
@@ -24,6 +25,21 @@ func fuzzValidLog(tb testing.TB) ([]byte, []record.Batch) {
 	var sets [][]byte
 	for i, c := range []record.Codec{record.CodecNone, record.CodecGzip, record.CodecSnappy, record.CodecLZ4, record.CodecZstd} {
 		sets = append(sets, makeBatch(tb, 2+i, 24, int64(1000+10*i), uint64(i), c))
+	}
+	// Transactions: producer 70's aborted, 71's committed, 72's left open.
+	for i, pid := range []int64{70, 71, 70, 72} {
+		b, err := record.Build(nil, record.BatchHeader{Transactional: true, BaseTimestamp: int64(1100 + i),
+			ProducerID: pid, BaseSequence: int32(i)}, []record.Record{{Key: []byte("t"), Value: []byte("txn")}})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		sets = append(sets, b)
+		if i == 1 {
+			sets = append(sets, record.BuildEndTxnMarker(nil, 71, 0, record.EndTxnMarker{Commit: true, CoordinatorEpoch: 1}, 1200))
+		}
+		if i == 2 {
+			sets = append(sets, record.BuildEndTxnMarker(nil, 70, 0, record.EndTxnMarker{CoordinatorEpoch: 1}, 1201))
+		}
 	}
 	golden, _ := filepath.Glob(filepath.Join("..", "protocol", "record", "testdata", "batch-*.bin"))
 	for _, path := range golden {
@@ -117,6 +133,7 @@ const (
 
 	fuzzGarbageIndex     = 1 << 2 // idx is written as the offset index
 	fuzzGarbageTimeIndex = 1 << 3 // idx is written as the time index
+	fuzzGarbageTxnIndex  = 1 << 5 // idx is written as the txn index
 	// fuzzSplit cuts the file into three segments where the valid log's
 	// batches at a third and two thirds start, with those batches' base
 	// offsets as the segments' bases.
@@ -158,6 +175,7 @@ func FuzzRecovery(f *testing.F) {
 	f.Add(uint8(fuzzCutAppend|fuzzGarbageIndex), n, []byte(nil), idx)
 	f.Add(uint8(fuzzOverwrite|fuzzGarbageIndex|fuzzGarbageTimeIndex), boundary(5), []byte{1, 2, 3}, idx[:12])
 	third := len(batches) / 3
+	f.Add(uint8(fuzzCutAppend|fuzzSplit|fuzzGarbageTxnIndex), n, []byte(nil), idx)
 	f.Add(uint8(fuzzCutAppend|fuzzSplit), n, []byte(nil), []byte(nil))
 	f.Add(uint8(fuzzCutAppend|fuzzSplit), boundary(third)+20, []byte(nil), []byte(nil)) // the middle segment empty
 	f.Add(uint8(fuzzOverwrite|fuzzSplit), boundary(third-1)+30, []byte{0}, []byte(nil)) // damage before a roll
@@ -218,6 +236,9 @@ func FuzzRecovery(f *testing.F) {
 			if mode&fuzzGarbageTimeIndex != 0 {
 				writeFile(seg.base, timeIndexSuffix, idx)
 			}
+			if mode&fuzzGarbageTxnIndex != 0 {
+				writeFile(seg.base, txnIndexSuffix, idx)
+			}
 		}
 		cfg := DefaultConfig()
 		cfg.IndexIntervalBytes = 128
@@ -229,6 +250,7 @@ func FuzzRecovery(f *testing.F) {
 		}
 		want, wantEnd := expectRecovered(segs)
 		got := checkFuzzLog(t, l, want, wantEnd)
+		checkFuzzTxns(t, l, got)
 		for i := range intact {
 			if i >= len(got) || !bytes.Equal(got[i], batches[i]) {
 				t.Fatalf("recovery lost valid batch %d (offset %d), which lies before the first changed byte %d; kept %d batches",
@@ -272,12 +294,35 @@ func FuzzRecovery(f *testing.F) {
 			if err != nil {
 				t.Fatalf("reopen (clean %v): %v", st.Clean, err)
 			}
-			checkFuzzLog(t, l, want, leo)
+			checkFuzzTxns(t, l, checkFuzzLog(t, l, want, leo))
 			if err := l.Close(); err != nil {
 				t.Fatalf("close: %v", err)
 			}
 		}
 	})
+}
+
+// checkFuzzTxns checks that the log's last stable offset (with the high
+// watermark at the log end) and aborted transactions are what a replay of
+// its batches gives.
+func checkFuzzTxns(t *testing.T, l *Log, got []record.Batch) {
+	t.Helper()
+	l.SetHighWatermark(l.LogEndOffset())
+	want := replayTxns(t, got)
+	wantLSO := l.LogEndOffset()
+	for _, o := range want.ongoing {
+		wantLSO = min(wantLSO, max(o, l.LogStartOffset()))
+	}
+	if lso := l.LastStableOffset(); lso != wantLSO {
+		t.Fatalf("last stable offset %d, want %d (open transactions %v)", lso, wantLSO, want.ongoing)
+	}
+	aborted, err := l.AbortedTransactions(l.LogStartOffset(), l.LogEndOffset())
+	if err != nil {
+		t.Fatalf("aborted transactions: %v", err)
+	}
+	if (len(aborted) > 0 || len(want.aborted) > 0) && !reflect.DeepEqual(aborted, want.aborted) {
+		t.Fatalf("aborted transactions %+v, want %+v", aborted, want.aborted)
+	}
 }
 
 // checkFuzzLog checks that l holds exactly want, read from the log start to

@@ -25,6 +25,9 @@ type index struct {
 	path      string
 	base      int64 // segment base offset; entries hold offsets relative to it
 	entrySize int
+	// missingEmpty: a missing file is an empty index, not a damaged one
+	// (the txn index, whose file exists only once it has entries).
+	missingEmpty bool
 
 	// loadMu serialises the one-time load, which reads the file; mu is not
 	// held across that read.
@@ -79,6 +82,12 @@ func (ix *index) load(check func([]byte) error) error {
 		return fmt.Errorf("read index %s: %w", ix.path, err)
 	}
 	if errors.Is(err, fs.ErrNotExist) {
+		if ix.missingEmpty {
+			ix.mu.Lock()
+			ix.mu.loaded, ix.mu.buf, ix.mu.persisted, ix.mu.fileLen, ix.mu.synced = true, nil, 0, 0, true
+			ix.mu.Unlock()
+			return nil
+		}
 		return fmt.Errorf("%w: %s missing", ErrCorruptIndex, ix.path)
 	}
 	if len(buf)%ix.entrySize != 0 {

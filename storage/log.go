@@ -129,8 +129,11 @@ type Log struct {
 
 	epochs    *epochCache
 	producers *producerState // guarded by mu
-	autoHW    bool           // guarded by mu; see SetAutoHighWatermark
-	notify    notifier
+	// firstUnstable is producers.firstUnstable as of the last change of
+	// the producer state or the high watermark (see LastStableOffset).
+	firstUnstable atomic.Int64
+	autoHW        bool // guarded by mu; see SetAutoHighWatermark
+	notify        notifier
 
 	waiters struct {
 		sync.Mutex
@@ -266,10 +269,13 @@ func (l *Log) load(st OpenState) error {
 			s.size.Store(info.Size())
 			s.synced.Store(info.Size())
 			segs = append(segs, s)
-		case strings.HasSuffix(name, indexSuffix), strings.HasSuffix(name, timeIndexSuffix):
+		case strings.HasSuffix(name, indexSuffix), strings.HasSuffix(name, timeIndexSuffix),
+			strings.HasSuffix(name, txnIndexSuffix):
 			suffix := indexSuffix
 			if strings.HasSuffix(name, timeIndexSuffix) {
 				suffix = timeIndexSuffix
+			} else if strings.HasSuffix(name, txnIndexSuffix) {
+				suffix = txnIndexSuffix
 			}
 			if base, ok := parseSegmentName(name, suffix); ok {
 				indexFiles[base] = append(indexFiles[base], name)
@@ -307,11 +313,12 @@ func (l *Log) load(st OpenState) error {
 
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	rebuildFrom := int64(math.MaxInt64)
 	if st.Clean {
 		if err := l.openActiveLocked(); err != nil {
 			return err
 		}
-	} else if err := l.recoverLocked(st.RecoveryPoint); err != nil {
+	} else if rebuildFrom, err = l.recoverLocked(st.RecoveryPoint); err != nil {
 		return err
 	}
 	segs = *l.segs.Load()
@@ -340,7 +347,22 @@ func (l *Log) load(st OpenState) error {
 	}
 	hw := min(max(st.HighWatermark, logStart), leo)
 	l.setHWLocked(hw)
-	return l.loadProducerStateLocked()
+	if err := l.loadProducerStateLocked(rebuildFrom); err != nil {
+		return err
+	}
+	if rebuildFrom == math.MaxInt64 {
+		return nil
+	}
+	// The txn indexes the replay refilled are made durable with the rest
+	// of what recovery scanned.
+	for _, s := range segs {
+		if s.base >= rebuildFrom {
+			if err := s.persistTxnIndex(true); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // openActiveLocked restores the active segment's appender state after a
@@ -352,6 +374,9 @@ func (l *Log) openActiveLocked() error {
 	if err := active.loadIndexes(); err != nil {
 		return err
 	}
+	if _, err := l.segmentTxnIndex(active); err != nil {
+		return err
+	}
 	f, err := active.file()
 	if err != nil {
 		return err
@@ -361,7 +386,9 @@ func (l *Log) openActiveLocked() error {
 
 // recoverLocked scans every segment from the one holding the recovery
 // point and cuts each after its last valid batch; it deletes no segment.
-func (l *Log) recoverLocked(recoveryPoint int64) error {
+// It returns the base of the first segment it scanned, whose txn index and
+// those of the segments after it the producer state replay refills.
+func (l *Log) recoverLocked(recoveryPoint int64) (int64, error) {
 	segs := *l.segs.Load()
 	cfg := l.cfg.Load()
 	first := sort.Search(len(segs), func(i int) bool { return segs[i].base > recoveryPoint }) - 1
@@ -374,11 +401,11 @@ func (l *Log) recoverLocked(recoveryPoint int64) error {
 		}
 		res, err := s.recoverLocked(cfg.IndexIntervalBytes, limit)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		for _, e := range res.epochs {
 			if _, err := l.epochs.assign(e.epoch, e.start, false); err != nil {
-				return err
+				return 0, err
 			}
 		}
 		// A tail of zeros is where batches were not yet written (an
@@ -408,26 +435,26 @@ func (l *Log) recoverLocked(recoveryPoint int64) error {
 	if active.sealed {
 		active.sealed = false
 		if err := active.loadIndexes(); err != nil {
-			return err
+			return 0, err
 		}
 		f, err := active.file()
 		if err != nil {
-			return err
+			return 0, err
 		}
 		if err := active.restoreAppenderLocked(f); err != nil {
-			return err
+			return 0, err
 		}
 	}
 	l.segs.Store(&segs)
 	for _, s := range segs[first:] {
 		if err := s.persistIndexes(true); err != nil {
-			return err
+			return 0, err
 		}
 	}
 	if err := l.epochs.persist(); err != nil {
-		return err
+		return 0, err
 	}
-	return syncDir(l.dir)
+	return segs[first].base, syncDir(l.dir)
 }
 
 func parseSegmentName(name, suffix string) (int64, bool) {
@@ -603,7 +630,11 @@ func (l *Log) Append(set []byte, opts AppendOptions) (AppendResult, error) {
 	it := record.NewIter(set)
 	for b, ok := it.Next(); ok; b, ok = it.Next() {
 		if opts.AssignOffsets {
-			if b.ProducerID() >= 0 {
+			if b.ProducerID() >= 0 && b.Control() {
+				if err := l.checkControlLocked(b); err != nil {
+					return res, err
+				}
+			} else if b.ProducerID() >= 0 {
 				var same record.Batch
 				if prev != nil && prev.ProducerID() == b.ProducerID() {
 					same = prev
@@ -665,7 +696,17 @@ func (l *Log) Append(set []byte, opts AppendOptions) (AppendResult, error) {
 			}
 		}
 		if b.ProducerID() >= 0 {
-			l.producers.apply(b)
+			var m *record.EndTxnMarker
+			if b.Control() {
+				if _, mk, ok, err := record.ParseControl(b); err == nil && ok {
+					m = &mk
+				}
+			}
+			if done := l.producers.apply(b, m); done != nil && done.aborted {
+				e := txnEntry(AbortedTxn{ProducerID: done.pid, FirstOffset: done.first, LastOffset: done.last,
+					LastStableOffset: l.producers.stableAfter(done)})
+				seg.txn.appendEntry(e[:])
+			}
 		}
 	}
 	seg.size.Store(pos + int64(len(set)))
@@ -682,6 +723,7 @@ func (l *Log) Append(set []byte, opts AppendOptions) (AppendResult, error) {
 	if l.autoHW && !cfg.syncBeforeAck() {
 		l.hw.Store(&offsetPos{offset: next, seg: seg, pos: seg.size.Load()})
 	}
+	l.publishTxnLocked()
 	l.notify.broadcast()
 	return res, nil
 }
@@ -962,7 +1004,7 @@ func (l *Log) syncBegin() (*syncRound, error) {
 	r := &syncRound{gen: l.mu.gen, target: l.leo.Load()}
 	r.targetPos = offsetPos{offset: r.target, seg: segs[len(segs)-1], pos: segs[len(segs)-1].size.Load()}
 	for _, s := range segs {
-		if n := s.size.Load(); s.synced.Load() < n || (s.sealed && (!s.idx.isPersisted() || !s.tidx.isPersisted())) {
+		if n := s.size.Load(); s.synced.Load() < n || (s.sealed && !s.indexesPersisted()) {
 			r.todo = append(r.todo, syncWork{s, n, s.sealed})
 		}
 	}
@@ -1012,12 +1054,13 @@ func (l *Log) syncFinish(r *syncRound, dataSynced bool) error {
 		if l.autoHW && l.cfg.Load().syncBeforeAck() && r.target > l.hw.Load().offset {
 			targetPos := r.targetPos
 			l.hw.Store(&targetPos)
+			l.publishTxnLocked()
 			l.notify.broadcast()
 		}
 		segs := *l.segs.Load()
 		rp := segs[len(segs)-1].base
 		for _, s := range segs[:len(segs)-1] {
-			if s.synced.Load() < s.size.Load() || !s.idx.isPersisted() || !s.tidx.isPersisted() {
+			if s.synced.Load() < s.size.Load() || !s.indexesPersisted() {
 				rp = s.base
 				break
 			}
@@ -1065,6 +1108,9 @@ func (l *Log) setHWLocked(hw int64) {
 		}
 	}
 	l.hw.Store(op)
+	if l.producers != nil {
+		l.publishTxnLocked()
+	}
 }
 
 // segmentFor returns the index of the last segment whose base is at most
@@ -1089,6 +1135,11 @@ type ReadOptions struct {
 	// MinOneBatch returns the whole first batch even when it is larger than
 	// MaxBytes (KIP-74), so a consumer always makes progress.
 	MinOneBatch bool
+	// ReadCommitted bounds the read at the last stable offset too, taken
+	// with the high watermark at the start of the read (a read_committed
+	// fetch; the aborted transactions in what it returns come from
+	// AbortedTransactions).
+	ReadCommitted bool
 }
 
 // Slice is a byte range of one segment file holding stored batches. It keeps
@@ -1149,9 +1200,10 @@ func (s *Slice) Release() {
 // ReadResult is a read's bytes with the log's offsets at the time of the read.
 type ReadResult struct {
 	Slice
-	LogStart      int64
-	HighWatermark int64
-	LogEnd        int64
+	LogStart         int64
+	HighWatermark    int64
+	LastStableOffset int64
+	LogEnd           int64
 }
 
 // Read returns the stored bytes from the batch holding opts.Offset on, from
@@ -1160,7 +1212,8 @@ type ReadResult struct {
 // caller must Release the result.
 func (l *Log) Read(opts ReadOptions) (ReadResult, error) {
 	hw := l.hw.Load()
-	res := ReadResult{LogStart: l.logStart.Load(), HighWatermark: hw.offset, LogEnd: l.leo.Load()}
+	res := ReadResult{LogStart: l.logStart.Load(), HighWatermark: hw.offset, LogEnd: l.leo.Load(),
+		LastStableOffset: lastStable(l.firstUnstable.Load(), l.logStart.Load(), hw.offset)}
 	res.BaseOffset = -1
 	if err := l.Err(); err != nil {
 		return res, err // offline, as Kafka's partitions in a failed dir
@@ -1171,6 +1224,9 @@ func (l *Log) Read(opts ReadOptions) (ReadResult, error) {
 	maxOffset := opts.MaxOffset
 	if maxOffset <= 0 || maxOffset > res.LogEnd {
 		maxOffset = res.LogEnd
+	}
+	if opts.ReadCommitted {
+		maxOffset = min(maxOffset, res.LastStableOffset)
 	}
 	if opts.Offset >= maxOffset {
 		return res, nil

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -53,6 +54,9 @@ func (l *Log) TruncateTo(offset int64) error {
 		l.step("segment removed")
 	}
 	s := segs[i]
+	if _, err := l.segmentTxnIndex(s); err != nil {
+		return l.fail(err)
+	}
 	s.sealed = false
 	leo, err := s.truncateLocked(offset)
 	if err != nil {
@@ -109,7 +113,7 @@ func (l *Log) afterTruncateLocked(leo int64) error {
 	l.leo.Store(leo)
 	// Producer state: from the newest snapshot below the new end, then the
 	// batches that remain after it, as Kafka reloads it after truncation.
-	if err := l.loadProducerStateLocked(); err != nil {
+	if err := l.loadProducerStateLocked(math.MaxInt64); err != nil {
 		return l.fail(err)
 	}
 	if l.durable.Load() > leo {

@@ -111,7 +111,7 @@ func TestProducerSnapshotRoundTripAndDamage(t *testing.T) {
 		for i := int32(0); i < int32(pid%7)+1; i++ {
 			b := record.Batch(idemBatch(t, pid, int16(pid%3), i*2, 2))
 			b.SetBaseOffset(pid*100 + int64(i)*2)
-			ps.apply(b)
+			ps.apply(b, nil)
 		}
 	}
 	buf := ps.encode()

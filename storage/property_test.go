@@ -18,15 +18,21 @@ import (
 )
 
 // The data-safety property test: a random sequence of appends (keyed,
-// idempotent or not, tombstones), cleanings, retention passes, DeleteRecords
-// and restarts (clean, and as a kill -9 leaves the files) over logs with
-// different policies, checked after every restart and at the end against a
-// model of what was acknowledged:
+// idempotent or not, tombstones, in transactions that are committed or
+// aborted), cleanings, retention passes, DeleteRecords and restarts (clean,
+// and as a kill -9 leaves the files) over logs with different policies,
+// checked after every restart and at the end against a model of what was
+// acknowledged:
 //
 //   - every acknowledged record is in the log with its key and value, or
 //     was legitimately removed: below a DeleteRecords offset, past its
 //     retention, or, in a compacted log, superseded by a later record of
-//     its key (or a tombstone, which the cleaner may drop);
+//     its key (or a tombstone, which the cleaner may drop), or aborted
+//     (the cleaner drops aborted records; they supersede nothing);
+//   - the last stable offset is the first offset of the earliest open
+//     transaction (not below the log start) or the high watermark; every
+//     aborted record in the log below it is in a transaction the aborted
+//     list holds, and no committed one is;
 //   - the log holds nothing that was not acknowledged;
 //   - offsets never go backwards: the log end never falls below what was
 //     acknowledged, and the log start never falls below a DeleteRecords
@@ -60,13 +66,32 @@ type propPartition struct {
 	// retainedAfter: records with timestamps below it may have gone to
 	// retention (the latest retention pass's now - retention.ms).
 	retainedAfter int64
-	// producers are the idempotent producers writing to the log.
+	// producers are the idempotent producers writing to the log;
+	// txnProds the transactional ones.
 	producers []*propProducer
+	txnProds  []*propTxnProducer
 }
 
 type propRecord struct {
 	key, value []byte // value nil: a tombstone
 	ts         int64
+	pid        int64
+	txn        propTxnState
+}
+
+// propTxnState is where a record's transaction stands.
+type propTxnState int8
+
+const (
+	propNoTxn propTxnState = iota // not transactional, or committed
+	propOpen
+	propAborted
+)
+
+type propTxnProducer struct {
+	id   int64
+	seq  int32
+	offs []int64 // offsets of the open transaction's records; nil: none open
 }
 
 type propProducer struct {
@@ -192,12 +217,86 @@ func (r *propRun) append(p *propPartition) {
 		if off < p.ackedEnd {
 			r.fatalf("%s: record acknowledged at %d, below an earlier acknowledged offset %d", p.tp, off, p.ackedEnd-1)
 		}
-		p.acked[off] = propRecord{key: rec.Key, value: rec.Value, ts: r.clock.Load() + int64(i)}
+		p.acked[off] = propRecord{key: rec.Key, value: rec.Value, ts: r.clock.Load() + int64(i), pid: h.ProducerID}
 		p.latest[string(rec.Key)] = off
 	}
 	p.ackedEnd = res.LastOffset + 1
 	r.clock.Add(int64(n) + int64(r.rng.IntN(50)))
 	r.stats["appends"]++
+}
+
+// txnAppend writes one transactional batch of a producer of p, opening
+// its transaction if none is open, and waits until it is durable.
+func (r *propRun) txnAppend(p *propPartition) {
+	prod := p.txnProds[r.rng.IntN(len(p.txnProds))]
+	n := 1 + r.rng.IntN(6)
+	keys := 4 + r.rng.IntN(60)
+	recs := make([]record.Record, n)
+	for i := range recs {
+		recs[i] = record.Record{OffsetDelta: int32(i), TimestampDelta: int64(i),
+			Key: fmt.Appendf(nil, "k%d", r.rng.IntN(keys)), Value: fmt.Appendf(nil, "%s/%d/%d/txn", p.tp, r.step, i)}
+	}
+	set, err := record.Build(nil, record.BatchHeader{Transactional: true, BaseTimestamp: r.clock.Load(),
+		ProducerID: prod.id, BaseSequence: prod.seq}, recs)
+	if err != nil {
+		r.fatalf("build batch: %v", err)
+	}
+	l := r.log(p)
+	res, err := l.Append(set, AppendOptions{AssignOffsets: true})
+	if err != nil {
+		r.fatalf("transactional append to %s: %v", p.tp, err)
+	}
+	if err := l.Flush(context.Background(), res.LastOffset+1); err != nil {
+		r.fatalf("flush %s: %v", p.tp, err)
+	}
+	prod.seq += int32(n)
+	for i, rec := range recs {
+		off := res.FirstOffset + int64(i)
+		p.acked[off] = propRecord{key: rec.Key, value: rec.Value, ts: r.clock.Load() + int64(i), pid: prod.id, txn: propOpen}
+		prod.offs = append(prod.offs, off)
+	}
+	p.ackedEnd = res.LastOffset + 1
+	r.clock.Add(int64(n) + int64(r.rng.IntN(50)))
+	r.stats["transactional appends"]++
+}
+
+// txnEnd commits or aborts the open transaction of a producer of p.
+func (r *propRun) txnEnd(p *propPartition) {
+	prod := p.txnProds[r.rng.IntN(len(p.txnProds))]
+	if prod.offs == nil {
+		return
+	}
+	commit := r.rng.IntN(2) == 0
+	l := r.log(p)
+	res, err := l.AppendTxnMarker(TxnMarker{ProducerID: prod.id, Commit: commit}, 0)
+	if err != nil {
+		r.fatalf("marker to %s: %v", p.tp, err)
+	}
+	if err := l.Flush(context.Background(), res.LastOffset+1); err != nil {
+		r.fatalf("flush %s: %v", p.tp, err)
+	}
+	for _, off := range prod.offs {
+		rec, ok := p.acked[off]
+		if !ok {
+			continue // below the log start
+		}
+		if commit {
+			rec.txn = propNoTxn
+			if o, ok := p.latest[string(rec.key)]; !ok || o < off {
+				p.latest[string(rec.key)] = off
+			}
+		} else {
+			rec.txn = propAborted
+		}
+		p.acked[off] = rec
+	}
+	prod.offs = nil
+	p.ackedEnd = res.LastOffset + 1
+	if commit {
+		r.stats["commits"]++
+	} else {
+		r.stats["aborts"]++
+	}
 }
 
 // deleteRecords moves p's log start to a random offset up to its high
@@ -299,6 +398,7 @@ func (r *propRun) check(when string) {
 			r.fatalf("%s %s: high watermark %d outside [%d, %d]", when, p.tp, hw, start, end)
 		}
 		got := r.readAll(l, start, end)
+		r.checkTxns(when, p, l, got, start)
 		for off, rec := range got {
 			want, ok := p.acked[off]
 			if !ok {
@@ -318,8 +418,9 @@ func (r *propRun) check(when string) {
 			case off < start:
 				r.fatalf("%s %s: acknowledged offset %d (ts %d) is below the log start %d, but no DeleteRecords (%d) or retention (before ts %d) removed it",
 					when, p.tp, off, want.ts, start, p.deletedBelow, p.retainedAfter)
-			case p.cfg.Compact && (p.latest[string(want.key)] > off || want.value == nil):
-				// Compacted away: a later record of its key, or a tombstone.
+			case p.cfg.Compact && (p.latest[string(want.key)] > off || want.value == nil || want.txn == propAborted):
+				// Compacted away: a later record of its key, a tombstone,
+				// or an aborted record.
 			default:
 				r.fatalf("%s %s: acknowledged offset %d (%q=%q) is missing; the log holds [%d, %d)",
 					when, p.tp, off, want.key, want.value, start, end)
@@ -333,6 +434,43 @@ func (r *propRun) check(when string) {
 			}
 		}
 		p.deletedBelow = max(p.deletedBelow, start)
+	}
+}
+
+// checkTxns checks p's last stable offset and aborted list against the
+// model and the records read (got).
+func (r *propRun) checkTxns(when string, p *propPartition, l *Log, got map[int64]propRecord, start int64) {
+	r.t.Helper()
+	first := int64(math.MaxInt64)
+	for _, prod := range p.txnProds {
+		if len(prod.offs) > 0 {
+			first = min(first, prod.offs[0])
+		}
+	}
+	lso := l.LastStableOffset()
+	if want := min(max(first, start), l.HighWatermark()); lso != want {
+		r.fatalf("%s %s: last stable offset %d, want %d (earliest open transaction at %d, high watermark %d)",
+			when, p.tp, lso, want, first, l.HighWatermark())
+	}
+	aborted, err := l.AbortedTransactions(start, lso)
+	if err != nil {
+		r.fatalf("%s %s: aborted transactions: %v", when, p.tp, err)
+	}
+	for off, rec := range got {
+		if off >= lso || rec.pid < 0 {
+			continue
+		}
+		covered := false
+		for _, a := range aborted {
+			covered = covered || a.ProducerID == rec.pid && a.FirstOffset <= off && off < a.LastOffset
+		}
+		want := p.acked[off]
+		if want.txn == propAborted && !covered {
+			r.fatalf("%s %s: aborted record at %d (producer %d) is in no aborted transaction %+v", when, p.tp, off, rec.pid, aborted)
+		}
+		if want.txn == propNoTxn && covered {
+			r.fatalf("%s %s: record at %d (producer %d) is in an aborted transaction %+v", when, p.tp, off, rec.pid, aborted)
+		}
 	}
 }
 
@@ -373,9 +511,14 @@ func (r *propRun) readAll(l *Log, start, end int64) map[int64]propRecord {
 			if b.LastOffset() < next {
 				continue
 			}
+			if b.Control() {
+				next = b.LastOffset() + 1
+				moved = true
+				continue
+			}
 			err = record.ForEachRecord(b, &scratch, func(off, _ int64, rec *record.Record) error {
 				if off >= next {
-					out[off] = propRecord{key: append([]byte(nil), rec.Key...), value: cloneNil(rec.Value)}
+					out[off] = propRecord{key: append([]byte(nil), rec.Key...), value: cloneNil(rec.Value), pid: b.ProducerID()}
 				}
 				return nil
 			})
@@ -436,6 +579,7 @@ func TestDataSafetyProperty(t *testing.T) {
 			retainedAfter: math.MinInt64}
 		for i := range 3 {
 			p.producers = append(p.producers, &propProducer{id: int64(1000 + i)})
+			p.txnProds = append(p.txnProds, &propTxnProducer{id: int64(5000 + i)})
 		}
 		return p
 	}
@@ -457,8 +601,12 @@ func TestDataSafetyProperty(t *testing.T) {
 	for r.step = 1; time.Now().Before(deadline); r.step++ {
 		p := r.parts[r.rng.IntN(len(r.parts))]
 		switch x := r.rng.IntN(100); {
-		case x < 72:
+		case x < 56:
 			r.append(p)
+		case x < 66:
+			r.txnAppend(p)
+		case x < 72:
+			r.txnEnd(p)
 		case x < 80:
 			if _, err := r.m.CleanNow(context.Background()); err != nil {
 				r.fatalf("clean: %v", err)

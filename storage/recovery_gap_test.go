@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -238,6 +239,27 @@ func TestCleanerSwapKilledAtEveryStep(t *testing.T) {
 		t.Fatal(err)
 	}
 	l.SetAutoHighWatermark(true)
+	// Aborted transactions first, so that the first cleaned segment has
+	// a txn index to swap in too.
+	abortedAt := map[int64]bool{}
+	for i := range 3 {
+		tb, err := record.Build(nil, record.BatchHeader{Transactional: true, BaseTimestamp: 999, ProducerID: 100,
+			BaseSequence: int32(i)}, []record.Record{{Key: []byte(fmt.Sprintf("ab%d", i)), Value: []byte("aborted")}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := l.Append(tb, AppendOptions{AssignOffsets: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		abortedAt[res.FirstOffset] = true
+		if res, err = l.AppendTxnMarker(TxnMarker{ProducerID: 100}, 0); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Flush(context.Background(), res.LastOffset+1); err != nil {
+			t.Fatal(err)
+		}
+	}
 	latest := writeIdempotentKeys(t, l, 3, 300, 25)
 	leo := l.LogEndOffset()
 	appended := map[int64][]byte{}
@@ -276,6 +298,13 @@ func TestCleanerSwapKilledAtEveryStep(t *testing.T) {
 			t.Fatalf("the cleaning made no step %q (steps %q): the test does not cover it", want, steps)
 		}
 	}
+	txnSwap := false
+	for _, s := range steps {
+		txnSwap = txnSwap || strings.HasSuffix(s, txnIndexSuffix+swapSuffix)
+	}
+	if !txnSwap {
+		t.Fatalf("the cleaning swapped in no txn index (steps %q): the test does not cover it", steps)
+	}
 	t.Logf("%d steps in the cleaning", len(steps))
 
 	for k := range steps {
@@ -304,10 +333,23 @@ func TestCleanerSwapKilledAtEveryStep(t *testing.T) {
 					t.Fatalf("%s: key %s holds %q, want its latest value %q", what, key, got[key], v)
 				}
 			}
+			aborted, err := l2.AbortedTransactions(0, l2.LastStableOffset())
+			if err != nil {
+				t.Fatalf("%s: aborted transactions: %v", what, err)
+			}
 			for _, b := range readAll(t, l2, 0, 0) {
 				orig, ok := appended[b.BaseOffset()]
 				if !ok || b.LastOffset() != record.Batch(orig).LastOffset() {
 					t.Fatalf("%s: a batch at %d..%d that was not appended", what, b.BaseOffset(), b.LastOffset())
+				}
+				if abortedAt[b.BaseOffset()] && b.RecordCount() > 0 {
+					covered := false
+					for _, a := range aborted {
+						covered = covered || a.FirstOffset <= b.BaseOffset() && b.BaseOffset() < a.LastOffset
+					}
+					if !covered {
+						t.Fatalf("%s: aborted batch at %d is in no aborted transaction %+v", what, b.BaseOffset(), aborted)
+					}
 				}
 			}
 			for _, suffix := range []string{cleanedSuffix, swapSuffix} {

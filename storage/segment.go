@@ -36,6 +36,7 @@ type segment struct {
 	logPath string
 	idx     *index // offset index
 	tidx    *index // time index
+	txn     *index // aborted-transaction index (see txnindex.go)
 
 	size   atomic.Int64 // bytes of complete batches in the file
 	synced atomic.Int64 // bytes known to be on stable storage
@@ -52,8 +53,10 @@ type segment struct {
 		closing bool // close f when refs reaches zero
 	}
 
-	// rebuildMu serialises loading or rebuilding the indexes.
+	// rebuildMu serialises loading or rebuilding the indexes; txnMu
+	// rebuilding the txn index, which reads this segment's other indexes.
 	rebuildMu sync.Mutex
+	txnMu     sync.Mutex
 
 	// deleted is set once the segment left the log and its files were
 	// renamed for deletion: its indexes are no longer written.
@@ -80,8 +83,10 @@ func newSegment(dir string, base, interval int64) *segment {
 		logPath: filepath.Join(dir, segmentFileName(base, logSuffix)),
 		idx:     newIndex(filepath.Join(dir, segmentFileName(base, indexSuffix)), base, offsetEntrySize),
 		tidx:    newIndex(filepath.Join(dir, segmentFileName(base, timeIndexSuffix)), base, timeEntrySize),
+		txn:     newIndex(filepath.Join(dir, segmentFileName(base, txnIndexSuffix)), base, txnEntrySize),
 		created: time.Now(),
 	}
+	s.txn.missingEmpty = true
 	s.uncached.Store(-1)
 	s.ib = newIndexBuilder(base, interval)
 	s.maxTS.Store(-1)
@@ -99,6 +104,14 @@ func createSegment(dir string, base, interval int64) (*segment, error) {
 	s.fmu.f = f
 	s.idx.setEmpty()
 	s.tidx.setEmpty()
+	s.txn.setEmpty()
+	// A txn index exists only with entries; one left at this base by a
+	// segment removed before (whose removal a crash interrupted) is not
+	// this segment's.
+	if err := os.Remove(s.txn.path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		f.Close()
+		return nil, fmt.Errorf("remove stale txn index: %w", err)
+	}
 	for _, ix := range []*index{s.idx, s.tidx} {
 		if err := os.WriteFile(ix.path, nil, 0o644); err != nil {
 			f.Close()
@@ -452,6 +465,9 @@ func (s *segment) recoverLocked(interval, limit int64) (scanResult, error) {
 	}
 	s.idx.install(res.idx)
 	s.tidx.install(res.tidx)
+	// The aborted transactions are refilled by the producer state replay
+	// that follows recovery (see Log.loadProducerStateLocked).
+	s.txn.install(nil)
 	s.maxTS.Store(s.ib.maxTS)
 	s.maxTSOffset.Store(s.ib.maxTSOffset)
 	return res, nil
@@ -498,6 +514,8 @@ func (s *segment) truncateLocked(offset int64) (int64, error) {
 	if pos == s.size.Load() {
 		return s.ib.next, nil
 	}
+	// The caller loaded the txn index (Log.segmentTxnIndex).
+	txn := s.txn.entries()
 	if err := f.Truncate(pos); err != nil {
 		return 0, fmt.Errorf("truncate segment: %w", err)
 	}
@@ -512,6 +530,7 @@ func (s *segment) truncateLocked(offset int64) (int64, error) {
 	s.ib = res.ib
 	s.idx.install(res.idx)
 	s.tidx.install(res.tidx)
+	s.txn.install(append([]byte(nil), txnEntriesBelow(txn, s.ib.next)...))
 	s.maxTS.Store(s.ib.maxTS)
 	s.maxTSOffset.Store(s.ib.maxTSOffset)
 	return s.ib.next, nil
@@ -528,7 +547,15 @@ func (s *segment) persistIndexes(sync bool) error {
 	if err := s.idx.persist(sync); err != nil {
 		return err
 	}
-	return s.tidx.persist(sync)
+	if err := s.tidx.persist(sync); err != nil {
+		return err
+	}
+	return s.persistTxnIndex(sync)
+}
+
+// indexesPersisted reports whether every index file holds its entries.
+func (s *segment) indexesPersisted() bool {
+	return s.idx.isPersisted() && s.tidx.isPersisted() && s.txn.isPersisted()
 }
 
 // removeFiles deletes the segment's files. Readers still holding the log
@@ -536,7 +563,7 @@ func (s *segment) persistIndexes(sync bool) error {
 func (s *segment) removeFiles() error {
 	s.closeFile()
 	var errs []error
-	for _, p := range []string{s.logPath, s.idx.path, s.tidx.path} {
+	for _, p := range []string{s.logPath, s.idx.path, s.tidx.path, s.txn.path} {
 		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 			errs = append(errs, err)
 		}
@@ -554,7 +581,7 @@ func (s *segment) renameDeleted() ([]string, error) {
 	s.closeFile()
 	var paths []string
 	var errs []error
-	for _, p := range []string{s.logPath, s.idx.path, s.tidx.path} {
+	for _, p := range []string{s.logPath, s.idx.path, s.tidx.path, s.txn.path} {
 		to := p + deletedSuffix
 		if err := os.Rename(p, to); err != nil {
 			if !errors.Is(err, os.ErrNotExist) {
