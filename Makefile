@@ -123,7 +123,7 @@ failover-test: build ## kill -9 a partition leader of three brokers FAILOVER_CYC
 	cd compat-tests/go && $(GO) test -count=1 ./internal/lab/ ./cmd/failover/
 	FAILOVER_CYCLES=$(FAILOVER_CYCLES) bash compat-tests/failover/run.sh
 
-.PHONY: chaos chaos-summary
+.PHONY: chaos chaos-broken chaos-summary
 CHAOS_DURATION ?= 10m
 CHAOS_CYCLES ?= 0
 CHAOS_NEMESES ?= all
@@ -131,6 +131,9 @@ CHAOS_TARGET ?= gregor
 chaos: build ## Fault harness: three brokers in network namespaces under crashes, pauses, partitions, slow links and a full disk for CHAOS_DURATION (default 10m; CHAOS_CYCLES=N runs N cycles instead; CHAOS_NEMESES picks them; CHAOS_TARGET=kafka: the same against Apache Kafka 4.4).
 	cd compat-tests/go && $(GO) test -count=1 ./internal/lab/ ./cmd/chaos/
 	CHAOS_DURATION=$(CHAOS_DURATION) CHAOS_CYCLES=$(CHAOS_CYCLES) CHAOS_NEMESES=$(CHAOS_NEMESES) CHAOS_TARGET=$(CHAOS_TARGET) bash compat-tests/chaos/run.sh
+
+chaos-broken: ## The checker is not blind: make chaos against a broker built to acknowledge before its followers have a record (tag chaos_unsafe_hw), CHAOS_NEMESES (default partition-minority) for CHAOS_CYCLES (default 2); passes only if acknowledged records are found lost.
+	CHAOS_BROKEN=1 CHAOS_CYCLES=$(if $(filter 0,$(CHAOS_CYCLES)),2,$(CHAOS_CYCLES)) CHAOS_NEMESES=$(if $(filter all,$(CHAOS_NEMESES)),partition-minority,$(CHAOS_NEMESES)) bash compat-tests/chaos/run.sh
 
 chaos-summary: ## Rewrite the summary table in compat-tests/chaos/README.md from compat-tests/chaos/results/*.json.
 	cd compat-tests/go && $(GO) run ./cmd/chaos -summarize ../chaos/results -readme ../chaos/README.md

@@ -25,6 +25,7 @@ import (
 
 	"github.com/gregor-io/gregor/coordinator/cluster"
 	"github.com/gregor-io/gregor/protocol"
+	"github.com/gregor-io/gregor/replication"
 	"github.com/gregor-io/gregor/storage"
 )
 
@@ -263,6 +264,9 @@ func (b *Broker) Start(ctx context.Context) (err error) {
 	b.ready.Store(true)
 	b.logger.Info("broker started", "node_id", b.cfg.NodeID, "listeners", b.Addrs(), "cluster_id", cl.ClusterID(),
 		"log_dirs", b.cfg.LogDirs)
+	if replication.UnsafeHighWatermark {
+		b.logger.Error("built with chaos_unsafe_hw: high watermarks ignore followers and acknowledged records will be lost; a fault-harness build, never for data")
+	}
 	return nil
 }
 

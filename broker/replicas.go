@@ -180,7 +180,13 @@ func (b *Broker) maybeProposeISR(p *partition, lr *leaderRepl, now time.Time) {
 	lr.mu.st.SetPending(slices.Concat(lr.mu.st.Pending(), isr))
 	lr.mu.Unlock()
 	if len(isr) > 1 {
-		p.log.SetAutoHighWatermark(false)
+		// Under the role lock, and only while lr still leads: a leadership
+		// applied meanwhile has set the mode its own ISR needs.
+		p.role.Lock()
+		if p.lead.Load() == lr {
+			p.log.SetAutoHighWatermark(false)
+		}
+		p.role.Unlock()
 	}
 	b.goTracked(func() {
 		ctx, cancel := context.WithTimeout(b.ctx, b.cfg.ReplicaLagTimeMax)

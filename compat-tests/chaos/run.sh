@@ -23,13 +23,27 @@
 # compat-tests/kafka/kafka.sh fetch, in the same namespaces), CHAOS_RATE (records/s per writer, default 200), CHAOS_FAULT_TIME
 # (default 8s), CHAOS_SEED, CHAOS_NETWORK (auto, netns, loopback),
 # CHAOS_JAVA (0 leaves the Java writer out), CHAOS_DIR (parent of the
-# temporary directory), GREGOR_BIN (default bin/gregor).
+# temporary directory), GREGOR_BIN (default bin/gregor), CHAOS_BROKEN (1:
+# make chaos-broken, below).
+#
+# CHAOS_BROKEN=1 runs a broker built with the tag chaos_unsafe_hw, whose
+# leaders acknowledge acks=all writes before any follower has them, and
+# passes only if the checker finds acknowledged records lost: the check
+# that the checker is not blind. Its results go to results-broken/.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
 bin=${GREGOR_BIN:-$root/bin/gregor}
-[[ -x $bin ]] || { echo "chaos: $bin not found; run make build" >&2; exit 2; }
+broken=()
+results=$here/results
+if [[ ${CHAOS_BROKEN:-0} == 1 ]]; then
+	bin=""
+	broken=(-build chaos_unsafe_hw -expect-loss)
+	results=$here/results-broken
+else
+	[[ -x $bin ]] || { echo "chaos: $bin not found; run make build" >&2; exit 2; }
+fi
 for tool in go java javac; do
 	command -v "$tool" >/dev/null || { echo "chaos: $tool not found" >&2; exit 2; }
 done
@@ -73,8 +87,12 @@ fi
 # The binary must be called chaos: a run tells a dead run's network
 # namespaces from a live one's by the process name.
 (cd "$root/compat-tests/go" && go build -o "$work/chaos" ./cmd/chaos)
+if [[ -z $bin ]]; then
+	bin=$work/gregor-broken
+	(cd "$root" && go build -tags chaos_unsafe_hw -o "$bin" ./cmd/gregor)
+fi
 
-"$work/chaos" -gregor "$bin" -dir "$work" -results "$here/results" "${java[@]}" "${target[@]}" \
+"$work/chaos" -gregor "$bin" -dir "$work" -results "$results" "${java[@]}" "${target[@]}" "${broken[@]}" \
 	-duration "${CHAOS_DURATION:-10m}" -cycles "${CHAOS_CYCLES:-0}" -nemeses "${CHAOS_NEMESES:-all}" \
 	-rate "${CHAOS_RATE:-200}" -fault-time "${CHAOS_FAULT_TIME:-8s}" -seed "${CHAOS_SEED:-0}" \
 	-network "${CHAOS_NETWORK:-auto}"

@@ -67,6 +67,11 @@ type options struct {
 	sessionTimeout, faultTime             time.Duration
 	healTimeout                           time.Duration
 	tmpfsSize                             int64
+	// build names the build tags of a deliberately broken broker;
+	// expectLoss inverts the verdict: the run passes only if the checker
+	// finds acknowledged records lost.
+	build      string
+	expectLoss bool
 }
 
 func main() {
@@ -91,6 +96,8 @@ func main() {
 	flag.DurationVar(&o.faultTime, "fault-time", 8*time.Second, "how long each fault is held")
 	flag.DurationVar(&o.healTimeout, "heal-timeout", 90*time.Second, "longest wait after a heal for every broker to be back in every ISR")
 	flag.Int64Var(&o.tmpfsSize, "tmpfs-size", 1<<30, "with disk-full: size in bytes of the tmpfs each broker's data dir gets")
+	flag.StringVar(&o.build, "build", "", "build tags the broker binary was built with (recorded in the results; chaos_unsafe_hw for make chaos-broken)")
+	flag.BoolVar(&o.expectLoss, "expect-loss", false, "pass only if the checker finds acknowledged records lost (a deliberately broken broker)")
 	flag.StringVar(&summarize, "summarize", "", "instead of a run: summarize the results files of this directory")
 	flag.StringVar(&readme, "readme", "", "with -summarize: the README whose summary section to rewrite (default: print)")
 	flag.Parse()
@@ -194,6 +201,7 @@ type cycleResult struct {
 // results is a run's results file.
 type results struct {
 	Target         string        `json:"target"`
+	Build          string        `json:"build,omitempty"`
 	Started        time.Time     `json:"started"`
 	Seconds        int64         `json:"seconds"`
 	Network        string        `json:"network"`
@@ -252,7 +260,7 @@ func run(ctx context.Context, o options) (failed bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	res := &results{Target: o.target, Started: time.Now().UTC(), Seed: o.seed, Partitions: o.partitions, Rate: o.rate,
+	res := &results{Target: o.target, Build: o.build, Started: time.Now().UTC(), Seed: o.seed, Partitions: o.partitions, Rate: o.rate,
 		SessionTimeout: o.sessionTimeout.Milliseconds(), FaultTime: o.faultTime.Milliseconds(), RunDir: dir}
 	h := &harness{o: o, rng: rand.New(rand.NewPCG(o.seed, o.seed^0x9e3779b97f4a7c15))}
 	cfg := lab.Config{Bin: o.gregor, Dir: dir, N: 3, SessionTimeout: o.sessionTimeout, Tag: "chaos harness",
@@ -497,6 +505,14 @@ func run(ctx context.Context, o options) (failed bool, err error) {
 		return false, err
 	}
 	h.report(res)
+	if o.expectLoss {
+		if k.Lost == 0 {
+			h.logf("FAIL: the broker was built to lose acknowledged records (%s), and the checker found none lost", o.build)
+			return true, nil
+		}
+		h.logf("as expected of a broker built with %s: the checker found %d acknowledged records lost", o.build, k.Lost)
+		return false, nil
+	}
 	return !res.Pass, nil
 }
 
