@@ -40,6 +40,7 @@ var handlers = []handler{
 	deleteTopicsAPI,
 	deleteRecordsAPI,
 	initProducerIDAPI,
+	writeTxnMarkersAPI,
 	offsetForLeaderEpochAPI,
 	createPartitionsAPI,
 	describeClusterAPI,
