@@ -41,6 +41,7 @@ var handlers = []handler{
 	deleteRecordsAPI,
 	initProducerIDAPI,
 	writeTxnMarkersAPI,
+	describeProducersAPI,
 	offsetForLeaderEpochAPI,
 	createPartitionsAPI,
 	describeClusterAPI,

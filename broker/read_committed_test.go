@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -83,6 +84,20 @@ func (w *wireConn) latestOffset(topic string, isolation int8) int64 {
 	return resp.Topics[0].Partitions[0].Offset
 }
 
+// describeProducers asks DescribeProducers for one partition.
+func (w *wireConn) describeProducers(topic string, partition int32) kmsg.DescribeProducersResponseTopicPartition {
+	w.t.Helper()
+	req := kmsg.NewPtrDescribeProducersRequest()
+	rt := kmsg.NewDescribeProducersRequestTopic()
+	rt.Topic, rt.Partitions = topic, []int32{partition}
+	req.Topics = append(req.Topics, rt)
+	resp := w.mustRoundTrip(req).(*kmsg.DescribeProducersResponse)
+	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 || resp.Topics[0].Partitions[0].Partition != partition {
+		w.t.Fatalf("describe producers response does not mirror the request: %+v", resp)
+	}
+	return resp.Topics[0].Partitions[0]
+}
+
 // TestTransactionalProduceAndReadCommitted drives one partition's half of
 // transactions by hand (the coordinator's part is WriteTxnMarkers): an open
 // transaction holds the last stable offset, a COMMIT marker releases its
@@ -105,6 +120,14 @@ func TestTransactionalProduceAndReadCommitted(t *testing.T) {
 	}
 	if rp := w.producePartition(-1, topic, 0, buildBatch(t, idempotentHeader(pid, epoch, 3), "x", 1)); protocol.ErrorCode(rp.ErrorCode) != protocol.InvalidTxnState {
 		t.Fatalf("non-transactional batch inside a transaction: error %d, want INVALID_TXN_STATE", rp.ErrorCode)
+	}
+	dp := w.describeProducers(topic, 0)
+	if dp.ErrorCode != 0 || len(dp.ActiveProducers) != 1 || dp.ActiveProducers[0].ProducerID != pid ||
+		dp.ActiveProducers[0].CurrentTxnStartOffset != 0 || dp.ActiveProducers[0].LastSequence != 2 || dp.ActiveProducers[0].CoordinatorEpoch != -1 {
+		t.Fatalf("describe producers in the transaction: %+v", dp)
+	}
+	if dp := w.describeProducers("no-such-topic", 0); protocol.ErrorCode(dp.ErrorCode) != protocol.UnknownTopicOrPartition {
+		t.Fatalf("describe producers of an unknown topic: error %d", dp.ErrorCode)
 	}
 	// The open transaction holds read_committed readers at its start.
 	rp := w.fetchIsolated(topic, 0, 1)
@@ -131,6 +154,10 @@ func TestTransactionalProduceAndReadCommitted(t *testing.T) {
 			rp.ErrorCode, rp.HighWatermark, rp.LastStableOffset, len(rp.RecordBatches), rp.AbortedTransactions)
 	}
 
+	dp = w.describeProducers(topic, 0)
+	if len(dp.ActiveProducers) != 1 || dp.ActiveProducers[0].CurrentTxnStartOffset != -1 || dp.ActiveProducers[0].CoordinatorEpoch != 5 {
+		t.Fatalf("describe producers after the commit: %+v", dp)
+	}
 	// A second transaction, aborted.
 	if rp := w.producePartition(-1, topic, 0, buildBatch(t, txnHeader(pid, epoch, 3), "b", 2)); rp.ErrorCode != 0 || rp.BaseOffset != 4 {
 		t.Fatalf("second transaction: error %d at %d", rp.ErrorCode, rp.BaseOffset)
@@ -191,5 +218,75 @@ func TestTransactionalProduceAndReadCommitted(t *testing.T) {
 	}
 	if got, want := read(kgo.ReadUncommitted(), 7), []string{"a-0", "a-1", "a-2", "b-0", "b-1", "c-0", "c-1"}; !slices.Equal(got, want) {
 		t.Fatalf("read_uncommitted consumer read %v, want %v", got, want)
+	}
+}
+
+// TestTransactionsReplicate: on three brokers, the followers of a
+// partition get its transactional batches and markers, and with them the
+// same last stable offset and aborted transactions as the leader; after
+// the leader stops, the new leader serves read_committed as the old one
+// did, and a transaction left open before the change still holds the last
+// stable offset until its marker comes.
+func TestTransactionsReplicate(t *testing.T) {
+	t.Parallel()
+	bs := startCluster(t, 3)
+	w := dialWire(t, bs[0])
+	const topic = "txn-repl"
+	rt := w.createTopicResultAssigned(topic, [][]int32{{1, 2, 3}}, map[string]string{"min.insync.replicas": "2"})
+	checkCode(t, "create", rt.ErrorCode, protocol.None)
+	waitISR(t, bs[0], topic, 0, "[1 2 3]")
+	pid, epoch := w.initProducerID()
+	pid2, epoch2 := w.initProducerID()
+
+	rp := w.producePartition(-1, topic, 0, buildBatch(t, txnHeader(pid, epoch, 0), "aborted", 2))
+	checkCode(t, "produce", rp.ErrorCode, protocol.None)
+	checkCode(t, "abort", int16(w.writeMarker(topic, 0, pid, epoch, 1, false)), protocol.None)
+	rp = w.producePartition(-1, topic, 0, buildBatch(t, txnHeader(pid, epoch, 2), "committed", 2))
+	checkCode(t, "produce", rp.ErrorCode, protocol.None)
+	checkCode(t, "commit", int16(w.writeMarker(topic, 0, pid, epoch, 1, true)), protocol.None)
+	rp = w.producePartition(-1, topic, 0, buildBatch(t, txnHeader(pid2, epoch2, 0), "open", 1))
+	checkCode(t, "produce", rp.ErrorCode, protocol.None)
+	// Offsets: aborted 0-1, ABORT 2, committed 3-4, COMMIT 5, open 6.
+
+	leader := bs[0].parts.Load().byName[topic][0].log
+	for _, b := range bs[1:] {
+		l := b.parts.Load().byName[topic][0].log
+		waitFor(t, 20*time.Second, fmt.Sprintf("broker %d at the leader's high watermark", b.cfg.NodeID), func() error {
+			if got, want := l.HighWatermark(), leader.HighWatermark(); got != want || got != 7 {
+				return fmt.Errorf("at %d, leader at %d", got, want)
+			}
+			return nil
+		})
+		if got := l.LastStableOffset(); got != 6 {
+			t.Fatalf("broker %d: last stable offset %d, want 6 (the open transaction's start)", b.cfg.NodeID, got)
+		}
+		ab, err := l.AbortedTransactions(0, 6)
+		if err != nil || len(ab) != 1 || ab[0].ProducerID != pid || ab[0].FirstOffset != 0 || ab[0].LastOffset != 2 {
+			t.Fatalf("broker %d: aborted transactions %+v (%v), want producer %d over [0, 2]", b.cfg.NodeID, ab, err, pid)
+		}
+	}
+
+	if err := bs[0].Close(); err != nil {
+		t.Fatal(err)
+	}
+	var nl *Broker
+	waitFor(t, 30*time.Second, "a new leader", func() error {
+		st := bs[1].cluster.Snapshot().Topics[topic].Partitions[0]
+		for _, b := range bs[1:] {
+			if st.Leader == b.cfg.NodeID && b.parts.Load().byName[topic][0].lead.Load() != nil {
+				nl = b
+				return nil
+			}
+		}
+		return fmt.Errorf("leader %d", st.Leader)
+	})
+	w2 := dialWire(t, nl)
+	got := w2.fetchIsolated(topic, 0, 1)
+	if got.ErrorCode != 0 || got.LastStableOffset != 6 || len(got.AbortedTransactions) != 1 || got.AbortedTransactions[0].FirstOffset != 0 {
+		t.Fatalf("read_committed on the new leader: error %d lso %d aborted %+v", got.ErrorCode, got.LastStableOffset, got.AbortedTransactions)
+	}
+	checkCode(t, "commit the open transaction on the new leader", int16(w2.writeMarker(topic, 0, pid2, epoch2, 1, true)), protocol.None)
+	if got := w2.fetchIsolated(topic, 0, 1); got.LastStableOffset != 8 {
+		t.Fatalf("last stable offset after the open transaction's commit: %d, want 8", got.LastStableOffset)
 	}
 }
