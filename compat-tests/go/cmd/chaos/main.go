@@ -72,6 +72,9 @@ type options struct {
 	// finds acknowledged records lost.
 	build      string
 	expectLoss bool
+	// etcd, when set, is an etcd binary: three etcd members run as
+	// processes of their own and the brokers use them (etcd.endpoints).
+	etcd string
 }
 
 func main() {
@@ -98,6 +101,7 @@ func main() {
 	flag.Int64Var(&o.tmpfsSize, "tmpfs-size", 1<<30, "with disk-full: size in bytes of the tmpfs each broker's data dir gets")
 	flag.StringVar(&o.build, "build", "", "build tags the broker binary was built with (recorded in the results; chaos_unsafe_hw for make chaos-broken)")
 	flag.BoolVar(&o.expectLoss, "expect-loss", false, "pass only if the checker finds acknowledged records lost (a deliberately broken broker)")
+	flag.StringVar(&o.etcd, "etcd", "", "an etcd binary: run three etcd members as processes of their own beside the brokers (enables kill-etcd)")
 	flag.StringVar(&summarize, "summarize", "", "instead of a run: summarize the results files of this directory")
 	flag.StringVar(&readme, "readme", "", "with -summarize: the README whose summary section to rewrite (default: print)")
 	flag.Parse()
@@ -205,6 +209,7 @@ type results struct {
 	Started        time.Time     `json:"started"`
 	Seconds        int64         `json:"seconds"`
 	Network        string        `json:"network"`
+	Etcd           string        `json:"etcd,omitempty"` // "external" with -etcd
 	Seed           uint64        `json:"seed"`
 	Partitions     int32         `json:"partitions"`
 	Rate           int           `json:"rate_per_writer"`
@@ -294,8 +299,19 @@ func run(ctx context.Context, o options) (failed bool, err error) {
 			h.logf("network namespaces cannot be made (%v): brokers on 127.0.0.1, network nemeses skipped", nsErr)
 		}
 	}
+	if o.etcd != "" {
+		if o.target != "gregor" {
+			return false, errors.New("-etcd runs Gregor brokers on external etcd members; not with -target kafka")
+		}
+		cfg.Etcd, res.Etcd = o.etcd, "external"
+	}
 	var enabled []nemesis
 	for _, n := range o.nemeses {
+		if n.etcd && o.etcd == "" {
+			h.logf("SKIPPED %s: the brokers embed their etcd members (CHAOS_ETCD=external runs them apart)", n.name)
+			res.Skipped = append(res.Skipped, n.name)
+			continue
+		}
 		if (n.network || n.mounts) && h.net == nil {
 			res.Skipped = append(res.Skipped, n.name)
 			continue
@@ -348,6 +364,19 @@ func run(ctx context.Context, o options) (failed bool, err error) {
 		}
 	}
 	h.logf("seed %d; brokers on %s; nemeses %s; data and logs in %s", o.seed, strings.Join(c.Seeds(), ","), nemesisNames(enabled), dir)
+	for _, m := range c.Members {
+		if err := c.StartMember(m); err != nil {
+			return false, err
+		}
+	}
+	if len(c.Members) > 0 {
+		h.logf("etcd members of their own at %v", func() (u []string) {
+			for _, m := range c.Members {
+				u = append(u, m.ClientURL())
+			}
+			return u
+		}())
+	}
 	for _, b := range c.Brokers {
 		if err := c.Start(b); err != nil {
 			return false, err
@@ -480,6 +509,14 @@ func run(ctx context.Context, o options) (failed bool, err error) {
 		}
 		if jw != nil && !jw.Alive() {
 			return false, errors.New("the java writer exited (see java-writer.log)")
+		}
+		for _, m := range c.Members {
+			if !m.Running() {
+				h.finding("etcd member %d exited by itself before cycle %d (see etcd-%d.log); starting it again", m.ID, n, m.ID)
+				if err := c.StartMember(m); err != nil {
+					return false, err
+				}
+			}
 		}
 		for _, b := range c.Brokers {
 			if !b.Running() {
