@@ -1,6 +1,6 @@
 package broker
 
-// WriteTxnMarkers (key 27), version 1.
+// WriteTxnMarkers (key 27), versions 1-2.
 //
 // A transaction coordinator (this broker's or another's; the admin client's
 // abortTransaction too) asks the leader of each partition of an ended
@@ -14,9 +14,9 @@ package broker
 // partition below min.insync.replicas answers NOT_ENOUGH_REPLICAS. Like
 // Produce, the answer waits without holding the connection
 // (pendingResponse), so a coordinator may pipeline its requests. Version 2
-// (KIP-1228, a transaction version per marker) is not served: only
-// Gregor's coordinators and the admin client send this request, and both
-// speak version 1.
+// (KIP-1228) adds each marker's transaction version; the marker written is
+// the same for every version Gregor's coordinators use (0 and 1: Gregor
+// does not finalize transaction.version 2), so it is read and not needed.
 
 import (
 	"context"
@@ -29,7 +29,7 @@ import (
 	"github.com/gregor-io/gregor/storage"
 )
 
-var writeTxnMarkersAPI = handler{key: 27, min: 1, max: 1, handle: (*Broker).handleWriteTxnMarkers}
+var writeTxnMarkersAPI = handler{key: 27, min: 1, max: 2, handle: (*Broker).handleWriteTxnMarkers}
 
 // markerWriteTimeout bounds how long a marker waits to be durable and
 // replicated: the request has no timeout of its own, and Kafka waits its
