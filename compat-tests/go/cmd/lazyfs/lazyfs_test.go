@@ -3,9 +3,14 @@ package main
 import (
 	"bytes"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -265,4 +270,85 @@ func TestMappedWritesSyncedByMsync(t *testing.T) {
 	f.Close()
 	cut(t, ov)
 	wantFile(t, p, want)
+}
+
+// TestMain runs the test binary as lazyfs itself when TestSignalCut asks,
+// so that the command (flags, mount, SIGUSR1) is tested as the harness
+// uses it.
+func TestMain(m *testing.M) {
+	if os.Getenv("LAZYFS_TEST_MAIN") == "1" {
+		os.Args = append([]string{"lazyfs"}, os.Args[slices.Index(os.Args, "--")+1:]...)
+		main()
+		return
+	}
+	os.Exit(m.Run())
+}
+
+// TestSignalCut runs lazyfs as a process, as the fault harness does, and
+// power-cuts it with SIGUSR1.
+func TestSignalCut(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("lazyfs tests mount a FUSE file system with mount(2), which needs root")
+	}
+	if _, err := os.Stat("/dev/fuse"); err != nil {
+		t.Skipf("no /dev/fuse to mount a FUSE file system with: %v", err)
+	}
+	dir := t.TempDir()
+	mnt, backing := filepath.Join(dir, "mnt"), filepath.Join(dir, "backing")
+	os.Mkdir(mnt, 0o755)
+	os.Mkdir(backing, 0o755)
+	var out syncBuffer
+	cmd := exec.Command(os.Args[0], "--", backing, mnt)
+	cmd.Env = append(os.Environ(), "LAZYFS_TEST_MAIN=1")
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		if err := cmd.Wait(); err != nil {
+			t.Errorf("lazyfs after SIGTERM: %v; output:\n%s", err, out.String())
+		}
+	})
+	waitFor := func(s string) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for !strings.Contains(out.String(), s) {
+			if time.Now().After(deadline) {
+				t.Fatalf("no %q from lazyfs within 10s; output:\n%s", s, out.String())
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	waitFor("lazyfs: serving ")
+	p := filepath.Join(mnt, "f")
+	writeSynced(t, p, []byte("synced"))
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Write([]byte(" and not"))
+	f.Close()
+	wantFile(t, p, []byte("synced and not"))
+	cmd.Process.Signal(syscall.SIGUSR1)
+	waitFor("lazyfs: power cut 1: unsynced writes dropped: 1 files, 4096 bytes of pages")
+	wantFile(t, p, []byte("synced"))
+}
+
+// syncBuffer is a bytes.Buffer safe for a process's output and a reader.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
 }
