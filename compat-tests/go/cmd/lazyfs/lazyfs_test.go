@@ -20,6 +20,13 @@ import (
 // (whose power cut the test calls directly).
 func lazyMount(t *testing.T) (mnt, backing string, ov *overlay) {
 	t.Helper()
+	// The kernel asks for every name and attribute each time, so that
+	// the tests see what lazyfs answers, not what the kernel kept.
+	return lazyMountTTL(t, 0, 0)
+}
+
+func lazyMountTTL(t *testing.T, entryTTL, attrTTL time.Duration) (mnt, backing string, ov *overlay) {
+	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("lazyfs tests mount a FUSE file system with mount(2), which needs root")
 	}
@@ -34,7 +41,7 @@ func lazyMount(t *testing.T) (mnt, backing string, ov *overlay) {
 		}
 	}
 	ov = newOverlay()
-	srv, err := mount(backing, mnt, ov, false)
+	srv, err := mount(backing, mnt, ov, entryTTL, attrTTL, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,6 +111,24 @@ func TestUnsyncedWriteReadBackThenDropped(t *testing.T) {
 	wantFile(t, p, data) // closing makes nothing durable, nor drops anything
 	cut(t, ov)
 	wantFile(t, p, nil) // the file was created (metadata), its data never synced
+}
+
+// TestLookupSeesHeldSize: a name looked up again (here every time) gets
+// attributes the kernel then keeps (here for an hour): their size must be
+// the held one, or the kernel cuts its view of the file to the synced
+// size.
+func TestLookupSeesHeldSize(t *testing.T) {
+	mnt, _, _ := lazyMountTTL(t, 0, time.Hour)
+	p := filepath.Join(mnt, "seg")
+	writeSynced(t, p, []byte("synced"))
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Write([]byte(", held"))
+	f.Close()
+	wantFile(t, p, []byte("synced, held"))
+	wantFile(t, p, []byte("synced, held"))
 }
 
 func TestSyncedWriteSurvivesCut(t *testing.T) {

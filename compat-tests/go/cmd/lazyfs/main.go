@@ -66,6 +66,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
@@ -83,7 +84,7 @@ func main() {
 		os.Exit(2)
 	}
 	ov := newOverlay()
-	srv, err := mount(flag.Arg(0), flag.Arg(1), ov, *debug)
+	srv, err := mount(flag.Arg(0), flag.Arg(1), ov, time.Second, time.Second, *debug)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "lazyfs: %v\n", err)
 		os.Exit(1)
@@ -110,13 +111,14 @@ func main() {
 }
 
 // mount mounts backing at dir through ov and waits until the kernel
-// serves it.
-func mount(backing, dir string, ov *overlay, debug bool) (*fuse.Server, error) {
+// serves it. The kernel keeps names for entryTTL and attributes for
+// attrTTL before it asks again.
+func mount(backing, dir string, ov *overlay, entryTTL, attrTTL time.Duration, debug bool) (*fuse.Server, error) {
 	root, err := newRoot(backing, ov)
 	if err != nil {
 		return nil, err
 	}
-	srv, err := fs.Mount(dir, root, &fs.Options{MountOptions: fuse.MountOptions{
+	srv, err := fs.Mount(dir, root, &fs.Options{EntryTimeout: &entryTTL, AttrTimeout: &attrTTL, MountOptions: fuse.MountOptions{
 		FsName:            backing,
 		Name:              "lazyfs",
 		AllowOther:        true,

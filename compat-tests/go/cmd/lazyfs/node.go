@@ -39,6 +39,7 @@ func (n *node) backingPath() string {
 }
 
 var (
+	_ fs.NodeLookuper       = (*node)(nil)
 	_ fs.NodeOpener         = (*node)(nil)
 	_ fs.NodeCreater        = (*node)(nil)
 	_ fs.NodeGetattrer      = (*node)(nil)
@@ -130,6 +131,21 @@ func (n *node) stat(f fs.FileHandle, st *syscall.Stat_t) syscall.Errno {
 	return fs.ToErrno(syscall.Lstat(n.backingPath(), st))
 }
 
+// Lookup is the loopback's, with the size the file has here: the kernel
+// keeps the attributes a lookup returns, and would cut its view of a file
+// to the backing file's size.
+func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	ch, errno := n.LoopbackNode.Lookup(ctx, name, out)
+	if errno != 0 {
+		return nil, errno
+	}
+	var st syscall.Stat_t
+	if err := syscall.Lstat(filepath.Join(n.backingPath(), name), &st); err == nil && st.Ino == out.Attr.Ino {
+		n.ov.held(keyOf(&st), &out.Attr)
+	}
+	return ch, 0
+}
+
 // Getattr is the backing file's attributes with the size it has here.
 func (n *node) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
 	var st syscall.Stat_t
@@ -137,11 +153,7 @@ func (n *node) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) 
 		return errno
 	}
 	out.FromStat(&st)
-	if p, _ := n.ov.get(keyOf(&st), -1, false); p != nil {
-		out.Size = uint64(p.size)
-		out.Blocks = (out.Size + 511) / 512
-		p.mu.Unlock()
-	}
+	n.ov.held(keyOf(&st), &out.Attr)
 	return 0
 }
 

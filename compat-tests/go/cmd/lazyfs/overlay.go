@@ -7,6 +7,7 @@ import (
 	"syscall"
 
 	"github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
 )
 
 // pageSize is the unit in which unsynced data is held. A page holds the
@@ -70,6 +71,15 @@ func (o *overlay) get(k fileKey, fd int, create bool) (*pending, syscall.Errno) 
 		if !p.dead {
 			return p, 0
 		}
+		p.mu.Unlock()
+	}
+}
+
+// held sets a's size to k's held size, if anything is held for k.
+func (o *overlay) held(k fileKey, a *fuse.Attr) {
+	if p, _ := o.get(k, -1, false); p != nil {
+		a.Size = uint64(p.size)
+		a.Blocks = (a.Size + 511) / 512
 		p.mu.Unlock()
 	}
 }
