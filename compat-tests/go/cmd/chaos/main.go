@@ -365,7 +365,6 @@ func run(ctx context.Context, o options) (failed bool, err error) {
 	h.c = c
 	// Each broker's disk: its data dir, or with a lazyfs the backing dir
 	// under it.
-	h.disks = nil
 	lazy := false
 	for _, b := range c.Brokers {
 		h.disks = append(h.disks, b.DataDir)
