@@ -263,6 +263,8 @@ func TestDeletedFileForgotten(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantFile(t, p, []byte("new"))
+	// Synced, then changed: the file the cut loses something of.
+	writeSynced(t, filepath.Join(mnt, "other"), []byte("synced"))
 	if files, _, _ := ov.cut(); files != 1 {
 		t.Fatalf("a power cut after a delete and a create dropped the writes of %d files, want 1", files)
 	}

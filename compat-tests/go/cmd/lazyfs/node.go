@@ -339,6 +339,7 @@ func (h *handle) Allocate(ctx context.Context, off uint64, size uint64, mode uin
 		defer p.mu.Unlock()
 		if end := int64(off + size); end > p.size {
 			p.size = end
+			p.dirty = true
 		}
 		return 0
 	default:

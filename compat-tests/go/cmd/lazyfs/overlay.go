@@ -32,6 +32,7 @@ func keyOf(st *syscall.Stat_t) fileKey { return fileKey{uint64(st.Dev), st.Ino} 
 type pending struct {
 	mu    sync.Mutex
 	dead  bool // dropped by a power cut: look the key up again
+	dirty bool // changed since the last sync (a cut loses something)
 	size  int64
 	low   int64
 	pages map[int64]*[pageSize]byte
@@ -100,7 +101,7 @@ func (o *overlay) forget(k fileKey) {
 // cut drops every unsynced write: afterwards each file holds what its
 // last fsync wrote through. It returns how many files had unsynced
 // changes and how many bytes of pages they held, and the inodes whose
-// kernel caches now show data that is gone.
+// kernel caches may now show data that is gone.
 func (o *overlay) cut() (files int, bytes int64, inodes []*fs.Inode) {
 	o.mu.Lock()
 	old := o.files
@@ -109,7 +110,9 @@ func (o *overlay) cut() (files int, bytes int64, inodes []*fs.Inode) {
 	for _, p := range old {
 		p.mu.Lock()
 		p.dead = true
-		files++
+		if p.dirty {
+			files++
+		}
 		bytes += int64(len(p.pages)) * pageSize
 		if p.inode != nil {
 			inodes = append(inodes, p.inode)
@@ -183,6 +186,7 @@ func (p *pending) write(fd int, data []byte, off int64) syscall.Errno {
 		copy(page[in:in+chunk], data[pos-off:pos-off+chunk])
 		pos += chunk
 	}
+	p.dirty = true
 	p.size = max(p.size, end)
 	return 0
 }
@@ -200,6 +204,7 @@ func (p *pending) truncate(size int64) {
 	}
 	p.low = min(p.low, size)
 	p.size = size
+	p.dirty = true
 }
 
 // sync writes the pending state through to the backing file fd (which
@@ -247,6 +252,7 @@ func (p *pending) sync(fd int, data bool) syscall.Errno {
 	}
 	clear(p.pages)
 	p.low = p.size
+	p.dirty = false
 	return 0
 }
 
