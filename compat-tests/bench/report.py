@@ -80,6 +80,15 @@ def parse(kind, text):
             if lat:
                 r.update(e2e_mean=lat["mean"], e2e_p50=lat["p50"], e2e_p99=lat["p99"],
                          e2e_p999=lat["p99_9"], e2e_max=lat["max"])
+        t = j.get("transactions")
+        if t:
+            r.update(txn_records=t["records_per_transaction"], txn_committed=t["committed"], txn_failed=t["failed"],
+                     txn_s=t["committed"] / j["seconds"] if j.get("seconds") else None)
+            lat = t.get("commit_latency")
+            if lat:
+                r.update(commit_p50=lat["p50"], commit_p99=lat["p99"])
+            if t["failed"]:
+                r["error"] = f"{t['failed']} transactions failed"
         if r["errors"]:
             r["error"] = f"{r['errors']} errors"
         return r
@@ -200,6 +209,7 @@ COLS = [  # header, field, transform
     ("MiB/s", "mib_s", None), ("records/s", "records_s", None),
     ("ack p50", "lat_p50", None), ("ack p99", "lat_p99", None), ("ack p99.9", "lat_p999", None), ("ack max", "lat_max", None),
     ("e2e p50", "e2e_p50", None), ("e2e p99", "e2e_p99", None), ("e2e p99.9", "e2e_p999", None), ("e2e max", "e2e_max", None),
+    ("commits/s", "txn_s", None), ("commit p50", "commit_p50", None), ("commit p99", "commit_p99", None),
     ("broker CPU s", "cpu_s", None), ("CPU s/GiB", "cpu_per_gib", None),
     ("peak RSS MiB (sampled)", "rss_peak_kib", mib), ("VmHWM MiB", "vmhwm_kib", mib),
 ]
@@ -246,6 +256,10 @@ WORKLOAD_TEXT = {
     "W3": "100 partitions, 1 KiB records, acks=all, at a fixed rate of half of Kafka's W2 default-mode median measured with the same load generator (each broker gets the same load from a tool): produce (ack) latency and end-to-end latency.",
     "W4": "16 partitions, 100-byte records, acks=all, as fast as possible: records per second.",
     "W5": "1 topic with 10,000 partitions, 1 KiB records, acks=all: a low-rate phase, then as fast as possible, then a clean restart timed from exec to ready.",
+    "W7": "Transactional produce: 1 topic, 16 partitions, 1 KiB records, one gregor bench producer committing a transaction every "
+          "100 records (phase produce-txn100) or every 10,000 (produce-txn10000), as fast as it can; commits/s and the commit latency "
+          "(from the moment a transaction's records are all acknowledged to the end of its EndTxn) beside the usual figures. Only "
+          "gregor bench: Kafka's ProducerPerformance ends transactions by time (--transaction-duration-ms), not by record count.",
     "W6": "Three brokers of each on this machine (three `gregor serve` processes with embedded etcd; a three-node Kafka KRaft cluster, "
           "combined broker+controller nodes): 1 topic, 16 partitions, replication factor 3, min.insync.replicas=2, 1 KiB records, acks=all, "
           "as fast as possible. An acknowledgement waits for every replica in the ISR; in Gregor's `durable` mode and Kafka's `flush1` "
@@ -329,7 +343,7 @@ def render():
           "(with its default 10,000 records its p99.9 is the tenth slowest; W3's load lasts long enough for all of them, a run where it does not counts as failed).",
           "- Broker CPU seconds: utime+stime of the broker process over the phase (/proc/PID/stat); peak RSS: VmRSS sampled every 250 ms during the phase; VmHWM: the broker process's lifetime peak at the end of the phase (it includes start-up and topic creation).",
           ""]
-    for w in ("W1", "W2", "W3", "W4", "W5", "W6"):
+    for w in ("W1", "W2", "W3", "W4", "W5", "W6", "W7"):
         rows = sorted(((k, v) for k, v in g.items() if k[0] == w and k[1] not in ("startup", "start")),
                       key=lambda kv: (kv[0][1] != "produce", kv[0][1], kv[0][2] != "gregor", kv[0][3], kv[0][4]))
         if not rows:

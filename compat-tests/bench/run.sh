@@ -25,7 +25,8 @@
 #   BENCH_WARMUP      seconds of unmeasured load on a fresh broker before the measured
 #                     phase (default 5; W5: between its low-rate and max-throughput phases)
 #   BENCH_WORKLOADS   default "W1 W2 W3 W4 W5" (W1 also runs the TCP->file probe; "probe" alone runs only it;
-#                     W6, the three-broker cluster, runs when named: BENCH_WORKLOADS=W6)
+#                     W6, the three-broker cluster, runs when named: BENCH_WORKLOADS=W6; so does
+#                     W7, transactional produce: BENCH_WORKLOADS=W7)
 #   BENCH_TARGETS     default "gregor kafka"
 #   BENCH_TOOLS       default "gregor-bench kafka-perf"
 #   BENCH_MODES       restrict modes, e.g. "durable default" (default: every mode of each workload)
@@ -448,6 +449,12 @@ run_one() {
 		phase produce gregor-bench $((DUR * 3 + 60)) "${CMD[@]}"
 		LAST_RPS[$key]=$(last_rps)
 		;;
+	W7/gregor-bench)
+		for n in 100 10000; do
+			gb_produce --transaction-records "$n"
+			phase "produce-txn$n" gregor-bench $((DUR * 3 + 60)) "${CMD[@]}"
+		done
+		;;
 	W2/kafka-perf | W4/kafka-perf | W6/kafka-perf)
 		kp_produce "$(est_records "$key")" -1
 		phase produce kafka-producer-perf $((DUR * 5 + 60)) "${CMD[@]}"
@@ -561,7 +568,7 @@ PY
 }
 
 run_workload() {
-	local w=$1 pairs
+	local w=$1 pairs tools=$TOOLS
 	BROKERS=1 RF=1 MIN_ISR=""
 	case $w in
 	W1) PARTS=1 SIZE=1024 ACKS=1 ;;
@@ -570,7 +577,13 @@ run_workload() {
 	W4) PARTS=16 SIZE=100 ACKS=all ;;
 	W5) PARTS=$W5_PARTITIONS SIZE=1024 ACKS=all ;;
 	W6) PARTS=16 SIZE=1024 ACKS=all BROKERS=3 RF=3 MIN_ISR=2 ;;
-	*) die "unknown workload $w (W1 W2 W3 W4 W5 W6 probe)" ;;
+	W7)
+		PARTS=16 SIZE=1024 ACKS=all
+		# Kafka's ProducerPerformance ends transactions by time, not by
+		# record count: W7 runs gregor bench against both brokers.
+		tools=gregor-bench
+		;;
+	*) die "unknown workload $w (W1 W2 W3 W4 W5 W6 W7 probe)" ;;
 	esac
 	W3_RATE=()
 	if [[ $w == W3 ]]; then
@@ -591,7 +604,7 @@ run_workload() {
 		: >"$OUT"
 		for MODE in $(modes_of "$TARGET" "$w"); do
 			for ((RUN = 1; RUN <= RUNS; RUN++)); do
-				for TOOL in $TOOLS; do
+				for TOOL in $tools; do
 					say "$w $TARGET $MODE $TOOL run $RUN/$RUNS"
 					BASE=(session="$session" workload="$w" target="$TARGET" mode="$MODE" run="$RUN"
 						duration_s="$DUR" partitions="$PARTS" record_size="$SIZE" acks="$ACKS"
@@ -612,7 +625,7 @@ run_workload() {
 			done
 		done
 		python3 "$here/report.py" merge --into "$here/results/$w-$TARGET.jsonl" --new "$OUT" \
-			--modes "$(modes_of "$TARGET" "$w")" --tools "$TOOLS"
+			--modes "$(modes_of "$TARGET" "$w")" --tools "$tools"
 	done
 }
 
