@@ -1,0 +1,368 @@
+package broker
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/gregor-io/gregor/coordinator/txn"
+	"github.com/gregor-io/gregor/protocol"
+)
+
+// smallTxnTopic makes __transaction_state (and __consumer_offsets) small,
+// so tests create them quickly.
+func smallTxnTopic(c *Config) {
+	c.TransactionStateLogNumPartitions = 3
+	c.OffsetsTopicNumPartitions = 3
+}
+
+// findTxnCoordinator asks FindCoordinator v3 for a transactional id.
+func (w *wireConn) findTxnCoordinator(id string) *kmsg.FindCoordinatorResponse {
+	w.t.Helper()
+	req := kmsg.NewPtrFindCoordinatorRequest()
+	req.SetVersion(3)
+	req.CoordinatorType = coordinatorTransaction
+	req.CoordinatorKey = id
+	return w.mustRoundTrip(req).(*kmsg.FindCoordinatorResponse)
+}
+
+// initTxn sends InitProducerId for a transactional id, retrying while the
+// coordinator loads or is not known yet, and fails the test on any other
+// error.
+func (w *wireConn) initTxn(id string, version int16) (int64, int16) {
+	w.t.Helper()
+	resp := w.initTxnResp(id, version, 60000, -1, -1)
+	if resp.ErrorCode != 0 {
+		w.t.Fatalf("init producer id for %q: %s", id, protocol.ErrorCode(resp.ErrorCode))
+	}
+	return resp.ProducerID, resp.ProducerEpoch
+}
+
+func (w *wireConn) initTxnResp(id string, version int16, timeoutMs int32, pid int64, epoch int16) *kmsg.InitProducerIDResponse {
+	w.t.Helper()
+	var resp *kmsg.InitProducerIDResponse
+	waitFor(w.t, 20*time.Second, "InitProducerId answered by a loaded coordinator", func() error {
+		req := kmsg.NewPtrInitProducerIDRequest()
+		req.SetVersion(version)
+		req.TransactionalID = &id
+		req.TransactionTimeoutMillis = timeoutMs
+		req.ProducerID, req.ProducerEpoch = pid, epoch
+		resp = w.mustRoundTrip(req).(*kmsg.InitProducerIDResponse)
+		switch protocol.ErrorCode(resp.ErrorCode) {
+		case protocol.CoordinatorLoadInProgress, protocol.NotCoordinator, protocol.CoordinatorNotAvailable, protocol.ConcurrentTransactions:
+			return fmt.Errorf("%s", protocol.ErrorCode(resp.ErrorCode))
+		}
+		return nil
+	})
+	return resp
+}
+
+// addPartition sends AddPartitionsToTxn (v0-v3) for one partition and
+// returns its error code.
+func (w *wireConn) addPartition(version int16, id string, pid int64, epoch int16, topic string, partition int32) protocol.ErrorCode {
+	w.t.Helper()
+	req := kmsg.NewPtrAddPartitionsToTxnRequest()
+	req.SetVersion(version)
+	req.TransactionalID, req.ProducerID, req.ProducerEpoch = id, pid, epoch
+	rt := kmsg.NewAddPartitionsToTxnRequestTopic()
+	rt.Topic, rt.Partitions = topic, []int32{partition}
+	req.Topics = append(req.Topics, rt)
+	resp := w.mustRoundTrip(req).(*kmsg.AddPartitionsToTxnResponse)
+	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+		w.t.Fatalf("add partitions response: %+v", resp)
+	}
+	return protocol.ErrorCode(resp.Topics[0].Partitions[0].ErrorCode)
+}
+
+// describeTxn describes one transactional id.
+func (w *wireConn) describeTxn(id string) kmsg.DescribeTransactionsResponseTransactionState {
+	w.t.Helper()
+	req := kmsg.NewPtrDescribeTransactionsRequest()
+	req.TransactionalIDs = []string{id}
+	resp := w.mustRoundTrip(req).(*kmsg.DescribeTransactionsResponse)
+	if len(resp.TransactionStates) != 1 || resp.TransactionStates[0].TransactionalID != id {
+		w.t.Fatalf("describe transactions for %q: %+v", id, resp)
+	}
+	return resp.TransactionStates[0]
+}
+
+// TestTxnFindCoordinator: FindCoordinator for transactional ids creates
+// __transaction_state as configured and names this broker, in the single
+// key form and the batched one (v4+).
+func TestTxnFindCoordinator(t *testing.T) {
+	t.Parallel()
+	b := startBroker(t, smallTxnTopic)
+	w := dialWire(t, b)
+	resp := w.findTxnCoordinator("tx-a")
+	if resp.ErrorCode != 0 || resp.NodeID != b.cfg.NodeID {
+		t.Fatalf("FindCoordinator v3: error %s, node %d; want this broker (%d)", protocol.ErrorCode(resp.ErrorCode), resp.NodeID, b.cfg.NodeID)
+	}
+	tp := b.cluster.Snapshot().Topics[txnTopic]
+	if tp == nil || len(tp.Partitions) != 3 {
+		t.Fatalf("__transaction_state: %+v, want 3 partitions", tp)
+	}
+	for k, want := range map[string]string{"cleanup.policy": "compact", "min.insync.replicas": "2", "segment.bytes": fmt.Sprint(100 << 20)} {
+		if got := tp.Configs[k]; got != want {
+			t.Errorf("__transaction_state %s = %q, want %q", k, got, want)
+		}
+	}
+
+	req := kmsg.NewPtrFindCoordinatorRequest()
+	req.SetVersion(4)
+	req.CoordinatorType = coordinatorTransaction
+	req.CoordinatorKeys = []string{"tx-a", "tx-b", "tx-c"}
+	r4 := w.mustRoundTrip(req).(*kmsg.FindCoordinatorResponse)
+	if len(r4.Coordinators) != 3 {
+		t.Fatalf("FindCoordinator v4: %d coordinators, want 3", len(r4.Coordinators))
+	}
+	for i, c := range r4.Coordinators {
+		if c.Key != req.CoordinatorKeys[i] || c.ErrorCode != 0 || c.NodeID != b.cfg.NodeID {
+			t.Errorf("FindCoordinator v4 coordinator %d: key %q error %s node %d", i, c.Key, protocol.ErrorCode(c.ErrorCode), c.NodeID)
+		}
+	}
+
+	req.CoordinatorType = 2 // share groups: not served
+	r4 = w.mustRoundTrip(req).(*kmsg.FindCoordinatorResponse)
+	if len(r4.Coordinators) != 3 || r4.Coordinators[0].ErrorCode != int16(protocol.InvalidRequest) {
+		t.Errorf("FindCoordinator for key type 2: %+v, want INVALID_REQUEST", r4.Coordinators)
+	}
+}
+
+// TestTxnInitProducerIDFencing: a second InitProducerId for a
+// transactional id bumps the epoch, and the first producer's
+// AddPartitionsToTxn is refused: PRODUCER_FENCED from v2, which knows it,
+// INVALID_PRODUCER_EPOCH for older versions. Timeouts out of range are
+// refused before the coordinator is asked.
+func TestTxnInitProducerIDFencing(t *testing.T) {
+	t.Parallel()
+	b := startBroker(t, smallTxnTopic)
+	w := dialWire(t, b)
+	w.createTopic("fence", 2, nil)
+	w.findTxnCoordinator("fence-id")
+
+	pid, epoch := w.initTxn("fence-id", 4)
+	pid2, epoch2 := w.initTxn("fence-id", 4)
+	if pid2 != pid || epoch2 != epoch+1 {
+		t.Fatalf("second InitProducerId: producer %d epoch %d, want %d epoch %d", pid2, epoch2, pid, epoch+1)
+	}
+	if code := w.addPartition(3, "fence-id", pid2, epoch2, "fence", 0); code != protocol.None {
+		t.Fatalf("AddPartitionsToTxn at the current epoch: %s", code)
+	}
+	for _, tc := range []struct {
+		version int16
+		want    protocol.ErrorCode
+	}{{0, protocol.InvalidProducerEpoch}, {1, protocol.InvalidProducerEpoch}, {2, protocol.ProducerFenced}, {3, protocol.ProducerFenced}} {
+		if code := w.addPartition(tc.version, "fence-id", pid, epoch, "fence", 1); code != tc.want {
+			t.Errorf("AddPartitionsToTxn v%d at the old epoch: %s, want %s", tc.version, code, tc.want)
+		}
+	}
+	st := w.describeTxn("fence-id")
+	if st.ErrorCode != 0 || st.State != "Ongoing" || st.ProducerEpoch != epoch2 || len(st.Topics) != 1 || len(st.Topics[0].Partitions) != 1 {
+		t.Errorf("describe: %+v, want Ongoing at epoch %d with fence-0 only", st, epoch2)
+	}
+
+	for _, ms := range []int32{0, -1, int32(b.cfg.Transactions.MaxTimeout.Milliseconds()) + 1} {
+		resp := w.initTxnResp("fence-id", 4, ms, -1, -1)
+		if resp.ErrorCode != int16(protocol.InvalidTransactionTimeout) {
+			t.Errorf("InitProducerId with timeout %d ms: %s, want INVALID_TRANSACTION_TIMEOUT", ms, protocol.ErrorCode(resp.ErrorCode))
+		}
+	}
+	resp := w.initTxnResp("", 4, 60000, -1, -1)
+	if resp.ErrorCode != int16(protocol.InvalidRequest) {
+		t.Errorf("InitProducerId with an empty transactional id: %s, want INVALID_REQUEST", protocol.ErrorCode(resp.ErrorCode))
+	}
+}
+
+// TestTxnNotCoordinator: before __transaction_state exists, requests for
+// a transactional id get NOT_COORDINATOR; ListTransactions lists nothing.
+func TestTxnNotCoordinator(t *testing.T) {
+	t.Parallel()
+	b := startBroker(t, smallTxnTopic)
+	w := dialWire(t, b)
+	req := kmsg.NewPtrInitProducerIDRequest()
+	req.SetVersion(4)
+	id := "nobody"
+	req.TransactionalID, req.TransactionTimeoutMillis, req.ProducerID, req.ProducerEpoch = &id, 1000, -1, -1
+	if resp := w.mustRoundTrip(req).(*kmsg.InitProducerIDResponse); resp.ErrorCode != int16(protocol.NotCoordinator) {
+		t.Errorf("InitProducerId before the topic exists: %s, want NOT_COORDINATOR", protocol.ErrorCode(resp.ErrorCode))
+	}
+	end := kmsg.NewPtrEndTxnRequest()
+	end.SetVersion(3)
+	end.TransactionalID = id
+	if resp := w.mustRoundTrip(end).(*kmsg.EndTxnResponse); resp.ErrorCode != int16(protocol.NotCoordinator) {
+		t.Errorf("EndTxn before the topic exists: %s, want NOT_COORDINATOR", protocol.ErrorCode(resp.ErrorCode))
+	}
+	list := kmsg.NewPtrListTransactionsRequest()
+	list.SetVersion(1)
+	list.StateFilters = []string{"Ongoing", "Bogus"}
+	lr := w.mustRoundTrip(list).(*kmsg.ListTransactionsResponse)
+	if lr.ErrorCode != 0 || len(lr.TransactionStates) != 0 || len(lr.UnknownStateFilters) != 1 || lr.UnknownStateFilters[0] != "Bogus" {
+		t.Errorf("ListTransactions: %+v, want nothing listed and Bogus unknown", lr)
+	}
+}
+
+// TestTxnStateSurvivesRestart: a transaction's state is loaded again from
+// __transaction_state when the broker restarts: the open transaction is
+// still there with its partitions, and the next InitProducerId bumps the
+// epoch past it (aborting it).
+func TestTxnStateSurvivesRestart(t *testing.T) {
+	t.Parallel()
+	rb := startGrpRestartable(t, false)
+	rb.cfg.TransactionStateLogNumPartitions = 3
+	rb.restart(t)
+	w := dialWire(t, rb.b)
+	w.createTopic("durable", 1, nil)
+	w.findTxnCoordinator("keep")
+	pid, epoch := w.initTxn("keep", 4)
+	if code := w.addPartition(3, "keep", pid, epoch, "durable", 0); code != protocol.None {
+		t.Fatalf("AddPartitionsToTxn: %s", code)
+	}
+	rb.restart(t)
+	w = dialWire(t, rb.b)
+	var st kmsg.DescribeTransactionsResponseTransactionState
+	waitFor(t, 20*time.Second, "the coordinator loaded after the restart", func() error {
+		st = w.describeTxn("keep")
+		if st.ErrorCode != 0 {
+			return fmt.Errorf("describe: %s", protocol.ErrorCode(st.ErrorCode))
+		}
+		return nil
+	})
+	if st.State != "Ongoing" || st.ProducerID != pid || st.ProducerEpoch != epoch || len(st.Topics) != 1 || st.Topics[0].Topic != "durable" {
+		t.Fatalf("after the restart: %+v, want Ongoing, producer %d epoch %d, durable-0", st, pid, epoch)
+	}
+	pid2, epoch2 := w.initTxn("keep", 4)
+	// The open transaction is aborted with a bumped epoch, then the
+	// producer gets the next one.
+	if pid2 != pid || epoch2 <= epoch {
+		t.Fatalf("InitProducerId after the restart: producer %d epoch %d, want %d above epoch %d", pid2, epoch2, pid, epoch)
+	}
+	waitFor(t, 20*time.Second, "the aborted transaction completed (its marker written)", func() error {
+		if st := w.describeTxn("keep"); st.State != "CompleteAbort" && st.State != "Empty" {
+			return fmt.Errorf("state %s", st.State)
+		}
+		return nil
+	})
+}
+
+// TestTxnCoordinatorFailover: on three brokers, when the leader of the
+// transactional id's __transaction_state partition stops, another broker
+// becomes its coordinator with the state the first one replicated.
+func TestTxnCoordinatorFailover(t *testing.T) {
+	t.Parallel()
+	bs := startCluster(t, 3, func(c *Config) {
+		c.TransactionStateLogNumPartitions = 1
+		c.OffsetsTopicNumPartitions = 1
+		c.ReplicaLagTimeMax = 10 * time.Second
+	})
+	w := dialWire(t, bs[0])
+	resp := w.findTxnCoordinator("moving")
+	if resp.ErrorCode != 0 {
+		t.Fatalf("FindCoordinator: %s", protocol.ErrorCode(resp.ErrorCode))
+	}
+	var first *Broker
+	for _, b := range bs {
+		if b.cfg.NodeID == resp.NodeID {
+			first = b
+		}
+	}
+	waitFor(t, 30*time.Second, "__transaction_state fully in sync", func() error {
+		st := first.cluster.Snapshot().Topics[txnTopic].Partitions[0]
+		if len(st.ISR) != 3 {
+			return fmt.Errorf("ISR %v", st.ISR)
+		}
+		return nil
+	})
+	wc := dialWire(t, first)
+	pid, epoch := wc.initTxn("moving", 4)
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var other *Broker
+	for _, b := range bs {
+		if b != first {
+			other = b
+			break
+		}
+	}
+	wo := dialWire(t, other)
+	var next *Broker
+	waitFor(t, 30*time.Second, "a new coordinator", func() error {
+		r := wo.findTxnCoordinator("moving")
+		if r.ErrorCode != 0 {
+			return fmt.Errorf("FindCoordinator: %s", protocol.ErrorCode(r.ErrorCode))
+		}
+		if r.NodeID == first.cfg.NodeID {
+			return fmt.Errorf("still node %d", r.NodeID)
+		}
+		for _, b := range bs {
+			if b.cfg.NodeID == r.NodeID {
+				next = b
+			}
+		}
+		return nil
+	})
+	pid2, epoch2 := dialWire(t, next).initTxn("moving", 4)
+	if pid2 != pid || epoch2 != epoch+1 {
+		t.Fatalf("InitProducerId at the new coordinator: producer %d epoch %d, want %d epoch %d", pid2, epoch2, pid, epoch+1)
+	}
+}
+
+// TestMarkerRequest: markers are grouped into one request entry per
+// producer, epoch, outcome and coordinator epoch, their partitions by
+// topic.
+func TestMarkerRequest(t *testing.T) {
+	t.Parallel()
+	ms := markerRequest([]txn.Marker{
+		mk(1, 0, true, 5, "a", 0), mk(1, 0, true, 5, "a", 1), mk(1, 0, true, 5, "b", 0),
+		mk(2, 3, false, 5, "a", 0), mk(1, 0, true, 6, "a", 2),
+	})
+	if ms.GetVersion() != 1 || len(ms.Markers) != 3 {
+		t.Fatalf("request v%d with %d markers, want v1 with 3", ms.GetVersion(), len(ms.Markers))
+	}
+	m := ms.Markers[0]
+	if m.ProducerID != 1 || !m.Committed || m.CoordinatorEpoch != 5 || len(m.Topics) != 2 ||
+		m.Topics[0].Topic != "a" || fmt.Sprint(m.Topics[0].Partitions) != "[0 1]" || m.Topics[1].Topic != "b" {
+		t.Errorf("first marker: %+v", m)
+	}
+	if m := ms.Markers[1]; m.ProducerID != 2 || m.ProducerEpoch != 3 || m.Committed {
+		t.Errorf("second marker: %+v", m)
+	}
+	if m := ms.Markers[2]; m.ProducerID != 1 || m.CoordinatorEpoch != 6 || fmt.Sprint(m.Topics[0].Partitions) != "[2]" {
+		t.Errorf("third marker: %+v", m)
+	}
+}
+
+// TestMarkerOutcome: what the sender does with each answer, as the
+// coordinator's driver contract says.
+func TestMarkerOutcome(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		code   protocol.ErrorCode
+		exists bool
+		want   markerOutcome
+	}{
+		{protocol.None, true, markerWritten},
+		{protocol.NotLeaderOrFollower, true, markerRetry},
+		{protocol.NotEnoughReplicas, true, markerRetry},
+		{protocol.NotEnoughReplicasAfterAppend, true, markerRetry},
+		{protocol.RequestTimedOut, true, markerRetry},
+		{protocol.KafkaStorageError, true, markerRetry},
+		{protocol.UnknownTopicOrPartition, true, markerRetry},
+		{protocol.UnknownTopicOrPartition, false, markerWritten},
+		{protocol.InvalidProducerEpoch, true, markerDrop},
+		{protocol.TransactionCoordinatorFenced, true, markerDrop},
+		{protocol.UnsupportedForMessageFormat, true, markerWritten},
+		{protocol.UnsupportedVersion, true, markerWritten},
+	} {
+		if got := outcomeFor(tc.code, tc.exists); got != tc.want {
+			t.Errorf("outcome of %s (topic exists %v): %d, want %d", tc.code, tc.exists, got, tc.want)
+		}
+	}
+}
+
+func mk(pid int64, epoch int16, commit bool, coordinatorEpoch int32, topic string, partition int32) txn.Marker {
+	return txn.Marker{TransactionalID: "t", Topic: topic, Partition: partition, ProducerID: pid, ProducerEpoch: epoch,
+		Commit: commit, CoordinatorEpoch: coordinatorEpoch}
+}
