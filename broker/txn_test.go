@@ -1,10 +1,13 @@
 package broker
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/gregor-io/gregor/coordinator/txn"
@@ -365,4 +368,86 @@ func TestMarkerOutcome(t *testing.T) {
 func mk(pid int64, epoch int16, commit bool, coordinatorEpoch int32, topic string, partition int32) txn.Marker {
 	return txn.Marker{TransactionalID: "t", Topic: topic, Partition: partition, ProducerID: pid, ProducerEpoch: epoch,
 		Commit: commit, CoordinatorEpoch: coordinatorEpoch}
+}
+
+// TestTxnKgoCommitAbort: franz-go's transactional producer commits,
+// aborts and commits again through this broker's coordinator; a
+// read_committed consumer reads the committed records only, and the
+// transaction metrics count the two commits and the abort.
+func TestTxnKgoCommitAbort(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewRegistry()
+	b := startBroker(t, smallTxnTopic, func(c *Config) { c.Registerer = reg })
+	ctx := testContext(t, time.Minute)
+	w := dialWire(t, b)
+	w.createTopic("txn-e2e", 2, nil)
+	prod := newClient(t, b, kgo.TransactionalID("e2e"), kgo.DefaultProduceTopic("txn-e2e"),
+		kgo.TransactionTimeout(30*time.Second))
+	for round, commit := range []bool{true, false, true} {
+		if err := prod.BeginTransaction(); err != nil {
+			t.Fatalf("begin transaction %d: %v", round, err)
+		}
+		for i := range 10 {
+			r := &kgo.Record{Key: []byte(fmt.Sprint(i)), Value: []byte(fmt.Sprintf("round-%d-%d", round, i))}
+			if err := prod.ProduceSync(ctx, r).FirstErr(); err != nil {
+				t.Fatalf("produce in transaction %d: %v", round, err)
+			}
+		}
+		if err := prod.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
+			t.Fatalf("end transaction %d (commit %v): %v", round, commit, err)
+		}
+	}
+	cons := newClient(t, b, kgo.ConsumeTopics("txn-e2e"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	got := map[string]bool{}
+	for len(got) < 20 {
+		fs := cons.PollFetches(ctx)
+		if err := fs.Err0(); err != nil {
+			t.Fatalf("poll after %d records: %v", len(got), err)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			if got[string(r.Value)] {
+				t.Errorf("record %s read twice", r.Value)
+			}
+			got[string(r.Value)] = true
+		})
+	}
+	for v := range got {
+		if len(v) < 7 || v[:7] == "round-1" {
+			t.Errorf("read %q, a record of the aborted transaction", v)
+		}
+	}
+	// Everything up to the end of the log is read: no aborted record
+	// comes after the committed ones.
+	short, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	defer cancel()
+	cons.PollFetches(short).EachRecord(func(r *kgo.Record) {
+		t.Errorf("read %q beyond the committed records", r.Value)
+	})
+	waitFor(t, 10*time.Second, "the transaction metrics", func() error {
+		c, a, o := gathered(t, reg, "gregor_txn_commits_total"), gathered(t, reg, "gregor_txn_aborts_total"), gathered(t, reg, "gregor_txn_ongoing")
+		if c != 2 || a != 1 || o != 0 {
+			return fmt.Errorf("commits %v aborts %v ongoing %v, want 2, 1, 0", c, a, o)
+		}
+		return nil
+	})
+}
+
+// gathered is the sum of a metric's samples in reg.
+func gathered(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum float64
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			sum += m.GetCounter().GetValue() + m.GetGauge().GetValue()
+		}
+	}
+	return sum
 }
