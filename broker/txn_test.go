@@ -451,3 +451,102 @@ func gathered(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	}
 	return sum
 }
+
+// TestTxnTimeoutAndAdminAPIs: a transaction left open past its timeout is
+// aborted by the coordinator (and counted); ListTransactions and
+// DescribeTransactions show the states; AddPartitionsToTxn v4 (the
+// brokers' batched form) verifies partitions of transactions on different
+// coordinators in one request.
+func TestTxnTimeoutAndAdminAPIs(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewRegistry()
+	b := startBroker(t, smallTxnTopic, func(c *Config) {
+		c.Registerer = reg
+		c.Transactions.AbortTimedOutInterval = 20 * time.Millisecond
+	})
+	w := dialWire(t, b)
+	w.createTopic("adm", 1, nil)
+	w.findTxnCoordinator("x")
+	// Ids on different partitions of __transaction_state.
+	ids := []string{}
+	seen := map[int32]bool{}
+	for i := 0; len(ids) < 2; i++ {
+		id := fmt.Sprint("adm-", i)
+		if p := b.txnPartition(id); !seen[p] {
+			seen[p] = true
+			ids = append(ids, id)
+		}
+	}
+	type producer struct {
+		pid   int64
+		epoch int16
+	}
+	ps := map[string]producer{}
+	for _, id := range ids {
+		pid, epoch := w.initTxn(id, 4)
+		ps[id] = producer{pid, epoch}
+		if code := w.addPartition(3, id, pid, epoch, "adm", 0); code != protocol.None {
+			t.Fatalf("AddPartitionsToTxn for %s: %s", id, code)
+		}
+	}
+
+	verify := kmsg.NewPtrAddPartitionsToTxnRequest()
+	verify.SetVersion(4)
+	for _, id := range append([]string{"adm-unknown"}, ids...) {
+		tr := kmsg.NewAddPartitionsToTxnRequestTransaction()
+		tr.TransactionalID, tr.ProducerID, tr.ProducerEpoch, tr.VerifyOnly = id, ps[id].pid, ps[id].epoch, true
+		rt := kmsg.NewAddPartitionsToTxnRequestTransactionTopic()
+		rt.Topic, rt.Partitions = "adm", []int32{0}
+		tr.Topics = append(tr.Topics, rt)
+		verify.Transactions = append(verify.Transactions, tr)
+	}
+	vr := w.mustRoundTrip(verify).(*kmsg.AddPartitionsToTxnResponse)
+	if vr.ErrorCode != 0 || len(vr.Transactions) != 3 {
+		t.Fatalf("verify-only AddPartitionsToTxn v4: error %s, %d transactions, want 3", protocol.ErrorCode(vr.ErrorCode), len(vr.Transactions))
+	}
+	for i, tr := range vr.Transactions {
+		want := protocol.None
+		if i == 0 {
+			// No transaction of that id has the partition: Kafka answers
+			// INVALID_PRODUCER_ID_MAPPING.
+			want = protocol.InvalidProducerIDMapping
+		}
+		if tr.TransactionalID != verify.Transactions[i].TransactionalID || len(tr.Topics) != 1 || len(tr.Topics[0].Partitions) != 1 ||
+			protocol.ErrorCode(tr.Topics[0].Partitions[0].ErrorCode) != want {
+			t.Errorf("verify-only answer %d: %+v, want %s for %s", i, tr, want, verify.Transactions[i].TransactionalID)
+		}
+	}
+
+	list := kmsg.NewPtrListTransactionsRequest()
+	list.SetVersion(2)
+	list.StateFilters = []string{"Ongoing"}
+	lr := w.mustRoundTrip(list).(*kmsg.ListTransactionsResponse)
+	if lr.ErrorCode != 0 || len(lr.TransactionStates) != 2 {
+		t.Fatalf("ListTransactions of Ongoing ones: error %s, %+v, want both ids", protocol.ErrorCode(lr.ErrorCode), lr.TransactionStates)
+	}
+	pattern := "["
+	list.TransactionalIDPattern = &pattern
+	if lr := w.mustRoundTrip(list).(*kmsg.ListTransactionsResponse); lr.ErrorCode != int16(protocol.InvalidRegularExpression) {
+		t.Errorf("ListTransactions with pattern %q: %s, want INVALID_REGULAR_EXPRESSION", pattern, protocol.ErrorCode(lr.ErrorCode))
+	}
+
+	// The one with the short timeout is aborted by the coordinator.
+	short := "adm-short"
+	resp := w.initTxnResp(short, 4, 50, -1, -1)
+	if resp.ErrorCode != 0 {
+		t.Fatalf("InitProducerId: %s", protocol.ErrorCode(resp.ErrorCode))
+	}
+	if code := w.addPartition(3, short, resp.ProducerID, resp.ProducerEpoch, "adm", 0); code != protocol.None {
+		t.Fatalf("AddPartitionsToTxn: %s", code)
+	}
+	waitFor(t, 10*time.Second, "the timed-out transaction aborted", func() error {
+		st := w.describeTxn(short)
+		if st.State != "CompleteAbort" || st.ProducerEpoch != resp.ProducerEpoch+1 {
+			return fmt.Errorf("state %s epoch %d", st.State, st.ProducerEpoch)
+		}
+		if n := gathered(t, reg, "gregor_txn_timeout_aborts_total"); n != 1 {
+			return fmt.Errorf("%v timeout aborts counted", n)
+		}
+		return nil
+	})
+}
