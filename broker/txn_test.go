@@ -550,3 +550,58 @@ func TestTxnTimeoutAndAdminAPIs(t *testing.T) {
 		return nil
 	})
 }
+
+// TestTxnOffsetsAndEndTxnV5: AddOffsetsToTxn puts the group's
+// __consumer_offsets partition in the transaction, and EndTxn commits it:
+// the markers, the group's partition's among them, are written and the
+// transaction completes. EndTxn v5 (KIP-890 part 2) answers with the
+// bumped epoch, and the old epoch is refused afterwards.
+func TestTxnOffsetsAndEndTxnV5(t *testing.T) {
+	t.Parallel()
+	b := startBroker(t, smallTxnTopic)
+	ctx := testContext(t, 30*time.Second)
+	if err := b.ensureOffsetsTopic(ctx); err != nil {
+		t.Fatal(err)
+	}
+	w := dialWire(t, b)
+	w.createTopic("offs", 1, nil)
+	w.findTxnCoordinator("offs-id")
+	pid, epoch := w.initTxn("offs-id", 4)
+	if code := w.addPartition(3, "offs-id", pid, epoch, "offs", 0); code != protocol.None {
+		t.Fatalf("AddPartitionsToTxn: %s", code)
+	}
+	ao := kmsg.NewPtrAddOffsetsToTxnRequest()
+	ao.SetVersion(3)
+	ao.TransactionalID, ao.ProducerID, ao.ProducerEpoch, ao.Group = "offs-id", pid, epoch, "offs-group"
+	if r := w.mustRoundTrip(ao).(*kmsg.AddOffsetsToTxnResponse); r.ErrorCode != 0 {
+		t.Fatalf("AddOffsetsToTxn: %s", protocol.ErrorCode(r.ErrorCode))
+	}
+	st := w.describeTxn("offs-id")
+	if len(st.Topics) != 2 {
+		t.Fatalf("transaction partitions: %+v, want offs and the group's %s partition", st.Topics, offsetsTopic)
+	}
+	end := kmsg.NewPtrEndTxnRequest()
+	end.SetVersion(5)
+	end.TransactionalID, end.ProducerID, end.ProducerEpoch, end.Commit = "offs-id", pid, epoch, true
+	er := w.mustRoundTrip(end).(*kmsg.EndTxnResponse)
+	if er.ErrorCode != 0 || er.ProducerID != pid || er.ProducerEpoch != epoch+1 {
+		t.Fatalf("EndTxn v5: error %s producer %d epoch %d, want producer %d epoch %d",
+			protocol.ErrorCode(er.ErrorCode), er.ProducerID, er.ProducerEpoch, pid, epoch+1)
+	}
+	waitFor(t, 10*time.Second, "the commit completed", func() error {
+		if st := w.describeTxn("offs-id"); st.State != "CompleteCommit" {
+			return fmt.Errorf("state %s", st.State)
+		}
+		return nil
+	})
+	gp, code := b.lookupPartition(offsetsTopic, [16]byte{}, false, b.groupPartition("offs-group"))
+	if code != protocol.None {
+		t.Fatalf("the group's partition: %s", code)
+	}
+	if lso, leo := gp.log.LastStableOffset(), gp.log.LogEndOffset(); leo == 0 || lso != leo {
+		t.Errorf("the group's %s partition: last stable offset %d, log end %d; want its commit marker written", offsetsTopic, lso, leo)
+	}
+	if code := w.addPartition(3, "offs-id", pid, epoch, "offs", 0); code != protocol.ProducerFenced {
+		t.Errorf("AddPartitionsToTxn at the epoch before the end: %s, want PRODUCER_FENCED", code)
+	}
+}
