@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -603,5 +604,48 @@ func TestTxnOffsetsAndEndTxnV5(t *testing.T) {
 	}
 	if code := w.addPartition(3, "offs-id", pid, epoch, "offs", 0); code != protocol.ProducerFenced {
 		t.Errorf("AddPartitionsToTxn at the epoch before the end: %s, want PRODUCER_FENCED", code)
+	}
+}
+
+// TestTxnMarkerForDeletedTopic: a transaction whose topic is deleted
+// before its end still completes: the marker of a partition that no
+// longer exists counts as written, as in Kafka.
+func TestTxnMarkerForDeletedTopic(t *testing.T) {
+	t.Parallel()
+	b := startBroker(t, smallTxnTopic)
+	ctx := testContext(t, 30*time.Second)
+	w := dialWire(t, b)
+	w.createTopic("doomed", 1, nil)
+	w.createTopic("kept", 1, nil)
+	w.findTxnCoordinator("del-id")
+	pid, epoch := w.initTxn("del-id", 4)
+	for _, topic := range []string{"doomed", "kept"} {
+		if code := w.addPartition(3, "del-id", pid, epoch, topic, 0); code != protocol.None {
+			t.Fatalf("AddPartitionsToTxn %s: %s", topic, code)
+		}
+	}
+	if _, err := kadm.NewClient(newClient(t, b)).DeleteTopics(ctx, "doomed"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the topic deleted", func() error {
+		if b.cluster.Snapshot().Topics["doomed"] != nil {
+			return fmt.Errorf("still there")
+		}
+		return nil
+	})
+	end := kmsg.NewPtrEndTxnRequest()
+	end.SetVersion(3)
+	end.TransactionalID, end.ProducerID, end.ProducerEpoch, end.Commit = "del-id", pid, epoch, true
+	if er := w.mustRoundTrip(end).(*kmsg.EndTxnResponse); er.ErrorCode != 0 {
+		t.Fatalf("EndTxn: %s", protocol.ErrorCode(er.ErrorCode))
+	}
+	waitFor(t, 10*time.Second, "the commit completed", func() error {
+		if st := w.describeTxn("del-id"); st.State != "CompleteCommit" {
+			return fmt.Errorf("state %s", st.State)
+		}
+		return nil
+	})
+	if lso := w.latestOffset("kept", 1); lso != 1 {
+		t.Errorf("kept's read_committed latest offset %d, want 1 (its commit marker)", lso)
 	}
 }
