@@ -151,14 +151,24 @@ func (t *txnDrivers) run(d *txnDriver) {
 	for {
 		c, out, err := t.load(d)
 		if err != nil {
-			logger.Error("loading transaction coordinator failed", "err", err)
-			select {
-			case <-d.stop:
-				t.drain(d)
-				return
-			case <-time.After(time.Second):
-				continue
+			logger.Error("loading transaction coordinator failed; retrying", "err", err)
+			retry := time.NewTimer(time.Second)
+			for waiting := true; waiting; {
+				select {
+				case <-d.stop:
+					retry.Stop()
+					t.drain(d)
+					return
+				case req := <-d.reqs:
+					// Not loaded: the client retries, as Kafka's clients
+					// do while a coordinator loads.
+					deliverTxn(txn.Response{Token: req.in.Token,
+						Body: txn.ErrorResponse(req.in.Request, int16(protocol.CoordinatorLoadInProgress))})
+				case <-retry.C:
+					waiting = false
+				}
 			}
+			continue
 		}
 		if t.serve(d, c, out, logger) {
 			return

@@ -649,3 +649,45 @@ func TestTxnMarkerForDeletedTopic(t *testing.T) {
 		t.Errorf("kept's read_committed latest offset %d, want 1 (its commit marker)", lso)
 	}
 }
+
+// TestTxnCorruptPartition: a __transaction_state partition that does not
+// load (a record that does not decode) answers its ids with
+// COORDINATOR_LOAD_IN_PROGRESS, never hangs them, and the other
+// partitions serve as usual.
+func TestTxnCorruptPartition(t *testing.T) {
+	t.Parallel()
+	rb := startGrpRestartable(t, false)
+	rb.cfg.TransactionStateLogNumPartitions = 3
+	rb.restart(t)
+	w := dialWire(t, rb.b)
+	w.findTxnCoordinator("bad")
+	bad := rb.b.txnPartition("bad")
+	good := "good-0"
+	for i := 1; rb.b.txnPartition(good) == bad; i++ {
+		good = fmt.Sprint("good-", i)
+	}
+	w.initTxn("bad", 4)
+	p, code := rb.b.lookupPartition(txnTopic, [16]byte{}, false, bad)
+	if code != protocol.None {
+		t.Fatalf("partition %d: %s", bad, code)
+	}
+	key := kmsg.TxnMetadataKey{TransactionalID: "bad"}
+	rec := coordinatorRecord{key: key.AppendTo(nil), value: []byte{0, 1, 2}}
+	if code, err := rb.b.appendCoordinatorBatches(txnTopic, bad, p.log, [][]coordinatorRecord{{rec}}); code != protocol.None {
+		t.Fatalf("append a corrupt record: %s %v", code, err)
+	}
+	rb.restart(t)
+	w = dialWire(t, rb.b)
+	w.initTxn(good, 4)
+	req := kmsg.NewPtrInitProducerIDRequest()
+	req.SetVersion(4)
+	id := "bad"
+	req.TransactionalID, req.TransactionTimeoutMillis, req.ProducerID, req.ProducerEpoch = &id, 1000, -1, -1
+	resp, err := w.roundTripWithin(req, 5*time.Second)
+	if err != nil {
+		t.Fatalf("InitProducerId for an id of the partition that does not load: %v", err)
+	}
+	if code := resp.(*kmsg.InitProducerIDResponse).ErrorCode; code != int16(protocol.CoordinatorLoadInProgress) {
+		t.Errorf("InitProducerId for an id of the partition that does not load: %s, want COORDINATOR_LOAD_IN_PROGRESS", protocol.ErrorCode(code))
+	}
+}
