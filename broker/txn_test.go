@@ -691,3 +691,19 @@ func TestTxnCorruptPartition(t *testing.T) {
 		t.Errorf("InitProducerId for an id of the partition that does not load: %s, want COORDINATOR_LOAD_IN_PROGRESS", protocol.ErrorCode(code))
 	}
 }
+
+// TestTxnConfigsDescribed: DescribeConfigs reports the transaction
+// settings the broker runs with.
+func TestTxnConfigsDescribed(t *testing.T) {
+	t.Parallel()
+	b := startBroker(t, func(c *Config) {
+		c.Transactions.MaxTimeout = time.Minute
+		c.TransactionStateLogMinISR = 1
+	})
+	ctx := configsTestCtx(t)
+	node := cfgDescribe(ctx, t, b, newClient(t, b), kmsg.ConfigResourceTypeBroker, fmt.Sprint(b.cfg.NodeID), nil, true, false)
+	static, dflt := kmsg.ConfigSourceStaticBrokerConfig, kmsg.ConfigSourceDefaultConfig
+	cfgCheckEntry(t, cfgEntry(t, node, "transaction.max.timeout.ms"), "60000", static)
+	cfgCheckEntry(t, cfgEntry(t, node, "transaction.state.log.min.isr"), "1", static)
+	cfgCheckEntry(t, cfgEntry(t, node, "transaction.state.log.num.partitions"), "50", dflt)
+}
