@@ -15,9 +15,11 @@ import (
 )
 
 // markerSender writes the transaction coordinators' markers: it sends
-// WriteTxnMarkers (API 27, v1) to each partition's leader, the markers for
-// one leader in one request, over a connection of its own to that broker
-// (to this broker too, through its own listener, as Kafka does). A marker
+// WriteTxnMarkers (API 27, v1) to each partition's leader over a
+// connection of its own to that broker (to this broker too, through its
+// own listener, as Kafka does). One request is in flight per broker; the
+// markers that wait meanwhile, of every coordinator here, go together in
+// the next one (exchange). A marker
 // is reported written on the coordinator's channel once its leader wrote
 // it, or once its topic is gone; retriable errors are retried against the
 // partition's current leader until the coordinator's context ends; a
@@ -27,7 +29,7 @@ type markerSender struct {
 	b  *Broker
 	mu struct {
 		sync.Mutex
-		conns  map[int32]*brokerConn
+		dests  map[int32]*markerDest
 		closed bool
 	}
 }
@@ -41,7 +43,7 @@ const (
 
 func newMarkerSender(b *Broker) *markerSender {
 	s := &markerSender{b: b}
-	s.mu.conns = map[int32]*brokerConn{}
+	s.mu.dests = map[int32]*markerDest{}
 	return s
 }
 
@@ -178,22 +180,19 @@ func outcomeFor(code protocol.ErrorCode, topicExists bool) markerOutcome {
 	return markerRetry
 }
 
+// markerKey names a marker's partition for one producer: the unit a
+// WriteTxnMarkers answer gives a code for.
+type markerKey struct {
+	pid       int64
+	topic     string
+	partition int32
+}
+
 // write sends markers to leader and reports the written ones; it returns
 // those to retry.
 func (s *markerSender) write(ctx context.Context, leader int32, markers []txn.Marker, report func(txn.Marker)) []txn.Marker {
-	req := markerRequest(markers)
 	logger := s.b.loggerFor("txn")
-	bc, err := s.conn(leader)
-	var resp *kmsg.WriteTxnMarkersResponse
-	if err == nil {
-		var r kmsg.Response
-		if r, err = bc.roundTrip(ctx, s.b, req); err == nil {
-			resp = r.(*kmsg.WriteTxnMarkersResponse)
-		}
-	}
-	if err == nil && len(resp.Markers) != len(req.Markers) {
-		err = fmt.Errorf("answer has %d markers, the request %d", len(resp.Markers), len(req.Markers))
-	}
+	codes, err := s.exchange(ctx, leader, markers)
 	if err != nil {
 		if ctx.Err() == nil {
 			s.b.metrics.txnMarkerError(-1)
@@ -201,24 +200,10 @@ func (s *markerSender) write(ctx context.Context, leader int32, markers []txn.Ma
 		}
 		return markers
 	}
-	type tp struct {
-		pid   int64
-		topic string
-		part  int32
-	}
-	codes := map[tp]protocol.ErrorCode{}
-	for i, rm := range resp.Markers {
-		pid := req.Markers[i].ProducerID
-		for _, rt := range rm.Topics {
-			for _, rp := range rt.Partitions {
-				codes[tp{pid, rt.Topic, rp.Partition}] = protocol.ErrorCode(rp.ErrorCode)
-			}
-		}
-	}
 	md := s.b.cluster.Snapshot()
 	var retry []txn.Marker
 	for _, m := range markers {
-		code, ok := codes[tp{m.ProducerID, m.Topic, m.Partition}]
+		code, ok := codes[markerKey{m.ProducerID, m.Topic, m.Partition}]
 		if !ok {
 			retry = append(retry, m)
 			continue
@@ -240,19 +225,102 @@ func (s *markerSender) write(ctx context.Context, leader int32, markers []txn.Ma
 	return retry
 }
 
-// conn returns the connection to a broker, made on first use.
-func (s *markerSender) conn(node int32) (*brokerConn, error) {
+// markerJob is one caller's markers waiting for a request to their leader.
+type markerJob struct {
+	markers []txn.Marker
+	done    chan markerAnswer // buffered: the answer is never waited for
+}
+
+type markerAnswer struct {
+	codes map[markerKey]protocol.ErrorCode
+	err   error
+}
+
+// exchange sends markers to leader and returns the codes of its answer.
+// Callers for the same leader combine: while one request is in flight the
+// others queue, and the next to take the connection sends every queued
+// caller's markers in one request, as Kafka batches markers per broker, so
+// concurrent transactions share the leaders' appends and fsyncs.
+func (s *markerSender) exchange(ctx context.Context, leader int32, markers []txn.Marker) (map[markerKey]protocol.ErrorCode, error) {
+	d, err := s.dest(leader)
+	if err != nil {
+		return nil, err
+	}
+	job := &markerJob{markers: markers, done: make(chan markerAnswer, 1)}
+	d.mu.Lock()
+	d.mu.queue = append(d.mu.queue, job)
+	d.mu.Unlock()
+
+	d.sending.Lock()
+	defer d.sending.Unlock()
+	select {
+	case a := <-job.done: // sent along with another caller's
+		return a.codes, a.err
+	default:
+	}
+	d.mu.Lock()
+	jobs := d.mu.queue
+	d.mu.queue = nil
+	d.mu.Unlock()
+	var all []txn.Marker
+	for _, j := range jobs {
+		all = append(all, j.markers...)
+	}
+	codes, err := s.roundTripMarkers(ctx, d, all)
+	for _, j := range jobs {
+		j.done <- markerAnswer{codes, err}
+	}
+	a := <-job.done
+	return a.codes, a.err
+}
+
+// roundTripMarkers sends one WriteTxnMarkers request for markers and
+// returns each partition's code.
+func (s *markerSender) roundTripMarkers(ctx context.Context, d *markerDest, markers []txn.Marker) (map[markerKey]protocol.ErrorCode, error) {
+	req := markerRequest(markers)
+	r, err := d.conn.roundTrip(ctx, s.b, req)
+	if err != nil {
+		return nil, err
+	}
+	resp := r.(*kmsg.WriteTxnMarkersResponse)
+	if len(resp.Markers) != len(req.Markers) {
+		return nil, fmt.Errorf("answer has %d markers, the request %d", len(resp.Markers), len(req.Markers))
+	}
+	codes := map[markerKey]protocol.ErrorCode{}
+	for i, rm := range resp.Markers {
+		pid := req.Markers[i].ProducerID
+		for _, rt := range rm.Topics {
+			for _, rp := range rt.Partitions {
+				codes[markerKey{pid, rt.Topic, rp.Partition}] = protocol.ErrorCode(rp.ErrorCode)
+			}
+		}
+	}
+	return codes, nil
+}
+
+// markerDest is the sender's state for one destination broker.
+type markerDest struct {
+	conn    brokerConn
+	sending sync.Mutex // held while a request is in flight
+	mu      struct {
+		sync.Mutex
+		queue []*markerJob
+	}
+}
+
+// dest returns the state for a broker, made on first use.
+func (s *markerSender) dest(node int32) (*markerDest, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.mu.closed {
 		return nil, errors.New("marker sender closed")
 	}
-	bc := s.mu.conns[node]
-	if bc == nil {
-		bc = &brokerConn{node: node}
-		s.mu.conns[node] = bc
+	d := s.mu.dests[node]
+	if d == nil {
+		d = &markerDest{conn: brokerConn{node: node}}
+		s.mu.dests[node] = d
 	}
-	return bc, nil
+	return d, nil
 }
 
 // close closes every connection; later sends fail.
@@ -260,8 +328,8 @@ func (s *markerSender) close() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.mu.closed = true
-	for _, bc := range s.mu.conns {
-		bc.close()
+	for _, d := range s.mu.dests {
+		d.conn.close()
 	}
 }
 

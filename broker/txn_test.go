@@ -707,3 +707,62 @@ func TestTxnConfigsDescribed(t *testing.T) {
 	cfgCheckEntry(t, cfgEntry(t, node, "transaction.state.log.min.isr"), "1", static)
 	cfgCheckEntry(t, cfgEntry(t, node, "transaction.state.log.num.partitions"), "50", dflt)
 }
+
+// TestTxnConcurrentEnds: many transactions on several coordinators end at
+// once, commits and aborts mixed; the markers to the one leader are sent
+// by the combining sender, and every transaction completes as it ended.
+func TestTxnConcurrentEnds(t *testing.T) {
+	t.Parallel()
+	b := startBroker(t, smallTxnTopic)
+	w := dialWire(t, b)
+	w.createTopic("many", 4, nil)
+	w.findTxnCoordinator("x")
+	const n = 24
+	type producer struct {
+		id    string
+		pid   int64
+		epoch int16
+	}
+	ps := make([]producer, n)
+	for i := range ps {
+		id := fmt.Sprint("many-", i)
+		pid, epoch := w.initTxn(id, 4)
+		ps[i] = producer{id, pid, epoch}
+		for p := int32(0); p < 4; p++ {
+			if code := w.addPartition(3, id, pid, epoch, "many", p); code != protocol.None {
+				t.Fatalf("AddPartitionsToTxn %s: %s", id, code)
+			}
+		}
+	}
+	errs := make(chan error, n)
+	for i, p := range ps {
+		wc := dialWire(t, b)
+		go func() {
+			end := kmsg.NewPtrEndTxnRequest()
+			end.SetVersion(3)
+			end.TransactionalID, end.ProducerID, end.ProducerEpoch, end.Commit = p.id, p.pid, p.epoch, i%2 == 0
+			resp, err := wc.roundTripWithin(end, 20*time.Second)
+			if err == nil && resp.(*kmsg.EndTxnResponse).ErrorCode != 0 {
+				err = fmt.Errorf("EndTxn %s: %s", p.id, protocol.ErrorCode(resp.(*kmsg.EndTxnResponse).ErrorCode))
+			}
+			errs <- err
+		}()
+	}
+	for range ps {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, 20*time.Second, "every transaction complete", func() error {
+		for i, p := range ps {
+			want := "CompleteAbort"
+			if i%2 == 0 {
+				want = "CompleteCommit"
+			}
+			if st := w.describeTxn(p.id); st.State != want {
+				return fmt.Errorf("%s: %s, want %s", p.id, st.State, want)
+			}
+		}
+		return nil
+	})
+}
