@@ -425,6 +425,20 @@ func TestTxnKgoCommitAbort(t *testing.T) {
 	cons.PollFetches(short).EachRecord(func(r *kgo.Record) {
 		t.Errorf("read %q beyond the committed records", r.Value)
 	})
+	// The admin client finds the transaction through ListTransactions
+	// and DescribeTransactions.
+	adm := kadm.NewClient(newClient(t, b))
+	waitFor(t, 10*time.Second, "kadm lists and describes the committed transaction", func() error {
+		listed, err := adm.ListTransactions(ctx, nil, []string{"CompleteCommit"})
+		if err != nil || len(listed) != 1 || listed["e2e"].State != "CompleteCommit" {
+			return fmt.Errorf("ListTransactions of CompleteCommit ones: %v %v, want e2e", listed, err)
+		}
+		described, err := adm.DescribeTransactions(ctx, "e2e")
+		if d, ok := described["e2e"]; err != nil || !ok || d.Err != nil || d.State != "CompleteCommit" || d.Coordinator != b.cfg.NodeID {
+			return fmt.Errorf("DescribeTransactions: %+v %v, want e2e CompleteCommit at node %d", described, err, b.cfg.NodeID)
+		}
+		return nil
+	})
 	waitFor(t, 10*time.Second, "the transaction metrics", func() error {
 		c, a, o := gathered(t, reg, "gregor_txn_commits_total"), gathered(t, reg, "gregor_txn_aborts_total"), gathered(t, reg, "gregor_txn_ongoing")
 		if c != 2 || a != 1 || o != 0 {
