@@ -252,7 +252,9 @@ func TestTxnStateSurvivesRestart(t *testing.T) {
 
 // TestTxnCoordinatorFailover: on three brokers, when the leader of the
 // transactional id's __transaction_state partition stops, another broker
-// becomes its coordinator with the state the first one replicated.
+// becomes its coordinator with the state the first one replicated; it then
+// commits a transaction over partitions of both remaining brokers, its
+// markers sent to itself and to the other broker.
 func TestTxnCoordinatorFailover(t *testing.T) {
 	t.Parallel()
 	bs := startCluster(t, 3, func(c *Config) {
@@ -307,9 +309,56 @@ func TestTxnCoordinatorFailover(t *testing.T) {
 		}
 		return nil
 	})
-	pid2, epoch2 := dialWire(t, next).initTxn("moving", 4)
+	wn := dialWire(t, next)
+	pid2, epoch2 := wn.initTxn("moving", 4)
 	if pid2 != pid || epoch2 != epoch+1 {
 		t.Fatalf("InitProducerId at the new coordinator: producer %d epoch %d, want %d epoch %d", pid2, epoch2, pid, epoch+1)
+	}
+
+	// A transaction over partitions led by both remaining brokers: the
+	// new coordinator writes one marker to itself and one to the other
+	// broker, each through the network.
+	var live []*Broker
+	for _, b := range bs {
+		if b != first {
+			live = append(live, b)
+		}
+	}
+	if r := wn.createTopicResultAssigned("spread", [][]int32{{live[0].cfg.NodeID}, {live[1].cfg.NodeID}}, nil); r.ErrorCode != 0 {
+		t.Fatalf("create spread: %s", protocol.ErrorCode(r.ErrorCode))
+	}
+	for p := int32(0); p < 2; p++ {
+		var code protocol.ErrorCode
+		waitFor(t, 10*time.Second, "AddPartitionsToTxn", func() error {
+			if code = wn.addPartition(3, "moving", pid2, epoch2, "spread", p); code == protocol.ConcurrentTransactions {
+				return fmt.Errorf("%s", code)
+			}
+			return nil
+		})
+		if code != protocol.None {
+			t.Fatalf("AddPartitionsToTxn spread-%d: %s", p, code)
+		}
+	}
+	end := kmsg.NewPtrEndTxnRequest()
+	end.SetVersion(3)
+	end.TransactionalID, end.ProducerID, end.ProducerEpoch, end.Commit = "moving", pid2, epoch2, true
+	if er := wn.mustRoundTrip(end).(*kmsg.EndTxnResponse); er.ErrorCode != 0 {
+		t.Fatalf("EndTxn: %s", protocol.ErrorCode(er.ErrorCode))
+	}
+	waitFor(t, 20*time.Second, "both markers written and the commit complete", func() error {
+		if st := wn.describeTxn("moving"); st.State != "CompleteCommit" {
+			return fmt.Errorf("state %s", st.State)
+		}
+		return nil
+	})
+	for p, b := range live {
+		part, code := b.lookupPartition("spread", [16]byte{}, false, int32(p))
+		if code != protocol.None {
+			t.Fatalf("spread-%d at node %d: %s", p, b.cfg.NodeID, code)
+		}
+		if lso, leo := part.log.LastStableOffset(), part.log.LogEndOffset(); leo != 1 || lso != 1 {
+			t.Errorf("spread-%d at node %d: last stable offset %d, log end %d; want its commit marker at 0", p, b.cfg.NodeID, lso, leo)
+		}
 	}
 }
 
