@@ -149,6 +149,12 @@ func (t *txnDrivers) run(d *txnDriver) {
 	defer func() { t.b.metrics.txnOngoing.Sub(float64(len(d.open))) }()
 	logger := t.b.loggerFor("txn").With("txn_coordinator", d.partition, "coordinator_epoch", d.epoch)
 	for {
+		if !t.leads(d) {
+			// The leadership this driver was started for is gone (an
+			// append failed because of it): sync stops the driver soon.
+			t.awaitStop(d)
+			return
+		}
 		c, out, err := t.load(d)
 		if err != nil {
 			logger.Error("loading transaction coordinator failed; retrying", "err", err)
@@ -172,6 +178,31 @@ func (t *txnDrivers) run(d *txnDriver) {
 		}
 		if t.serve(d, c, out, logger) {
 			return
+		}
+	}
+}
+
+// leads reports whether this broker still leads d's partition under the
+// leader epoch d was started for.
+func (t *txnDrivers) leads(d *txnDriver) bool {
+	p, code := t.b.lookupPartition(txnTopic, [16]byte{}, false, d.partition)
+	if code != protocol.None || p.log != d.log {
+		return false
+	}
+	st := p.state.Load()
+	return st != nil && st.LeaderEpoch == d.epoch
+}
+
+// awaitStop answers requests with NOT_COORDINATOR until the driver is
+// stopped.
+func (t *txnDrivers) awaitStop(d *txnDriver) {
+	for {
+		select {
+		case <-d.stop:
+			t.drain(d)
+			return
+		case req := <-d.reqs:
+			deliverTxn(txn.Response{Token: req.in.Token, Body: txn.ErrorResponse(req.in.Request, int16(protocol.NotCoordinator))})
 		}
 	}
 }
