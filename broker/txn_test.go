@@ -274,8 +274,11 @@ func TestTxnCoordinatorFailover(t *testing.T) {
 		}
 	}
 	waitFor(t, 30*time.Second, "__transaction_state fully in sync", func() error {
-		st := first.cluster.Snapshot().Topics[txnTopic].Partitions[0]
-		if len(st.ISR) != 3 {
+		tp := first.cluster.Snapshot().Topics[txnTopic]
+		if tp == nil {
+			return fmt.Errorf("node %d does not see the topic yet", first.cfg.NodeID)
+		}
+		if st := tp.Partitions[0]; len(st.ISR) != 3 {
 			return fmt.Errorf("ISR %v", st.ISR)
 		}
 		return nil
