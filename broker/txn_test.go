@@ -258,14 +258,23 @@ func TestTxnStateSurvivesRestart(t *testing.T) {
 func TestTxnCoordinatorFailover(t *testing.T) {
 	t.Parallel()
 	bs := startCluster(t, 3, func(c *Config) {
-		c.TransactionStateLogNumPartitions = 1
+		c.TransactionStateLogNumPartitions = 3
 		c.OffsetsTopicNumPartitions = 1
 		c.ReplicaLagTimeMax = 10 * time.Second
 	})
 	w := dialWire(t, bs[0])
-	resp := w.findTxnCoordinator("moving")
-	if resp.ErrorCode != 0 {
-		t.Fatalf("FindCoordinator: %s", protocol.ErrorCode(resp.ErrorCode))
+	// The first broker runs the cluster's embedded etcd, so it stays up:
+	// take an id another broker coordinates.
+	id := ""
+	var resp *kmsg.FindCoordinatorResponse
+	for i := 0; resp == nil || resp.NodeID == bs[0].cfg.NodeID; i++ {
+		if i == 100 {
+			t.Fatalf("every id is coordinated by node %d", bs[0].cfg.NodeID)
+		}
+		id = fmt.Sprint("moving-", i)
+		if resp = w.findTxnCoordinator(id); resp.ErrorCode != 0 {
+			t.Fatalf("FindCoordinator: %s", protocol.ErrorCode(resp.ErrorCode))
+		}
 	}
 	var first *Broker
 	for _, b := range bs {
@@ -278,13 +287,13 @@ func TestTxnCoordinatorFailover(t *testing.T) {
 		if tp == nil {
 			return fmt.Errorf("node %d does not see the topic yet", first.cfg.NodeID)
 		}
-		if st := tp.Partitions[0]; len(st.ISR) != 3 {
+		if st := tp.Partitions[first.txnPartition(id)]; len(st.ISR) != 3 {
 			return fmt.Errorf("ISR %v", st.ISR)
 		}
 		return nil
 	})
 	wc := dialWire(t, first)
-	pid, epoch := wc.initTxn("moving", 4)
+	pid, epoch := wc.initTxn(id, 4)
 	if err := first.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -298,7 +307,7 @@ func TestTxnCoordinatorFailover(t *testing.T) {
 	wo := dialWire(t, other)
 	var next *Broker
 	waitFor(t, 30*time.Second, "a new coordinator", func() error {
-		r := wo.findTxnCoordinator("moving")
+		r := wo.findTxnCoordinator(id)
 		if r.ErrorCode != 0 {
 			return fmt.Errorf("FindCoordinator: %s", protocol.ErrorCode(r.ErrorCode))
 		}
@@ -313,7 +322,7 @@ func TestTxnCoordinatorFailover(t *testing.T) {
 		return nil
 	})
 	wn := dialWire(t, next)
-	pid2, epoch2 := wn.initTxn("moving", 4)
+	pid2, epoch2 := wn.initTxn(id, 4)
 	if pid2 != pid || epoch2 != epoch+1 {
 		t.Fatalf("InitProducerId at the new coordinator: producer %d epoch %d, want %d epoch %d", pid2, epoch2, pid, epoch+1)
 	}
@@ -333,7 +342,7 @@ func TestTxnCoordinatorFailover(t *testing.T) {
 	for p := int32(0); p < 2; p++ {
 		var code protocol.ErrorCode
 		waitFor(t, 10*time.Second, "AddPartitionsToTxn", func() error {
-			if code = wn.addPartition(3, "moving", pid2, epoch2, "spread", p); code == protocol.ConcurrentTransactions {
+			if code = wn.addPartition(3, id, pid2, epoch2, "spread", p); code == protocol.ConcurrentTransactions {
 				return fmt.Errorf("%s", code)
 			}
 			return nil
@@ -344,12 +353,12 @@ func TestTxnCoordinatorFailover(t *testing.T) {
 	}
 	end := kmsg.NewPtrEndTxnRequest()
 	end.SetVersion(3)
-	end.TransactionalID, end.ProducerID, end.ProducerEpoch, end.Commit = "moving", pid2, epoch2, true
+	end.TransactionalID, end.ProducerID, end.ProducerEpoch, end.Commit = id, pid2, epoch2, true
 	if er := wn.mustRoundTrip(end).(*kmsg.EndTxnResponse); er.ErrorCode != 0 {
 		t.Fatalf("EndTxn: %s", protocol.ErrorCode(er.ErrorCode))
 	}
 	waitFor(t, 20*time.Second, "both markers written and the commit complete", func() error {
-		if st := wn.describeTxn("moving"); st.State != "CompleteCommit" {
+		if st := wn.describeTxn(id); st.State != "CompleteCommit" {
 			return fmt.Errorf("state %s", st.State)
 		}
 		return nil
