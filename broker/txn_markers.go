@@ -19,12 +19,12 @@ import (
 // connection of its own to that broker (to this broker too, through its
 // own listener, as Kafka does). One request is in flight per broker; the
 // markers that wait meanwhile, of every coordinator here, go together in
-// the next one (exchange). A marker
-// is reported written on the coordinator's channel once its leader wrote
-// it, or once its topic is gone; retriable errors are retried against the
-// partition's current leader until the coordinator's context ends; a
-// marker refused for a fenced producer or coordinator epoch is dropped, as
-// the coordinator's package documentation says (step 4).
+// the next one (exchange). A marker is reported written on the
+// coordinator's channel once its leader wrote it, or once its topic is
+// gone; retriable errors are retried against the partition's current
+// leader until the coordinator's context ends; a marker refused for a
+// fenced producer or coordinator epoch is dropped, as the coordinator's
+// package documentation says (step 4).
 type markerSender struct {
 	b  *Broker
 	mu struct {
