@@ -7,7 +7,8 @@ package broker
 // duration (v1+: transactions running longer than it) and an id pattern
 // (v2+, Go's RE2 syntax). The coordinators' lists are concatenated; an
 // error of any of them (COORDINATOR_LOAD_IN_PROGRESS while one loads) is
-// the answer's. Unknown state names are echoed back, as Kafka does; an
+// the answer's, except NOT_COORDINATOR from one whose partition has just
+// moved away, which has nothing left here to list. Unknown state names are echoed back, as Kafka does; an
 // invalid pattern gets INVALID_REGULAR_EXPRESSION.
 
 import (
@@ -61,6 +62,9 @@ func (b *Broker) handleListTransactions(ctx context.Context, c *conn, hdr protoc
 	})
 	for _, a := range answers {
 		ar := a.(*kmsg.ListTransactionsResponse)
+		if ar.ErrorCode == int16(protocol.NotCoordinator) {
+			continue // the partition moved away meanwhile: not this broker's to list
+		}
 		if ar.ErrorCode != 0 && resp.ErrorCode == 0 {
 			resp.ErrorCode = ar.ErrorCode
 		}
