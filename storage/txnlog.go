@@ -164,3 +164,28 @@ func (l *Log) Producers() []ProducerInfo {
 	slices.SortFunc(out, func(a, b ProducerInfo) int { return cmp.Compare(a.ProducerID, b.ProducerID) })
 	return out
 }
+
+// VerificationGuard starts (or goes on with) the verification of producer
+// pid's next transactional write to this partition (KIP-890): unless the
+// producer has a transaction open here (inTxn, nothing to verify), it
+// returns the producer's guard, a token a marker for the producer or the
+// start of its transaction here clears. The caller asks the transaction
+// coordinator whether the partition is in the producer's transaction, and
+// appends with AppendOptions{VerifyTxn: true, Guard: guard}: a marker
+// written meanwhile (the transaction ended) makes that append fail.
+func (l *Log) VerificationGuard(pid int64) (guard uint64, inTxn bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.producers == nil {
+		return 0, false
+	}
+	if _, ok := l.producers.ongoing[pid]; ok {
+		return 0, true
+	}
+	if g := l.producers.guards[pid]; g != 0 {
+		return g, false
+	}
+	l.producers.lastGuard++
+	l.producers.guards[pid] = l.producers.lastGuard
+	return l.producers.lastGuard, false
+}
