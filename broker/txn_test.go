@@ -492,11 +492,11 @@ func TestTxnKgoCommitAbort(t *testing.T) {
 	waitFor(t, 10*time.Second, "kadm lists and describes the committed transaction", func() error {
 		listed, err := adm.ListTransactions(ctx, nil, []string{"CompleteCommit"})
 		if err != nil || len(listed) != 1 || listed["e2e"].State != "CompleteCommit" {
-			return fmt.Errorf("ListTransactions of CompleteCommit ones: %v %v, want e2e", listed, err)
+			return fmt.Errorf("ListTransactions of CompleteCommit ones: %v (%w), want e2e", listed, err)
 		}
 		described, err := adm.DescribeTransactions(ctx, "e2e")
 		if d, ok := described["e2e"]; err != nil || !ok || d.Err != nil || d.State != "CompleteCommit" || d.Coordinator != b.cfg.NodeID {
-			return fmt.Errorf("DescribeTransactions: %+v %v, want e2e CompleteCommit at node %d", described, err, b.cfg.NodeID)
+			return fmt.Errorf("DescribeTransactions: %+v (%w), want e2e CompleteCommit at node %d", described, err, b.cfg.NodeID)
 		}
 		return nil
 	})
