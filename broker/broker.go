@@ -40,8 +40,13 @@ var handlers = []handler{
 	deleteTopicsAPI,
 	deleteRecordsAPI,
 	initProducerIDAPI,
+	addPartitionsToTxnAPI,
+	addOffsetsToTxnAPI,
+	endTxnAPI,
 	writeTxnMarkersAPI,
 	describeProducersAPI,
+	describeTransactionsAPI,
+	listTransactionsAPI,
 	offsetForLeaderEpochAPI,
 	createPartitionsAPI,
 	describeClusterAPI,
@@ -98,6 +103,7 @@ type Broker struct {
 	// apiMetrics are the request metrics by API key, resolved at New.
 	apiMetrics map[int16]*apiMetrics
 	groups     *groupDrivers
+	txns       *txnDrivers
 
 	logs    *storage.Manager
 	cluster *cluster.Cluster
@@ -122,6 +128,7 @@ type Broker struct {
 	producerIDs struct {
 		sync.Mutex
 		next, end int64
+		fetching  bool // producerIDNow is taking a block in the background
 	}
 
 	// quotas and slots are the connection and request limits (limits.go).
@@ -171,6 +178,7 @@ func New(cfg Config) (*Broker, error) {
 	}
 	b.quotas, b.slots = quotas, make(requestSlots, cfg.QueuedMaxRequests)
 	b.groups = newGroupDrivers(b)
+	b.txns = newTxnDrivers(b)
 	if cfg.Registerer != nil {
 		cfg.Registerer.MustRegister(newGroupLagCollector(b), newLogCollector(b))
 	}
@@ -474,6 +482,7 @@ func (b *Broker) Close() error {
 		b.admin.Close()
 	}
 	b.groups.stopAll()
+	b.txns.stopAll()
 	b.wg.Wait()
 	var errs []error
 	if b.cluster != nil {
