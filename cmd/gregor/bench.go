@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -24,7 +25,12 @@ OpenMessaging Benchmark.
 
   produce  --producers clients send --record-size records at --rate for
            --duration; latency is from the send to the acknowledgement.
-           Without --rate, one record in 16 is timed.
+           Without --rate, one record in 16 is timed. With
+           --transaction-records N each producer is transactional and
+           commits every N records (latency stays send to
+           acknowledgement; the report adds the commits and their
+           latency, from the moment a transaction's records are all
+           acknowledged to the end of its commit).
   consume  read the topic for --duration (from --offset); with --drain
            stop once what was there at the start has been read.
   e2e      produce as above while one consumer reads the new records;
@@ -55,6 +61,7 @@ type benchOptions struct {
 	progress          time.Duration
 	offset            string
 	drain             bool
+	txnRecords        int
 }
 
 // sendTimeBytes is the size of the send time at the start of each value.
@@ -85,6 +92,7 @@ func newBenchCmd() *cobra.Command {
 	f.StringVar(&b.compression, "compression", "none", "none, gzip, snappy, lz4 or zstd")
 	f.IntVar(&b.maxInFlight, "max-in-flight", 5, "produce requests in flight per broker with --acks 1 or 0 (an idempotent producer, acks=all, keeps 5), as the Java producer's max.in.flight.requests.per.connection")
 	f.Int64Var(&b.bufferBytes, "buffer-bytes", 0, "record bytes a producer buffers before sending waits, as the Java producer's buffer.memory (0: franz-go's limit of 50,000 records)")
+	f.IntVar(&b.txnRecords, "transaction-records", 0, "produce in transactions of this many records per producer, each committed (0: no transactions; needs --acks all)")
 	f.DurationVar(&b.progress, "progress", 5*time.Second, "interval of the progress lines on stderr (0: none)")
 	cmd.AddCommand(
 		&cobra.Command{
@@ -119,6 +127,9 @@ func newBenchConsumeCmd(o *clientOptions, b *benchOptions) *cobra.Command {
 // benchStats are the counts and latencies of one side of a run. Latencies
 // are recorded twice: for the run, and for the progress interval.
 type benchStats struct {
+	// txn counts a transactional producer's commits; nil without
+	// --transaction-records.
+	txn      *txnStats
 	mu       sync.Mutex
 	records  int64
 	bytes    int64
@@ -224,6 +235,8 @@ type benchReport struct {
 	// read) until the last acknowledgement (or record).
 	Seconds float64      `json:"seconds"`
 	Produce *benchResult `json:"produce,omitempty"`
+	// Transactions are the commits of --transaction-records.
+	Transactions *txnResult `json:"transactions,omitempty"`
 	// Consume holds the consumer's side; its latency is end to end (e2e only).
 	Consume *benchResult `json:"consume,omitempty"`
 }
@@ -242,6 +255,10 @@ func runBench(cmd *cobra.Command, o *clientOptions, b *benchOptions, mode string
 		return errors.New("--max-in-flight: want at least 1")
 	case b.bufferBytes < 0:
 		return errors.New("--buffer-bytes: want 0 (franz-go's default) or more")
+	case b.txnRecords < 0:
+		return errors.New("--transaction-records: want 0 (no transactions) or more")
+	case b.txnRecords > 0 && b.acks != "all" && b.acks != "-1":
+		return errors.New("--transaction-records needs --acks all")
 	}
 	popts, err := producerOpts(b.acks, b.compression, b.maxInFlight)
 	if err != nil {
@@ -279,6 +296,9 @@ func runBench(cmd *cobra.Command, o *clientOptions, b *benchOptions, mode string
 	var prod, cons *benchStats
 	if mode != "consume" {
 		prod = &benchStats{}
+		if b.txnRecords > 0 {
+			prod.txn = &txnStats{}
+		}
 	}
 	if mode != "produce" {
 		cons = &benchStats{}
@@ -375,6 +395,14 @@ func runBench(cmd *cobra.Command, o *clientOptions, b *benchOptions, mode string
 	rep.Seconds = elapsed.Seconds()
 	if prod != nil {
 		rep.Produce = prod.result(time.Duration(lastProduce.Load()))
+		if t := prod.txn; t != nil {
+			t.mu.Lock()
+			rep.Transactions = &txnResult{Records: b.txnRecords, Committed: t.committed, Failed: t.failed}
+			if t.committed > 0 {
+				rep.Transactions.CommitLatency = latencyOf(&t.commit)
+			}
+			t.mu.Unlock()
+		}
 	}
 	if cons != nil {
 		consElapsed := time.Duration(lastConsume.Load())
@@ -389,6 +417,9 @@ func runBench(cmd *cobra.Command, o *clientOptions, b *benchOptions, mode string
 		}
 	} else if err := printBenchReport(cmd.OutOrStdout(), rep); err != nil {
 		return err
+	}
+	if runErr == nil && rep.Transactions != nil && rep.Transactions.Failed > 0 {
+		runErr = fmt.Errorf("%d transactions not committed", rep.Transactions.Failed)
 	}
 	if runErr == nil && rep.Produce != nil && rep.Produce.Errors > 0 {
 		runErr = fmt.Errorf("%d records not produced", rep.Produce.Errors)
@@ -449,7 +480,11 @@ func produceBench(ctx, flushCtx context.Context, o *clientOptions, opts []kgo.Op
 	}
 	clients := make([]*kgo.Client, b.producers)
 	for i := range clients {
-		cl, err := o.newClient(opts...)
+		copts := opts
+		if b.txnRecords > 0 {
+			copts = append(slices.Clone(opts), kgo.TransactionalID(fmt.Sprintf("gregor-bench-%d-%d", start.UnixNano(), i)))
+		}
+		cl, err := o.newClient(copts...)
 		if err != nil {
 			for _, c := range clients[:i] {
 				c.Close()
@@ -529,6 +564,16 @@ func produceBench(ctx, flushCtx context.Context, o *clientOptions, opts []kgo.Op
 			timer := time.NewTimer(0)
 			defer timer.Stop()
 			var sent time.Time
+			open := false // a transaction of this producer is open
+			if s.txn != nil {
+				// Whatever ends the loop, the open transaction is
+				// committed (its records were sent).
+				defer func() {
+					if open {
+						s.txn.end(flushCtx, cl)
+					}
+				}()
+			}
 			for i := 0; ctx.Err() == nil; i++ {
 				if interval > 0 {
 					at := time.Duration(i) * interval
@@ -546,6 +591,19 @@ func produceBench(ctx, flushCtx context.Context, o *clientOptions, opts []kgo.Op
 				}
 				// flushCtx, not ctx: records sent before the end are
 				// still delivered.
+				if s.txn != nil && i%b.txnRecords == 0 {
+					if open {
+						open = false
+						if !s.txn.end(flushCtx, cl) {
+							return
+						}
+					}
+					if err := cl.BeginTransaction(); err != nil {
+						s.txn.fail()
+						return
+					}
+					open = true
+				}
 				timed := i%sampleEvery == 0
 				if timed {
 					sent = time.Now()
@@ -561,6 +619,49 @@ func produceBench(ctx, flushCtx context.Context, o *clientOptions, opts []kgo.Op
 		}
 	}
 	return nil
+}
+
+// txnStats counts the transactions of --transaction-records.
+type txnStats struct {
+	mu        sync.Mutex
+	committed int64
+	failed    int64
+	commit    histogram
+}
+
+// end flushes the open transaction of cl and commits it, recording the
+// time from the flush to the end of the commit. It reports false when the
+// commit failed.
+func (t *txnStats) end(ctx context.Context, cl *kgo.Client) bool {
+	err := cl.Flush(ctx)
+	began := time.Now()
+	if err == nil {
+		err = cl.EndTransaction(ctx, kgo.TryCommit)
+	}
+	took := time.Since(began)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if err != nil {
+		t.failed++
+		return false
+	}
+	t.committed++
+	t.commit.record(took)
+	return true
+}
+
+func (t *txnStats) fail() {
+	t.mu.Lock()
+	t.failed++
+	t.mu.Unlock()
+}
+
+// txnResult is the transactions' part of a report.
+type txnResult struct {
+	Records       int            `json:"records_per_transaction"`
+	Committed     int64          `json:"committed"`
+	Failed        int64          `json:"failed"`
+	CommitLatency *latencyReport `json:"commit_latency,omitempty"`
 }
 
 // latencySampleEvery is how many records of a producer running without a
@@ -700,6 +801,17 @@ func printBenchReport(w io.Writer, r benchReport) error {
 		tb.row(cells...)
 	}
 	row("produce", r.Produce)
+	if t := r.Transactions; t != nil {
+		cells := []any{fmt.Sprintf("commits of %d", t.Records), t.Committed, t.Failed, fmt.Sprintf("%.1f", float64(t.Committed)/max(r.Seconds, 1e-9)), "-"}
+		if l := t.CommitLatency; l != nil {
+			for _, v := range []float64{l.Mean, l.P50, l.P99, l.P999, l.Max} {
+				cells = append(cells, fmt.Sprintf("%.3f", v))
+			}
+		} else {
+			cells = append(cells, "-", "-", "-", "-", "-")
+		}
+		tb.row(cells...)
+	}
 	name := "consume"
 	if r.Mode == "e2e" {
 		name = "e2e"
