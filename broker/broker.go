@@ -104,6 +104,7 @@ type Broker struct {
 	apiMetrics map[int16]*apiMetrics
 	groups     *groupDrivers
 	txns       *txnDrivers
+	verifier   txnVerifier
 
 	logs    *storage.Manager
 	cluster *cluster.Cluster
@@ -483,6 +484,7 @@ func (b *Broker) Close() error {
 	}
 	b.groups.stopAll()
 	b.txns.stopAll()
+	b.verifier.close()
 	b.wg.Wait()
 	var errs []error
 	if b.cluster != nil {

@@ -144,6 +144,12 @@ type Config struct {
 	// cleanup intervals). Its ProducerIDs, Topics and
 	// OffsetsTopicPartitions are the broker's to set: leave them zero.
 	Transactions txn.Config
+	// TransactionPartitionVerification
+	// (transaction.partition.verification.enable): a partition leader asks
+	// the transaction coordinator whether a partition was added to a
+	// producer's transaction before the producer's first transactional
+	// write to it is appended (KIP-890 part 1).
+	TransactionPartitionVerification bool
 
 	// LogRetentionCheckInterval is how often every log's retention runs
 	// (log.retention.check.interval.ms).
@@ -287,6 +293,7 @@ func DefaultConfig() Config {
 		TransactionStateLogMinISR:            2,
 		TransactionStateLogSegmentBytes:      100 << 20,
 		Transactions:                         txn.DefaultConfig(),
+		TransactionPartitionVerification:     true,
 	}
 }
 
