@@ -55,6 +55,7 @@ var handlers = []handler{
 	listGroupsAPI,
 	deleteGroupsAPI,
 	offsetDeleteAPI,
+	txnOffsetCommitAPI,
 	describeConfigsAPI,
 	describeLogDirsAPI,
 	alterConfigsAPI,

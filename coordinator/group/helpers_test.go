@@ -28,7 +28,7 @@ type harness struct {
 	// batches and markers included, for replay.
 	log   []logEntry
 	resps map[int]kmsg.Response
-	token   int
+	token int
 }
 
 func testConfig() Config {
