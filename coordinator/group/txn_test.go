@@ -466,3 +466,105 @@ func TestTxnReplayTombstones(t *testing.T) {
 		t.Fatalf("commit of a deleted group's transaction: %v, %+v", err, c.groups["g"])
 	}
 }
+
+// FuzzTxnReplay replays a log of plain and transactional offset commits,
+// markers and tombstones of one group, as the program bytes say, and
+// compares what OffsetFetch answers, with and without require_stable,
+// against a model: a COMMIT marker makes the producer's pending offsets
+// committed where no later plain commit exists, an ABORT drops them, an
+// offset tombstone deletes the partition's committed and pending offsets,
+// a group tombstone all of the group's. Then the open transactions are
+// committed after loading, through TxnCompleted, and compared again.
+func FuzzTxnReplay(f *testing.F) {
+	f.Add([]byte{1, 0, 2})
+	f.Add([]byte{1, 9, 0, 2, 17, 3, 4})
+	f.Add([]byte{0, 1, 8, 0, 2, 33, 5, 1, 10})
+	f.Add([]byte{1, 41, 4, 0, 2, 42, 5, 1})
+	f.Fuzz(func(t *testing.T, program []byte) {
+		if len(program) > 200 {
+			return
+		}
+		type val struct{ offset, ord int64 }
+		committed := map[int32]val{}
+		pending := map[int64]map[int32]val{}
+		var ord int64
+		c, err := New(testConfig())
+		if err != nil {
+			t.Fatal(err)
+		}
+		commit := func(pid int64) {
+			for p, v := range pending[pid] {
+				if cur, ok := committed[p]; !ok || v.ord > cur.ord {
+					committed[p] = v
+				}
+			}
+			delete(pending, pid)
+		}
+		for i, op := range program {
+			pid, part := int64(op>>3)%3, int32(op>>5)%2
+			o := &offset{offset: int64(i), leaderEpoch: -1, expireMs: -1}
+			r := offsetRecord("g", "t", part, o)
+			switch op % 6 {
+			case 0:
+				err = c.Replay(r.Key, r.Value)
+				ord++
+				committed[part] = val{int64(i), ord}
+			case 1:
+				err = c.ReplayTransactional(pid, r.Key, r.Value)
+				ord++
+				if pending[pid] == nil {
+					pending[pid] = map[int32]val{}
+				}
+				pending[pid][part] = val{int64(i), ord}
+			case 2:
+				err = c.ReplayTxnMarker(pid, true)
+				commit(pid)
+			case 3:
+				err = c.ReplayTxnMarker(pid, false)
+				delete(pending, pid)
+			case 4:
+				err = c.Replay(r.Key, nil)
+				delete(committed, part)
+				for _, ps := range pending {
+					delete(ps, part)
+				}
+			case 5:
+				err = c.Replay(groupKey("g"), nil)
+				committed, pending = map[int32]val{}, map[int64]map[int32]val{}
+			}
+			if err != nil {
+				t.Fatalf("op %d: %v", i, err)
+			}
+		}
+		h := &harness{t: t, c: c, now: t0, resps: make(map[int]kmsg.Response)}
+		h.take(c.Loaded(t0))
+		check := func(when string) {
+			t.Helper()
+			var plain, stable []int64
+			for p := int32(0); p < 2; p++ {
+				want := int64(-1)
+				if v, ok := committed[p]; ok {
+					want = v.offset
+				}
+				plain = append(plain, want)
+				for _, ps := range pending {
+					if _, ok := ps[p]; ok {
+						want = -int64(errUnstableOffsetCommit)
+					}
+				}
+				stable = append(stable, want)
+			}
+			deepEqual(t, when+": fetch", offsetsOf(h.fetchStable("g", "t", 2, false)), plain)
+			deepEqual(t, when+": fetch stable", offsetsOf(h.fetchStable("g", "t", 2, true)), stable)
+		}
+		check("after replay")
+		for pid := int64(0); pid < 3; pid++ {
+			h.take(c.TxnCompleted(h.now, pid, true))
+			commit(pid)
+		}
+		check("after the commits")
+		if len(c.txnGroups) != 0 {
+			t.Fatalf("producers left: %v", c.txnGroups)
+		}
+	})
+}
