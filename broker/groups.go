@@ -460,11 +460,15 @@ func (g *groupDrivers) fail(c *group.Coordinator, outs []group.Output, code prot
 
 // groupTxnCompleted tells the group coordinator of __consumer_offsets
 // partition that a transaction of producerID ended there: the
-// WriteTxnMarkers handler calls it after it appended the COMMIT (commit)
-// or ABORT marker to that partition of this broker (as leader, and only
-// once the append succeeded), before it answers. The producer's pending
-// transactional offsets then become committed (visible to OffsetFetch) or
-// are dropped.
+// WriteTxnMarkers handler calls it for each COMMIT (commit) or ABORT
+// marker it appended to a partition of __consumer_offsets this broker
+// leads, once that partition's answer is NONE (the marker durable and,
+// with followers, replicated: Kafka's coordinator too shows a marker's
+// effect only once it is committed), and before the handler's response
+// goes out, so the transaction coordinator starts no next transaction of
+// the producer first. It must not be called for a marker whose append
+// failed. The producer's pending transactional offsets then become
+// committed (visible to OffsetFetch) or are dropped.
 //
 // The completion is queued to the partition's driver and applied in order
 // with the driver's other work; the call returns once it is queued, and

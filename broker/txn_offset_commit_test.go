@@ -10,6 +10,7 @@ package broker
 // as the WriteTxnMarkers handler appends them.
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"testing"
@@ -107,6 +108,58 @@ func writeMarker(t *testing.T, b *Broker, groupID string, pid int64, epoch int16
 	b.groupTxnCompleted(partition, pid, commit)
 }
 
+// txnBroker is a broker that serves TxnOffsetCommit whether or not the
+// broker advertises it (see 28_txn_offset_commit.go), restartable on the
+// same data dir.
+type txnBroker struct{ grpRestartable }
+
+func startTxnBroker(t *testing.T) *txnBroker {
+	t.Helper()
+	cfg := DefaultConfig()
+	cfg.Listeners = []string{"PLAINTEXT://127.0.0.1:0"}
+	cfg.LogDirs = []string{t.TempDir()}
+	cfg.AdminListener = ""
+	cfg.EtcdClientAddr, cfg.EtcdPeerAddr = "127.0.0.1:0", "127.0.0.1:0"
+	fastGroups(&cfg)
+	rb := &txnBroker{grpRestartable{cfg: cfg}}
+	rb.start(t)
+	t.Cleanup(func() { rb.close(t) })
+	return rb
+}
+
+func (r *txnBroker) restart(t *testing.T) {
+	t.Helper()
+	r.close(t)
+	r.start(t)
+}
+
+func (r *txnBroker) start(t *testing.T) {
+	t.Helper()
+	b, err := New(r.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	serveTxnOffsetCommit(b)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := b.Start(ctx); err != nil {
+		t.Fatalf("start broker on %s: %v", r.cfg.LogDirs[0], err)
+	}
+	r.b = b
+}
+
+// serveTxnOffsetCommit registers the TxnOffsetCommit handler on a broker
+// made by New and not started yet, unless the broker's API list has it.
+func serveTxnOffsetCommit(b *Broker) {
+	if _, ok := b.apis.Lookup(txnOffsetCommitAPI.key); ok {
+		return
+	}
+	h := txnOffsetCommitAPI
+	b.apis.Register(h.key, h.min, h.max)
+	b.handlers[h.key] = &h
+	b.apiMetrics[h.key] = b.metrics.forAPI(h.key, h.min, h.max)
+}
+
 func wantOffsets(t *testing.T, what string, got []int64, want ...int64) {
 	t.Helper()
 	if fmt.Sprint(got) != fmt.Sprint(want) {
@@ -118,7 +171,7 @@ func TestTxnOffsetCommit(t *testing.T) {
 	t.Parallel()
 	const topic, groupID = "txo-topic", "txo-group"
 	unstable := -int64(protocol.UnstableOffsetCommit)
-	rb := startGrpRestartable(t, false)
+	rb := startTxnBroker(t)
 	ctx := testContext(t, 2*time.Minute)
 	grpCreateTopic(ctx, t, kadm.NewClient(newClient(t, rb.b)), topic, 2)
 	w := dialWire(t, rb.b)
@@ -192,7 +245,7 @@ func intsOf(codes []int16) []int64 {
 // a coordinator here is nothing to do.
 func TestTxnOffsetCommitNotCoordinator(t *testing.T) {
 	t.Parallel()
-	b := startBroker(t)
+	b := startTxnBroker(t).b
 	w := dialWire(t, b)
 	for v := int16(0); v <= 5; v++ {
 		req := kmsg.NewPtrTxnOffsetCommitRequest()
