@@ -128,9 +128,10 @@ CHAOS_DURATION ?= 10m
 CHAOS_CYCLES ?= 0
 CHAOS_NEMESES ?= all
 CHAOS_TARGET ?= gregor
-chaos: build ## Fault harness: three brokers in network namespaces under crashes, pauses, partitions, slow links and a full disk for CHAOS_DURATION (default 10m; CHAOS_CYCLES=N runs N cycles instead; CHAOS_NEMESES picks them; CHAOS_TARGET=kafka: the same against Apache Kafka 4.4).
+CHAOS_ETCD ?= embedded
+chaos: build ## Fault harness: three brokers in network namespaces under crashes, pauses, partitions, slow links and a full disk for CHAOS_DURATION (default 10m; CHAOS_CYCLES=N runs N cycles instead; CHAOS_NEMESES picks them; CHAOS_TARGET=kafka: the same against Apache Kafka 4.4; CHAOS_ETCD=external: etcd members apart from the brokers, with the kill-etcd nemesis).
 	cd compat-tests/go && $(GO) test -count=1 ./internal/lab/ ./cmd/chaos/
-	CHAOS_DURATION=$(CHAOS_DURATION) CHAOS_CYCLES=$(CHAOS_CYCLES) CHAOS_NEMESES=$(CHAOS_NEMESES) CHAOS_TARGET=$(CHAOS_TARGET) bash compat-tests/chaos/run.sh
+	CHAOS_DURATION=$(CHAOS_DURATION) CHAOS_CYCLES=$(CHAOS_CYCLES) CHAOS_NEMESES=$(CHAOS_NEMESES) CHAOS_TARGET=$(CHAOS_TARGET) CHAOS_ETCD=$(CHAOS_ETCD) bash compat-tests/chaos/run.sh
 
 chaos-broken: ## The checker is not blind: make chaos against a broker built to acknowledge before its followers have a record (tag chaos_unsafe_hw), CHAOS_NEMESES (default partition-minority) for CHAOS_CYCLES (default 2); passes only if acknowledged records are found lost.
 	CHAOS_BROKEN=1 CHAOS_CYCLES=$(if $(filter 0,$(CHAOS_CYCLES)),2,$(CHAOS_CYCLES)) CHAOS_NEMESES=$(if $(filter all,$(CHAOS_NEMESES)),partition-minority,$(CHAOS_NEMESES)) bash compat-tests/chaos/run.sh

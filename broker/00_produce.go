@@ -17,8 +17,12 @@ package broker
 // answer once the batch is durable (flush.messages=1, the default) or
 // written (page-cache mode); acks=0 gets no response, and a connection
 // whose acks=0 produce failed is closed so the client refreshes metadata.
-// Transactional batches wait for the transactions issue: they get
-// INVALID_TXN_STATE.
+// Transactional batches (a producer id and the transactional bit) are
+// stored like idempotent ones; the log tracks each producer's open
+// transaction from its first transactional batch to the COMMIT or ABORT
+// marker its coordinator writes (WriteTxnMarkers), and a non-transactional
+// batch from a producer inside a transaction gets INVALID_TXN_STATE. A
+// transactional batch without a producer id is INVALID_RECORD, as in Kafka.
 
 import (
 	"context"
@@ -257,8 +261,8 @@ func (b *Broker) produceTo(rp *kmsg.ProduceResponseTopicPartition, version int16
 	if batch.Magic() == record.Magic && batch.BaseOffset() != 0 {
 		return nil, res, 0, protocol.InvalidRecord
 	}
-	if batch.Magic() == record.Magic && batch.Transactional() {
-		return nil, res, 0, protocol.InvalidTxnState
+	if batch.Magic() == record.Magic && batch.Transactional() && batch.ProducerID() < 0 {
+		return nil, res, 0, protocol.InvalidRecord
 	}
 	if version < 7 && batch.Magic() == record.Magic && batch.Codec() == record.CodecZstd {
 		// zstd came with Produce v7 (KIP-110); older requests may not use it.

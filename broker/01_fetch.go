@@ -6,8 +6,10 @@ package broker
 // partition's bytes are one range of one segment file, from the batch
 // holding the fetch offset, bounded by the partition's max bytes, the
 // response's max bytes and the high watermark (read_uncommitted) or last
-// stable offset (read_committed; equal to the high watermark until
-// transactions exist). The first partition that returns data returns at
+// stable offset (read_committed, which also gets the aborted transactions
+// overlapping what it reads, from the segments' .txnindex files, so the
+// consumer drops their records). Every partition's answer carries the last
+// stable offset, whatever the isolation level, as Kafka's does. The first partition that returns data returns at
 // least one whole batch (KIP-74). A range may end inside a batch, as
 // Kafka's do; clients drop a partial last batch.
 //
@@ -43,8 +45,9 @@ var fetchAPI = handler{key: 1, min: 4, max: 18, handle: (*Broker).handleFetch}
 type fetchResult struct {
 	code                  protocol.ErrorCode
 	hw, lso, logStart     int64
-	read                  storage.ReadResult // records read; Released by whoever holds it
-	held                  bool               // read is this result's to release
+	read                  storage.ReadResult   // records read; Released by whoever holds it
+	aborted               []storage.AbortedTxn // read_committed: the aborted transactions in read
+	held                  bool                 // read is this result's to release
 	divergingEpoch        int32
 	divergingEnd          int64
 	hasDiverging          bool
@@ -197,6 +200,16 @@ func (b *Broker) handleFetch(ctx context.Context, c *conn, hdr protocol.RequestH
 			rp.RecordBatches = zc.add(res.read)
 			res.held = false // zc's now
 		}
+		if req.IsolationLevel == 1 && replicaID < 0 {
+			// read_committed: a list, empty when nothing was aborted
+			// (read_uncommitted gets null).
+			rp.AbortedTransactions = make([]kmsg.FetchResponseTopicPartitionAbortedTransaction, 0, len(res.aborted))
+			for _, a := range res.aborted {
+				at := kmsg.NewFetchResponseTopicPartitionAbortedTransaction()
+				at.ProducerID, at.FirstOffset = a.ProducerID, a.FirstOffset
+				rp.AbortedTransactions = append(rp.AbortedTransactions, at)
+			}
+		}
 		rp.PreferredReadReplica = -1
 		if res.hasPreferred {
 			rp.PreferredReadReplica = res.preferred
@@ -275,7 +288,7 @@ func (b *Broker) fetchRound(items []*sessionPartition, req *kmsg.FetchRequest, b
 		l := p.log
 		res.metrics = p.metrics
 		res.hw = l.HighWatermark()
-		res.lso = res.hw
+		res.lso = min(l.LastStableOffset(), res.hw)
 		res.logStart = l.LogStartOffset()
 		epoch := p.leaderEpoch.Load()
 		if code := checkLeaderEpoch(it.currentLeaderEpoch, epoch); code != protocol.None {
@@ -316,17 +329,31 @@ func (b *Broker) fetchRound(items []*sessionPartition, req *kmsg.FetchRequest, b
 				continue
 			}
 			res.hw = l.HighWatermark()
-			res.lso = res.hw
+			res.lso = min(l.LastStableOffset(), res.hw)
 			maxOffset = l.LogEndOffset()
 		}
 		limit := min(int64(max(it.maxBytes, 0)), budget)
+		committed := req.IsolationLevel == 1 && replicaID < 0
 		rr, err := l.Read(storage.ReadOptions{
 			Offset: it.fetchOffset, MaxBytes: limit, MaxOffset: maxOffset, MinOneBatch: minOne,
+			ReadCommitted: committed,
 		})
 		if err != nil {
 			res.code = errorCode(err)
 			failed = true
 			continue
+		}
+		if committed && rr.Len > 0 {
+			// Up to the last stable offset the read was bounded by: every
+			// transaction overlapping it is decided, and a superset of
+			// those in the bytes read only costs the consumer a lookup.
+			res.aborted, err = l.AbortedTransactions(it.fetchOffset, rr.LastStableOffset)
+			if err != nil {
+				rr.Release()
+				res.code = errorCode(err)
+				failed = true
+				continue
+			}
 		}
 		if rr.Len > 0 {
 			res.read, res.held = rr, true // released by the response's frame

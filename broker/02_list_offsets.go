@@ -71,8 +71,11 @@ func (b *Broker) listOffset(req *kmsg.ListOffsetsRequest, rp *kmsg.ListOffsetsRe
 	}
 	l := part.log
 	fetchable := l.HighWatermark()
-	if req.ReplicaID >= 0 {
+	switch {
+	case req.ReplicaID >= 0:
 		fetchable = l.LogEndOffset()
+	case req.IsolationLevel == 1:
+		fetchable = min(l.LastStableOffset(), fetchable)
 	}
 	switch ts := rp.Timestamp; {
 	case ts == listLatest:

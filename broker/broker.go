@@ -40,6 +40,8 @@ var handlers = []handler{
 	deleteTopicsAPI,
 	deleteRecordsAPI,
 	initProducerIDAPI,
+	writeTxnMarkersAPI,
+	describeProducersAPI,
 	offsetForLeaderEpochAPI,
 	createPartitionsAPI,
 	describeClusterAPI,

@@ -20,6 +20,10 @@ func errorCode(err error) protocol.ErrorCode {
 		return protocol.InvalidProducerEpoch
 	case errors.Is(err, storage.ErrOutOfOrderSequence):
 		return protocol.OutOfOrderSequenceNumber
+	case errors.Is(err, storage.ErrInvalidTxnState):
+		return protocol.InvalidTxnState
+	case errors.Is(err, storage.ErrTransactionCoordinatorFenced):
+		return protocol.TransactionCoordinatorFenced
 	case errors.Is(err, storage.ErrRecordTooLarge):
 		// A batch within max.message.bytes but above segment.bytes: Kafka's
 		// RecordBatchTooLargeException.

@@ -12,6 +12,7 @@ import (
 type logCollector struct {
 	b                                  *Broker
 	size, segments, start, end, hwDesc *prometheus.Desc
+	lsoLag                             *prometheus.Desc
 	dirOffline, partsOffline, strays   *prometheus.Desc
 
 	// Replication: counts over the partitions this broker leads, the lag
@@ -34,6 +35,8 @@ func newLogCollector(b *Broker) *logCollector {
 			"Offset the next record appended to a partition log gets.", labels, nil),
 		hwDesc: prometheus.NewDesc("gregor_log_high_watermark",
 			"High watermark of a partition log: consumers read below it.", labels, nil),
+		lsoLag: prometheus.NewDesc("gregor_log_last_stable_offset_lag",
+			"Records between a partition log's last stable offset and its high watermark: held back from read_committed consumers by open transactions (or markers not yet replicated).", labels, nil),
 		dirOffline: prometheus.NewDesc("gregor_log_dir_offline",
 			"1 when a log dir failed (an I/O error took it offline until the next start), 0 while it is online.",
 			[]string{"dir"}, nil),
@@ -62,6 +65,7 @@ func (lc *logCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- lc.start
 	ch <- lc.end
 	ch <- lc.hwDesc
+	ch <- lc.lsoLag
 	ch <- lc.dirOffline
 	ch <- lc.partsOffline
 	ch <- lc.strays
@@ -121,7 +125,9 @@ func (lc *logCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(lc.segments, prometheus.GaugeValue, float64(l.SegmentCount()), name, part)
 			ch <- prometheus.MustNewConstMetric(lc.start, prometheus.GaugeValue, float64(l.LogStartOffset()), name, part)
 			ch <- prometheus.MustNewConstMetric(lc.end, prometheus.GaugeValue, float64(l.LogEndOffset()), name, part)
-			ch <- prometheus.MustNewConstMetric(lc.hwDesc, prometheus.GaugeValue, float64(l.HighWatermark()), name, part)
+			hw := l.HighWatermark()
+			ch <- prometheus.MustNewConstMetric(lc.hwDesc, prometheus.GaugeValue, float64(hw), name, part)
+			ch <- prometheus.MustNewConstMetric(lc.lsoLag, prometheus.GaugeValue, float64(max(hw-l.LastStableOffset(), 0)), name, part)
 			lr := p.lead.Load()
 			if lr == nil {
 				continue

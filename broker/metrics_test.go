@@ -183,6 +183,9 @@ func TestMetricsWorkload(t *testing.T) {
 					return fmt.Errorf("%s of partition %d: got %v, want %d", name, p, got, perPartition)
 				}
 			}
+			if got, found := s.sum("gregor_log_last_stable_offset_lag", pl); !found || got != 0 {
+				return fmt.Errorf("last stable offset lag of partition %d: got %v (exported: %v), want 0", p, got, found)
+			}
 			if got, _ := s.sum("gregor_log_size_bytes", pl); got <= 0 {
 				return fmt.Errorf("log size of partition %d: got %v, want > 0", p, got)
 			}

@@ -583,6 +583,13 @@ type AppendOptions struct {
 	// follower copying the leader's log).
 	AssignOffsets bool
 	LeaderEpoch   int32
+	// VerifyTxn (with AssignOffsets) makes a transactional batch that
+	// would begin its producer's transaction here require Guard to be
+	// the producer's current verification guard (Log.VerificationGuard):
+	// the write was verified with the transaction coordinator and no
+	// marker for the producer came since. Otherwise ErrInvalidTxnState.
+	VerifyTxn bool
+	Guard     uint64
 }
 
 // AppendResult describes an append.
@@ -642,6 +649,11 @@ func (l *Log) Append(set []byte, opts AppendOptions) (AppendResult, error) {
 				dup, isDup, err := l.producers.check(b, same)
 				if err != nil {
 					return res, err
+				}
+				if opts.VerifyTxn && b.Transactional() && same == nil && !isDup {
+					if err := l.producers.checkGuard(b.ProducerID(), opts.Guard); err != nil {
+						return res, err
+					}
 				}
 				if isDup {
 					// A retry of a batch already in the log: answer with

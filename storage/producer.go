@@ -82,6 +82,11 @@ type producerState struct {
 	// the high watermark, in marker order: until the high watermark passes
 	// the marker, a new leader may not have it, so they stay unstable.
 	unreplicated []completedTxn
+	// guards are the verification guards of producers whose next
+	// transactional write here is being verified with their transaction
+	// coordinator (see Log.VerificationGuard); in memory only.
+	guards    map[int64]uint64
+	lastGuard uint64
 }
 
 // completedTxn is a transaction a marker ended: its first offset and the
@@ -104,7 +109,7 @@ func (ps *producerState) lastOffsets() map[int64]int64 {
 }
 
 func newProducerState() *producerState {
-	return &producerState{entries: map[int64]*producerEntry{}, ongoing: map[int64]int64{}}
+	return &producerState{entries: map[int64]*producerEntry{}, ongoing: map[int64]int64{}, guards: map[int64]uint64{}}
 }
 
 // firstUnstable is the first offset a read_committed reader may not pass:
@@ -198,6 +203,18 @@ func (ps *producerState) check(b, prev record.Batch) (producerBatch, bool, error
 	return producerBatch{}, false, nil
 }
 
+// checkGuard checks a transactional batch that would begin producer pid's
+// transaction against its verification guard.
+func (ps *producerState) checkGuard(pid int64, guard uint64) error {
+	if _, ok := ps.ongoing[pid]; ok {
+		return nil
+	}
+	if g := ps.guards[pid]; g == 0 || g != guard {
+		return fmt.Errorf("%w: producer %d's transactional write was not verified with its coordinator (or its transaction ended since)", ErrInvalidTxnState, pid)
+	}
+	return nil
+}
+
 // checkMarker applies Kafka's checks to a transaction marker the leader is
 // about to write for a producer: a producer epoch below the producer's is
 // fenced (a higher one fences the producer's older epochs once written),
@@ -234,6 +251,10 @@ func (ps *producerState) apply(b record.Batch, m *record.EndTxnMarker) *complete
 		if m == nil {
 			return nil
 		}
+		// The transaction a verification was for has ended (or was
+		// fenced): a write verified before the marker must not land
+		// after it.
+		delete(ps.guards, pid)
 		if b.ProducerEpoch() > e.epoch {
 			e.epoch = b.ProducerEpoch()
 			e.batches = e.batches[:0]
@@ -251,6 +272,7 @@ func (ps *producerState) apply(b record.Batch, m *record.EndTxnMarker) *complete
 	if b.Transactional() && e.txnFirst < 0 {
 		e.txnFirst = b.BaseOffset()
 		ps.ongoing[pid] = e.txnFirst
+		delete(ps.guards, pid) // verified and begun
 	}
 	if b.ProducerEpoch() != e.epoch {
 		e.epoch = b.ProducerEpoch()

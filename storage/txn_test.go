@@ -403,3 +403,51 @@ func TestProducerSnapshotV1StillRead(t *testing.T) {
 }
 
 func crcOf(b []byte) uint32 { return crc32.Checksum(b, castagnoli) }
+
+// TestTxnVerificationGuard: a transactional write that begins its
+// producer's transaction here needs the producer's current verification
+// guard; a marker written between the verification and the write (the
+// transaction ended) voids the guard, so the late write cannot open a
+// transaction no coordinator knows of.
+func TestTxnVerificationGuard(t *testing.T) {
+	t.Parallel()
+	l := openTestLog(t, t.TempDir(), testConfig(), OpenState{})
+	verified := func(g uint64) AppendOptions { return AppendOptions{AssignOffsets: true, VerifyTxn: true, Guard: g} }
+
+	if _, err := l.Append(txnBatch(t, 1, 0, 0, 1), verified(0)); !errors.Is(err, ErrInvalidTxnState) {
+		t.Fatalf("unverified write: %v, want ErrInvalidTxnState", err)
+	}
+	g, inTxn := l.VerificationGuard(1)
+	if inTxn || g == 0 {
+		t.Fatalf("VerificationGuard(1) = %d, %v; want a guard", g, inTxn)
+	}
+	if g2, _ := l.VerificationGuard(1); g2 != g {
+		t.Fatalf("a second verification got guard %d, want the same %d", g2, g)
+	}
+	if _, err := l.Append(txnBatch(t, 1, 0, 0, 1), verified(g+1)); !errors.Is(err, ErrInvalidTxnState) {
+		t.Fatalf("write with another guard: %v, want ErrInvalidTxnState", err)
+	}
+	if _, err := l.Append(txnBatch(t, 1, 0, 0, 2), verified(g)); err != nil {
+		t.Fatalf("verified write: %v", err)
+	}
+	// Inside its transaction the producer needs no guard.
+	if _, inTxn := l.VerificationGuard(1); !inTxn {
+		t.Fatal("VerificationGuard inside the transaction: not in a transaction")
+	}
+	if _, err := l.Append(txnBatch(t, 1, 0, 2, 1), verified(0)); err != nil {
+		t.Fatalf("write inside the verified transaction: %v", err)
+	}
+	mustMarker(t, l, 1, 0, 0, true)
+
+	// Verified, then the transaction ends (a marker) before the write.
+	g, _ = l.VerificationGuard(1)
+	mustMarker(t, l, 1, 0, 0, false)
+	if _, err := l.Append(txnBatch(t, 1, 0, 3, 1), verified(g)); !errors.Is(err, ErrInvalidTxnState) {
+		t.Fatalf("write verified before a marker: %v, want ErrInvalidTxnState", err)
+	}
+	if _, ok := l.OngoingTxn(1); ok {
+		t.Fatal("the late write opened a transaction")
+	}
+	// Without verification (the broker's check off), writes go as before.
+	mustAppend(t, l, txnBatch(t, 1, 0, 3, 1))
+}

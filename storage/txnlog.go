@@ -1,8 +1,10 @@
 package storage
 
 import (
+	"cmp"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/gregor-io/gregor/protocol/record"
 )
@@ -123,4 +125,67 @@ func (l *Log) AbortedTransactions(from, upTo int64) ([]AbortedTxn, error) {
 		}
 	}
 	return out, nil
+}
+
+// ProducerInfo is one producer's state on a partition, as
+// DescribeProducers reports it.
+type ProducerInfo struct {
+	ProducerID    int64
+	ProducerEpoch int16
+	// LastSequence and LastTimestamp are those of the producer's last
+	// data batch kept in the state; -1 when it has none (only markers).
+	LastSequence  int32
+	LastTimestamp int64
+	// CoordinatorEpoch is that of the producer's last marker; -1 before
+	// any.
+	CoordinatorEpoch int32
+	// TxnStartOffset is the first offset of the producer's open
+	// transaction; -1 when none is open.
+	TxnStartOffset int64
+}
+
+// Producers returns the state of every producer the partition knows,
+// by producer id.
+func (l *Log) Producers() []ProducerInfo {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.producers == nil {
+		return nil
+	}
+	out := make([]ProducerInfo, 0, len(l.producers.entries))
+	for pid, e := range l.producers.entries {
+		pi := ProducerInfo{ProducerID: pid, ProducerEpoch: e.epoch, LastSequence: -1, LastTimestamp: -1,
+			CoordinatorEpoch: e.coordinatorEpoch, TxnStartOffset: e.txnFirst}
+		if n := len(e.batches); n > 0 {
+			pi.LastSequence, pi.LastTimestamp = e.batches[n-1].lastSeq, e.batches[n-1].timestamp
+		}
+		out = append(out, pi)
+	}
+	slices.SortFunc(out, func(a, b ProducerInfo) int { return cmp.Compare(a.ProducerID, b.ProducerID) })
+	return out
+}
+
+// VerificationGuard starts (or goes on with) the verification of producer
+// pid's next transactional write to this partition (KIP-890): unless the
+// producer has a transaction open here (inTxn, nothing to verify), it
+// returns the producer's guard, a token a marker for the producer or the
+// start of its transaction here clears. The caller asks the transaction
+// coordinator whether the partition is in the producer's transaction, and
+// appends with AppendOptions{VerifyTxn: true, Guard: guard}: a marker
+// written meanwhile (the transaction ended) makes that append fail.
+func (l *Log) VerificationGuard(pid int64) (guard uint64, inTxn bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.producers == nil {
+		return 0, false
+	}
+	if _, ok := l.producers.ongoing[pid]; ok {
+		return 0, true
+	}
+	if g := l.producers.guards[pid]; g != 0 {
+		return g, false
+	}
+	l.producers.lastGuard++
+	l.producers.guards[pid] = l.producers.lastGuard
+	return l.producers.lastGuard, false
 }

@@ -24,7 +24,10 @@
 # (default 8s), CHAOS_SEED, CHAOS_NETWORK (auto, netns, loopback),
 # CHAOS_JAVA (0 leaves the Java writer out), CHAOS_DIR (parent of the
 # temporary directory), GREGOR_BIN (default bin/gregor), CHAOS_BROKEN (1:
-# make chaos-broken, below).
+# make chaos-broken, below), CHAOS_ETCD (embedded, the default: each broker
+# embeds its etcd member; external: three etcd members run as processes
+# of their own, built here from the etcd server module Gregor embeds, and
+# the kill-etcd nemesis can lose one without a broker).
 #
 # CHAOS_BROKEN=1 runs a broker built with the tag chaos_unsafe_hw, whose
 # leaders acknowledge acks=all writes before any follower has them, and
@@ -87,12 +90,17 @@ fi
 # The binary must be called chaos: a run tells a dead run's network
 # namespaces from a live one's by the process name.
 (cd "$root/compat-tests/go" && go build -o "$work/chaos" ./cmd/chaos)
+etcd=()
+if [[ ${CHAOS_ETCD:-embedded} == external ]]; then
+	(cd "$root" && go build -o "$work/etcd" go.etcd.io/etcd/server/v3)
+	etcd=(-etcd "$work/etcd")
+fi
 if [[ -z $bin ]]; then
 	bin=$work/gregor-broken
 	(cd "$root" && go build -tags chaos_unsafe_hw -o "$bin" ./cmd/gregor)
 fi
 
-"$work/chaos" -gregor "$bin" -dir "$work" -results "$results" "${java[@]}" "${target[@]}" "${broken[@]}" \
+"$work/chaos" -gregor "$bin" -dir "$work" -results "$results" "${java[@]}" "${target[@]}" "${broken[@]}" "${etcd[@]}" \
 	-duration "${CHAOS_DURATION:-10m}" -cycles "${CHAOS_CYCLES:-0}" -nemeses "${CHAOS_NEMESES:-all}" \
 	-rate "${CHAOS_RATE:-200}" -fault-time "${CHAOS_FAULT_TIME:-8s}" -seed "${CHAOS_SEED:-0}" \
 	-network "${CHAOS_NETWORK:-auto}"

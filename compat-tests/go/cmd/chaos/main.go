@@ -72,6 +72,9 @@ type options struct {
 	// finds acknowledged records lost.
 	build      string
 	expectLoss bool
+	// etcd, when set, is an etcd binary: three etcd members run as
+	// processes of their own and the brokers use them (etcd.endpoints).
+	etcd string
 }
 
 func main() {
@@ -98,6 +101,7 @@ func main() {
 	flag.Int64Var(&o.tmpfsSize, "tmpfs-size", 1<<30, "with disk-full: size in bytes of the tmpfs each broker's data dir gets")
 	flag.StringVar(&o.build, "build", "", "build tags the broker binary was built with (recorded in the results; chaos_unsafe_hw for make chaos-broken)")
 	flag.BoolVar(&o.expectLoss, "expect-loss", false, "pass only if the checker finds acknowledged records lost (a deliberately broken broker)")
+	flag.StringVar(&o.etcd, "etcd", "", "an etcd binary: run three etcd members as processes of their own beside the brokers (enables kill-etcd)")
 	flag.StringVar(&summarize, "summarize", "", "instead of a run: summarize the results files of this directory")
 	flag.StringVar(&readme, "readme", "", "with -summarize: the README whose summary section to rewrite (default: print)")
 	flag.Parse()
@@ -205,6 +209,7 @@ type results struct {
 	Started        time.Time     `json:"started"`
 	Seconds        int64         `json:"seconds"`
 	Network        string        `json:"network"`
+	Etcd           string        `json:"etcd,omitempty"` // "external" with -etcd
 	Seed           uint64        `json:"seed"`
 	Partitions     int32         `json:"partitions"`
 	Rate           int           `json:"rate_per_writer"`
@@ -230,6 +235,12 @@ type results struct {
 		Commits          int `json:"commits_seen"`
 		CommitsBackwards int `json:"commits_backwards"`
 		GaveUp           int `json:"sends_given_up"`
+		// The register workload on a compacted topic (register.go).
+		RegisterAcked      int `json:"register_acked"`
+		RegisterSuperseded int `json:"register_superseded"`
+		RegisterLost       int `json:"register_lost"`
+		RegisterDuplicated int `json:"register_duplicated"`
+		RegisterGaveUp     int `json:"register_gave_up"`
 	} `json:"counts"`
 	Problems []string `json:"problems,omitempty"`
 	Findings []string `json:"findings,omitempty"`
@@ -288,8 +299,19 @@ func run(ctx context.Context, o options) (failed bool, err error) {
 			h.logf("network namespaces cannot be made (%v): brokers on 127.0.0.1, network nemeses skipped", nsErr)
 		}
 	}
+	if o.etcd != "" {
+		if o.target != "gregor" {
+			return false, errors.New("-etcd runs Gregor brokers on external etcd members; not with -target kafka")
+		}
+		cfg.Etcd, res.Etcd = o.etcd, "external"
+	}
 	var enabled []nemesis
 	for _, n := range o.nemeses {
+		if n.etcd && o.etcd == "" {
+			h.logf("SKIPPED %s: the brokers embed their etcd members (CHAOS_ETCD=external runs them apart)", n.name)
+			res.Skipped = append(res.Skipped, n.name)
+			continue
+		}
 		if (n.network || n.mounts) && h.net == nil {
 			res.Skipped = append(res.Skipped, n.name)
 			continue
@@ -342,6 +364,19 @@ func run(ctx context.Context, o options) (failed bool, err error) {
 		}
 	}
 	h.logf("seed %d; brokers on %s; nemeses %s; data and logs in %s", o.seed, strings.Join(c.Seeds(), ","), nemesisNames(enabled), dir)
+	for _, m := range c.Members {
+		if err := c.StartMember(m); err != nil {
+			return false, err
+		}
+	}
+	if len(c.Members) > 0 {
+		h.logf("etcd members of their own at %v", func() (u []string) {
+			for _, m := range c.Members {
+				u = append(u, m.ClientURL())
+			}
+			return u
+		}())
+	}
 	for _, b := range c.Brokers {
 		if err := c.Start(b); err != nil {
 			return false, err
@@ -370,6 +405,16 @@ func run(ctx context.Context, o options) (failed bool, err error) {
 	}) {
 		return false, fmt.Errorf("create topic %s: %w", topic, createErr)
 	}
+	if !lab.Poll(ctx, time.Minute, 500*time.Millisecond, func() bool {
+		r, err := h.adm.CreateTopic(ctx, registerPartitions, 3, registerConfigs(), registerTopic)
+		if err == nil {
+			err = r.Err
+		}
+		createErr = err
+		return err == nil
+	}) {
+		return false, fmt.Errorf("create topic %s: %w", registerTopic, createErr)
+	}
 	if !lab.Poll(ctx, 2*time.Minute, 200*time.Millisecond, func() bool { return h.fullISR(ctx) }) {
 		return false, errors.New("the topic's partitions did not all get three in-sync replicas within 2m")
 	}
@@ -393,6 +438,28 @@ func run(ctx context.Context, o options) (failed bool, err error) {
 	for _, w := range writers {
 		res.Writers = append(res.Writers, w.Name())
 	}
+	reg, err := startRegisterWriter(c.Seeds(), o.rate, filepath.Join(dir, "registers.log"))
+	if err != nil {
+		return false, err
+	}
+	regOn := true
+	var regAcks []regAck
+	var regFailed []string
+	stopRegister := func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		sent, acks, failed, err := reg.stop(sctx)
+		if err != nil {
+			h.finding("%v", err)
+		}
+		regOn, regAcks, regFailed = false, acks, failed
+		h.logf("register writer stopped after %d writes, %d acknowledged", sent, len(acks))
+	}
+	defer func() {
+		if regOn {
+			stopRegister()
+		}
+	}()
 	stopWriters := func() {
 		sctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()
@@ -443,6 +510,14 @@ func run(ctx context.Context, o options) (failed bool, err error) {
 		if jw != nil && !jw.Alive() {
 			return false, errors.New("the java writer exited (see java-writer.log)")
 		}
+		for _, m := range c.Members {
+			if !m.Running() {
+				h.finding("etcd member %d exited by itself before cycle %d (see etcd-%d.log); starting it again", m.ID, n, m.ID)
+				if err := c.StartMember(m); err != nil {
+					return false, err
+				}
+			}
+		}
 		for _, b := range c.Brokers {
 			if !b.Running() {
 				h.finding("broker %d exited by itself before cycle %d (see broker-%d.log); starting it again", b.ID, n, b.ID)
@@ -474,6 +549,7 @@ func run(ctx context.Context, o options) (failed bool, err error) {
 		return false, fmt.Errorf("interrupted: %w", err)
 	}
 	stopWriters()
+	stopRegister()
 	// The reader gets a moment to read the last records.
 	time.Sleep(2 * time.Second)
 	consumed, commits := rd.stop()
@@ -493,24 +569,38 @@ func run(ctx context.Context, o options) (failed bool, err error) {
 		return false, err
 	}
 	h.logf("high watermarks %v", hw)
+	regLog, regHW, err := lab.ReadAll(rctx, c.Seeds(), registerTopic, registerPartitions, func(format string, args ...any) { h.logf(format, args...) })
+	if err != nil {
+		return false, err
+	}
+	rv := checkRegister(regAcks, regLog)
+	h.logf("register topic: high watermarks %v, %d records kept of %d acknowledged writes (%d superseded and compacted away)", regHW, len(regLog), rv.Acked, rv.Superseded)
+	for i, e := range regFailed {
+		if i == 10 {
+			h.finding("... %d more register writes given up on", len(regFailed)-10)
+			break
+		}
+		h.finding("the register writer gave up on %s", e)
+	}
 	v := lab.Check(lab.History{Acks: acks, Log: log, Consumed: consumed, Commits: commits})
 	res.Seconds = int64(time.Since(res.Started).Seconds())
 	k := &res.Counts
 	k.Acked, k.Read, k.Lost, k.Misplaced, k.Duplicated, k.Reordered, k.Foreign, k.UnackedStored = v.Acked, v.Read, v.Lost, v.Misplaced, v.Duplicated, v.Reordered, v.Foreign, v.UnackedStored
 	k.Consumed, k.Vanished, k.VanishedUnacked, k.Moved, k.Commits, k.CommitsBackwards, k.GaveUp = v.Consumed, v.Vanished, v.VanishedUnacked, v.Moved, len(commits), v.CommitsBackwards, len(errs)
-	res.Problems, res.Findings = v.Problems, h.findings
-	res.Pass = !v.Failed() && len(h.findings) == 0
+	k.RegisterAcked, k.RegisterSuperseded, k.RegisterLost, k.RegisterDuplicated, k.RegisterGaveUp = rv.Acked, rv.Superseded, rv.Lost, rv.Duplicated, len(regFailed)
+	res.Problems, res.Findings = append(v.Problems, rv.Problems...), h.findings
+	res.Pass = !v.Failed() && rv.Lost == 0 && rv.Duplicated == 0 && len(h.findings) == 0
 	passed = res.Pass
 	if err := h.write(res); err != nil {
 		return false, err
 	}
 	h.report(res)
 	if o.expectLoss {
-		if k.Lost == 0 {
+		if k.Lost+k.RegisterLost == 0 {
 			h.logf("FAIL: the broker was built to lose acknowledged records (%s), and the checker found none lost", o.build)
 			return true, nil
 		}
-		h.logf("as expected of a broker built with %s: the checker found %d acknowledged records lost", o.build, k.Lost)
+		h.logf("as expected of a broker built with %s: the checker found %d acknowledged records lost (and %d register writes)", o.build, k.Lost, k.RegisterLost)
 		return false, nil
 	}
 	return !res.Pass, nil
@@ -600,6 +690,8 @@ func (h *harness) report(res *results) {
 		k.Acked, k.Read, k.Lost, k.Misplaced, k.Duplicated, k.Reordered, k.Foreign, k.GaveUp, k.UnackedStored)
 	fmt.Printf("chaos: consumer read %d (vanished %d, of which never acknowledged %d; moved %d); committed offsets seen %d, going back %d\n",
 		k.Consumed, k.Vanished, k.VanishedUnacked, k.Moved, k.Commits, k.CommitsBackwards)
+	fmt.Printf("chaos: register writes acked %d (superseded and compacted away %d), lost %d, duplicated %d; given up %d\n",
+		k.RegisterAcked, k.RegisterSuperseded, k.RegisterLost, k.RegisterDuplicated, k.RegisterGaveUp)
 	for _, f := range res.Findings {
 		fmt.Printf("chaos: FINDING %s\n", f)
 	}

@@ -2,7 +2,10 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
+	"strings"
 	"syscall"
 	"time"
 
@@ -17,8 +20,11 @@ type nemesis struct {
 	// network nemeses need the brokers' own network, mounts ones a file
 	// system per broker (both root only).
 	network, mounts bool
-	doc             string
-	inject          func(ctx context.Context, h *harness, n int) (detail string, heal func(context.Context) error, err error)
+	// etcd nemeses need the etcd members as processes of their own
+	// (-etcd).
+	etcd   bool
+	doc    string
+	inject func(ctx context.Context, h *harness, n int) (detail string, heal func(context.Context) error, err error)
 }
 
 // nemeses are all the harness knows, in the order a run goes round them.
@@ -42,6 +48,29 @@ var nemeses = []nemesis{
 	{name: "kill-random", doc: "SIGKILL of a random broker; restarted at the heal",
 		inject: func(ctx context.Context, h *harness, _ int) (string, func(context.Context) error, error) {
 			return h.kill(ctx, h.c.Brokers[h.rng.IntN(len(h.c.Brokers))].ID, "random broker")
+		}},
+	{name: "kill-etcd", etcd: true, doc: "SIGKILL of an etcd member (odd cycles the raft leader, even cycles a follower), the brokers untouched; restarted with its data at the heal",
+		inject: func(ctx context.Context, h *harness, n int) (string, func(context.Context) error, error) {
+			leader, err := h.etcdLeader(ctx)
+			if err != nil {
+				return "", nil, err
+			}
+			m, role := leader, "raft leader"
+			if n%2 == 0 {
+				var others []*lab.Member
+				for _, o := range h.c.Members {
+					if o != leader {
+						others = append(others, o)
+					}
+				}
+				m, role = others[h.rng.IntN(len(others))], "follower"
+			}
+			if _, err := h.c.KillMember(ctx, m); err != nil {
+				return "", nil, err
+			}
+			return fmt.Sprintf("kill -9 etcd member %d, a %s", m.ID, role), func(context.Context) error {
+				return h.c.StartMember(m)
+			}, nil
 		}},
 	{name: "pause-leader", doc: "SIGSTOP of a random partition's leader for 1.5 session timeouts (at least the fault time), then SIGCONT",
 		inject: func(ctx context.Context, h *harness, _ int) (string, func(context.Context) error, error) {
@@ -183,6 +212,47 @@ func (h *harness) kill(ctx context.Context, id int32, role string) (string, func
 	return fmt.Sprintf("kill -9 broker %d, the %s (leader of %v)", id, role, led(v, id)), func(context.Context) error {
 		return h.c.Start(b)
 	}, nil
+}
+
+// etcdLeader asks the etcd members for their raft leader (the status
+// call of etcd's JSON gateway) and returns it.
+func (h *harness) etcdLeader(ctx context.Context) (*lab.Member, error) {
+	type status struct {
+		Header struct {
+			MemberID string `json:"member_id"`
+		} `json:"header"`
+		Leader string `json:"leader"`
+	}
+	ids := map[string]*lab.Member{}
+	leader := ""
+	for _, m := range h.c.Members {
+		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		req, err := http.NewRequestWithContext(rctx, http.MethodPost, m.ClientURL()+"/v3/maintenance/status", strings.NewReader("{}"))
+		if err != nil {
+			cancel()
+			return nil, err
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			cancel()
+			continue // a member down or cut off: ask the others
+		}
+		var st status
+		err = json.NewDecoder(resp.Body).Decode(&st)
+		resp.Body.Close()
+		cancel()
+		if err != nil {
+			continue
+		}
+		ids[st.Header.MemberID] = m
+		if st.Leader != "" && st.Leader != "0" {
+			leader = st.Leader
+		}
+	}
+	if m := ids[leader]; m != nil {
+		return m, nil
+	}
+	return nil, fmt.Errorf("no etcd member names a leader among the members that answered (%d of %d)", len(ids), len(h.c.Members))
 }
 
 // settled waits (at most a minute) until every partition has a leader

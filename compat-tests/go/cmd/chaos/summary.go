@@ -70,6 +70,7 @@ func summaryTable(runs []*results) []string {
 	}
 	type tot struct {
 		runs, passed, cycles, acked, lost, misplaced, dup, reord, consumed, vanished, moved, commitsBack int
+		regAcked, regLost                                                                                int
 		networks                                                                                         map[string]bool
 	}
 	tots := map[string]*tot{}
@@ -97,11 +98,13 @@ func summaryTable(runs []*results) []string {
 		t.vanished += k.Vanished
 		t.moved += k.Moved
 		t.commitsBack += k.CommitsBackwards
+		t.regAcked += k.RegisterAcked
+		t.regLost += k.RegisterLost + k.RegisterDuplicated
 	}
 	sort.Strings(targets)
 	lines = append(lines, "",
-		"| target | runs (passed) | network | fault cycles | acknowledged | lost | misplaced | duplicated | reordered | consumed | read then vanished | moved | commits going back |",
-		"| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+		"| target | runs (passed) | network | fault cycles | acknowledged | lost | misplaced | duplicated | reordered | consumed | read then vanished | moved | commits going back | register writes acknowledged | lost or duplicated |",
+		"| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
 	for _, name := range targets {
 		t := tots[name]
 		var nets []string
@@ -109,8 +112,8 @@ func summaryTable(runs []*results) []string {
 			nets = append(nets, n)
 		}
 		sort.Strings(nets)
-		lines = append(lines, fmt.Sprintf("| %s | %d (%d) | %s | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d |",
-			name, t.runs, t.passed, strings.Join(nets, ", "), t.cycles, t.acked, t.lost, t.misplaced, t.dup, t.reord, t.consumed, t.vanished, t.moved, t.commitsBack))
+		lines = append(lines, fmt.Sprintf("| %s | %d (%d) | %s | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d |",
+			name, t.runs, t.passed, strings.Join(nets, ", "), t.cycles, t.acked, t.lost, t.misplaced, t.dup, t.reord, t.consumed, t.vanished, t.moved, t.commitsBack, t.regAcked, t.regLost))
 	}
 	return lines
 }

@@ -17,6 +17,7 @@ import (
 type Stored struct {
 	Partition int32
 	Offset    int64
+	Key       string
 	Value     string
 }
 
@@ -86,7 +87,7 @@ func ReadAll(ctx context.Context, seeds []string, topic string, partitions int32
 			if r.Offset >= hw[r.Partition] {
 				return // past the high watermark the harness read up to
 			}
-			out = append(out, Stored{Partition: r.Partition, Offset: r.Offset, Value: string(r.Value)})
+			out = append(out, Stored{Partition: r.Partition, Offset: r.Offset, Key: string(r.Key), Value: string(r.Value)})
 			next[r.Partition] = r.Offset + 1
 		})
 	}

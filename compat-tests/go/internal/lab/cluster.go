@@ -71,22 +71,48 @@ type Config struct {
 	// Tag names the harness in the line it writes into a broker's log at
 	// each start.
 	Tag string
+	// Etcd, when set, is an etcd binary: the cluster then runs three etcd
+	// members as processes of their own (member i beside broker i, on
+	// its host, with the ports its embedded member would have) and the
+	// brokers use them through etcd.endpoints instead of embedding
+	// theirs, so that an etcd member can be lost without a broker.
+	Etcd string
 }
 
-// Broker is one `gregor serve` process of the cluster, restarted with the
-// same flags and data dir after each kill.
-type Broker struct {
-	ID                                         int32
-	Host                                       string
-	KafkaPort, AdminPort, EtcdClient, EtcdPeer int
-	DataDir, LogPath                           string
-
-	mu struct {
+// process is one process of the cluster, restarted with the same command
+// after each kill.
+type process struct {
+	what string // "broker 2", "etcd member 1"
+	mu   struct {
 		sync.Mutex
 		cmd    *exec.Cmd
 		exited chan struct{} // closed once cmd has been waited for
 		starts int
 	}
+}
+
+// Member is one etcd process of a cluster run with Config.Etcd.
+type Member struct {
+	process
+	ID                   int32
+	Host                 string
+	ClientPort, PeerPort int
+	DataDir, LogPath     string
+}
+
+// ClientURL is the member's client URL.
+func (m *Member) ClientURL() string {
+	return "http://" + net.JoinHostPort(m.Host, strconv.Itoa(m.ClientPort))
+}
+
+// Broker is one `gregor serve` process of the cluster, restarted with the
+// same flags and data dir after each kill.
+type Broker struct {
+	process
+	ID                                         int32
+	Host                                       string
+	KafkaPort, AdminPort, EtcdClient, EtcdPeer int
+	DataDir, LogPath                           string
 }
 
 // Addr is the broker's Kafka listener, host:port.
@@ -102,6 +128,8 @@ type Cluster struct {
 	initial  string
 	pgidFile string
 	Brokers  []*Broker
+	// Members are the etcd members when Config.Etcd is set.
+	Members []*Member
 
 	pgMu sync.Mutex
 	pgs  map[int]string // live process groups -> what they are
@@ -121,9 +149,9 @@ func NewCluster(cfg Config) (*Cluster, error) {
 		}
 	}
 	c := &Cluster{cfg: cfg, pgidFile: filepath.Join(cfg.Dir, "pgids"), pgs: map[int]string{}}
-	var initial []string
+	var initial, members []string
 	for i := range cfg.N {
-		b := &Broker{ID: int32(i + 1),
+		b := &Broker{process: process{what: fmt.Sprintf("broker %d", i+1)}, ID: int32(i + 1),
 			DataDir: filepath.Join(cfg.Dir, fmt.Sprintf("broker-%d", i+1)), LogPath: filepath.Join(cfg.Dir, fmt.Sprintf("broker-%d.log", i+1))}
 		if cfg.Hosts == nil {
 			b.Host, b.KafkaPort, b.AdminPort, b.EtcdClient, b.EtcdPeer = "127.0.0.1", ports[4*i], ports[4*i+1], ports[4*i+2], ports[4*i+3]
@@ -135,8 +163,18 @@ func NewCluster(cfg Config) (*Cluster, error) {
 		}
 		c.Brokers = append(c.Brokers, b)
 		initial = append(initial, fmt.Sprintf("gregor-%d=http://%s", b.ID, net.JoinHostPort(b.Host, strconv.Itoa(b.EtcdPeer))))
+		if cfg.Etcd != "" {
+			m := &Member{process: process{what: fmt.Sprintf("etcd member %d", i+1)}, ID: b.ID, Host: b.Host,
+				ClientPort: b.EtcdClient, PeerPort: b.EtcdPeer,
+				DataDir: filepath.Join(cfg.Dir, fmt.Sprintf("etcd-%d", i+1)), LogPath: filepath.Join(cfg.Dir, fmt.Sprintf("etcd-%d.log", i+1))}
+			c.Members = append(c.Members, m)
+			members = append(members, fmt.Sprintf("etcd-%d=http://%s", m.ID, net.JoinHostPort(m.Host, strconv.Itoa(m.PeerPort))))
+		}
 	}
 	c.initial = strings.Join(initial, ",")
+	if cfg.Etcd != "" {
+		c.initial = strings.Join(members, ",")
+	}
 	return c, nil
 }
 
@@ -203,32 +241,23 @@ func (c *Cluster) StartProcess(cmd *exec.Cmd, what string) (chan struct{}, error
 // Start runs broker b (again) with its fixed flags, its output appended to
 // b.LogPath after a line marking the start.
 func (c *Cluster) Start(b *Broker) error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.mu.cmd != nil {
-		select {
-		case <-b.mu.exited: // it exited by itself; start it again
-		default:
-			return fmt.Errorf("broker %d is already running", b.ID)
-		}
-	}
-	f, err := os.OpenFile(b.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return err
-	}
-	defer f.Close() // the child holds its own descriptor
-	b.mu.starts++
-	fmt.Fprintf(f, "==== %s: start %d of broker %d at %s\n", c.cfg.Tag, b.mu.starts, b.ID, time.Now().UTC().Format(time.RFC3339Nano))
 	hostPort := func(p int) string { return net.JoinHostPort(b.Host, strconv.Itoa(p)) }
 	args := []string{c.cfg.Bin, "serve",
 		"--node.id", strconv.Itoa(int(b.ID)),
 		"--log.dirs", b.DataDir,
 		"--listeners", "PLAINTEXT://" + b.Addr(),
 		"--admin.listener", hostPort(b.AdminPort),
-		"--etcd.client.addr", hostPort(b.EtcdClient),
-		"--etcd.peer.addr", hostPort(b.EtcdPeer),
-		"--etcd.initial.cluster", c.initial,
 		"--broker.session.timeout.ms", strconv.FormatInt(c.cfg.SessionTimeout.Milliseconds(), 10),
+	}
+	if c.cfg.Etcd != "" {
+		var urls []string
+		for _, m := range c.Members {
+			urls = append(urls, m.ClientURL())
+		}
+		args = append(args, "--etcd.endpoints", strings.Join(urls, ","))
+	} else {
+		args = append(args, "--etcd.client.addr", hostPort(b.EtcdClient), "--etcd.peer.addr", hostPort(b.EtcdPeer),
+			"--etcd.initial.cluster", c.initial)
 	}
 	args = append(args, c.cfg.Args...)
 	if c.cfg.Command != nil {
@@ -237,29 +266,79 @@ func (c *Cluster) Start(b *Broker) error {
 	if c.cfg.Wrap != nil {
 		args = append(c.cfg.Wrap(b), args...)
 	}
-	cmd := exec.Command(args[0], args[1:]...)
-	cmd.Stdout, cmd.Stderr = f, f
-	exited, err := c.StartProcess(cmd, fmt.Sprintf("broker %d", b.ID))
+	return c.start(&b.process, args, b.LogPath)
+}
+
+// StartMember runs etcd member m (again), its output appended to
+// m.LogPath. A restarted member finds its data dir and rejoins.
+func (c *Cluster) StartMember(m *Member) error {
+	url := func(p int) string { return "http://" + net.JoinHostPort(m.Host, strconv.Itoa(p)) }
+	args := []string{c.cfg.Etcd,
+		"--name", fmt.Sprintf("etcd-%d", m.ID),
+		"--data-dir", m.DataDir,
+		"--listen-client-urls", url(m.ClientPort), "--advertise-client-urls", url(m.ClientPort),
+		"--listen-peer-urls", url(m.PeerPort), "--initial-advertise-peer-urls", url(m.PeerPort),
+		"--initial-cluster", c.initial, "--initial-cluster-state", "new", "--initial-cluster-token", "lab",
+		"--log-level", "warn",
+	}
+	if c.cfg.Wrap != nil {
+		b := c.Broker(m.ID)
+		args = append(c.cfg.Wrap(b), args...)
+	}
+	return c.start(&m.process, args, m.LogPath)
+}
+
+// start runs args as p (again), its output appended to logPath after a
+// line marking the start.
+func (c *Cluster) start(p *process, args []string, logPath string) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.mu.cmd != nil {
+		select {
+		case <-p.mu.exited: // it exited by itself; start it again
+		default:
+			return fmt.Errorf("%s is already running", p.what)
+		}
+	}
+	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
 	}
-	b.mu.cmd, b.mu.exited = cmd, exited
+	defer f.Close() // the child holds its own descriptor
+	p.mu.starts++
+	fmt.Fprintf(f, "==== %s: start %d of %s at %s\n", c.cfg.Tag, p.mu.starts, p.what, time.Now().UTC().Format(time.RFC3339Nano))
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Stdout, cmd.Stderr = f, f
+	exited, err := c.StartProcess(cmd, p.what)
+	if err != nil {
+		return err
+	}
+	p.mu.cmd, p.mu.exited = cmd, exited
 	return nil
 }
 
 // Kill sends SIGKILL to broker b's process group and waits until it is
 // gone, returning the time the signal was sent.
 func (c *Cluster) Kill(ctx context.Context, b *Broker) (time.Time, error) {
-	b.mu.Lock()
-	cmd, exited := b.mu.cmd, b.mu.exited
-	b.mu.cmd, b.mu.exited = nil, nil
-	b.mu.Unlock()
+	return b.kill(ctx)
+}
+
+// KillMember is Kill for an etcd member.
+func (c *Cluster) KillMember(ctx context.Context, m *Member) (time.Time, error) {
+	return m.kill(ctx)
+}
+
+func (p *process) kill(ctx context.Context) (time.Time, error) {
+	p.mu.Lock()
+	cmd, exited := p.mu.cmd, p.mu.exited
+	p.mu.cmd, p.mu.exited = nil, nil
+	p.mu.Unlock()
 	if cmd == nil {
-		return time.Time{}, fmt.Errorf("broker %d is not running", b.ID)
+		return time.Time{}, fmt.Errorf("%s is not running", p.what)
 	}
 	at := time.Now()
 	if err := syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
-		return at, fmt.Errorf("kill broker %d: %w", b.ID, err)
+		return at, fmt.Errorf("kill %s: %w", p.what, err)
 	}
 	select {
 	case <-exited:
@@ -283,16 +362,16 @@ func (c *Cluster) Signal(b *Broker, sig syscall.Signal) error {
 	return nil
 }
 
-// Running reports whether broker b's process is up (it may have exited
-// by itself).
-func (b *Broker) Running() bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.mu.cmd == nil {
+// Running reports whether the process is up (it may have exited by
+// itself).
+func (p *process) Running() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.mu.cmd == nil {
 		return false
 	}
 	select {
-	case <-b.mu.exited:
+	case <-p.mu.exited:
 		return false
 	default:
 		return true
@@ -308,6 +387,11 @@ func (c *Cluster) KillAll() {
 	for _, b := range c.Brokers {
 		if b.Running() {
 			c.Kill(ctx, b)
+		}
+	}
+	for _, m := range c.Members {
+		if m.Running() {
+			m.kill(ctx)
 		}
 	}
 	c.pgMu.Lock()

@@ -1,0 +1,142 @@
+package broker
+
+// WriteTxnMarkers (key 27), version 1.
+//
+// A transaction coordinator (this broker's or another's; the admin client's
+// abortTransaction too) asks the leader of each partition of an ended
+// transaction to write its COMMIT or ABORT marker: a control batch with the
+// producer id and epoch and the coordinator epoch in its value. The leader
+// checks the marker as Kafka does (a producer epoch below the producer's:
+// INVALID_PRODUCER_EPOCH; a coordinator epoch below that of the producer's
+// last marker: TRANSACTION_COORDINATOR_FENCED), appends it under its
+// leader epoch and answers once the marker is durable and, with followers
+// in the ISR, replicated: Kafka appends markers with acks=all, so a
+// partition below min.insync.replicas answers NOT_ENOUGH_REPLICAS. Like
+// Produce, the answer waits without holding the connection
+// (pendingResponse), so a coordinator may pipeline its requests. Version 2
+// (KIP-1228, a transaction version per marker) is not served: only
+// Gregor's coordinators and the admin client send this request, and both
+// speak version 1.
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/gregor-io/gregor/protocol"
+	"github.com/gregor-io/gregor/storage"
+)
+
+var writeTxnMarkersAPI = handler{key: 27, min: 1, max: 1, handle: (*Broker).handleWriteTxnMarkers}
+
+// markerWriteTimeout bounds how long a marker waits to be durable and
+// replicated: the request has no timeout of its own, and Kafka waits its
+// request.timeout.ms (30 s).
+const markerWriteTimeout = 30 * time.Second
+
+func (b *Broker) handleWriteTxnMarkers(ctx context.Context, _ *conn, _ protocol.RequestHeader, r kmsg.Request) (kmsg.Response, error) {
+	req := r.(*kmsg.WriteTxnMarkersRequest)
+	resp := req.ResponseKind().(*kmsg.WriteTxnMarkersResponse)
+	type markerWait struct {
+		rp                *kmsg.WriteTxnMarkersResponseMarkerTopicPartition
+		p                 *partition
+		upTo              int64
+		flush, replicated bool
+		epoch             int32
+	}
+	var waits []markerWait
+	resp.Markers = make([]kmsg.WriteTxnMarkersResponseMarker, len(req.Markers))
+	for i := range req.Markers {
+		m := &req.Markers[i]
+		out := &resp.Markers[i]
+		*out = kmsg.NewWriteTxnMarkersResponseMarker()
+		out.ProducerID = m.ProducerID
+		out.Topics = make([]kmsg.WriteTxnMarkersResponseMarkerTopic, len(m.Topics))
+		for j := range m.Topics {
+			mt := &m.Topics[j]
+			ot := &out.Topics[j]
+			*ot = kmsg.NewWriteTxnMarkersResponseMarkerTopic()
+			ot.Topic = strings.Clone(mt.Topic)
+			ot.Partitions = make([]kmsg.WriteTxnMarkersResponseMarkerTopicPartition, len(mt.Partitions))
+			for k, part := range mt.Partitions {
+				rp := &ot.Partitions[k]
+				*rp = kmsg.NewWriteTxnMarkersResponseMarkerTopicPartition()
+				rp.Partition = part
+				p, res, epoch, code := b.appendMarker(m, mt.Topic, part)
+				if code != protocol.None {
+					rp.ErrorCode = int16(code)
+					continue
+				}
+				replicated := len(p.isr()) > 1
+				if res.NeedsFlush || replicated {
+					waits = append(waits, markerWait{rp: rp, p: p, upTo: res.LastOffset + 1,
+						flush: res.NeedsFlush, replicated: replicated, epoch: epoch})
+				}
+			}
+		}
+	}
+	if len(waits) == 0 {
+		return resp, nil
+	}
+	wctx, cancel := context.WithTimeout(b.ctx, markerWriteTimeout)
+	targets := make([]storage.FlushTarget, 0, len(waits))
+	for _, w := range waits {
+		if w.flush {
+			targets = append(targets, storage.FlushTarget{Log: w.p.log, UpTo: w.upTo})
+		}
+	}
+	flushing := storage.StartFlush(targets)
+	settle := func(abandon bool) {
+		defer cancel()
+		if abandon {
+			cancel()
+		}
+		flushing.Wait(wctx)
+		for _, w := range waits {
+			if w.replicated {
+				b.awaitReplicated(wctx, w.p, w.upTo)
+			}
+		}
+		for _, w := range waits {
+			code := protocol.None
+			switch {
+			case w.p.log.Err() != nil:
+				code = protocol.KafkaStorageError
+			case w.flush && w.p.log.DurableOffset() < w.upTo:
+				code = protocol.RequestTimedOut
+			case !w.replicated:
+			case w.p.leaderEpoch.Load() != w.epoch || w.p.lead.Load() == nil:
+				code = protocol.NotLeaderOrFollower
+			case w.p.log.HighWatermark() < w.upTo:
+				code = protocol.RequestTimedOut
+			case int32(len(w.p.isr())) < w.p.effectiveMinISR():
+				code = protocol.NotEnoughReplicasAfterAppend
+			}
+			w.rp.ErrorCode = int16(code)
+		}
+	}
+	return &pendingResponse{Response: resp, settle: settle}, nil
+}
+
+// appendMarker appends marker m's control batch to one partition this
+// broker leads. It returns the partition, the append and the leader epoch
+// it was appended under.
+func (b *Broker) appendMarker(m *kmsg.WriteTxnMarkersRequestMarker, topic string, partition int32) (*partition, storage.AppendResult, int32, protocol.ErrorCode) {
+	var res storage.AppendResult
+	p, code := b.lookupLeader(b.ctx, topic, [16]byte{}, false, partition)
+	if code != protocol.None {
+		return nil, res, 0, code
+	}
+	if int32(len(p.isr())) < p.effectiveMinISR() {
+		return nil, res, 0, protocol.NotEnoughReplicas
+	}
+	epoch := p.leaderEpoch.Load()
+	res, err := p.log.AppendTxnMarker(storage.TxnMarker{ProducerID: m.ProducerID, ProducerEpoch: m.ProducerEpoch,
+		CoordinatorEpoch: m.CoordinatorEpoch, Commit: m.Committed}, epoch)
+	if err != nil {
+		return nil, res, 0, errorCode(err)
+	}
+	return p, res, epoch, protocol.None
+}
