@@ -6,8 +6,8 @@ package broker
 // partition and groupTxnCompleted has told the coordinator; an ABORT drops
 // them; a stale producer epoch fails the request alone; and across broker
 // restarts the pending offsets are restored by replaying the partition,
-// then completed by a marker written later. The markers are appended here
-// as the WriteTxnMarkers handler appends them.
+// then completed by a marker written later. The markers are written by
+// WriteTxnMarkers requests, as a transaction coordinator sends them.
 
 import (
 	"context"
@@ -21,7 +21,6 @@ import (
 
 	"github.com/gregor-io/gregor/coordinator/group"
 	"github.com/gregor-io/gregor/protocol"
-	"github.com/gregor-io/gregor/storage"
 )
 
 // txnCommitWire sends a TxnOffsetCommit v3 of offsets to partitions 0.. of
@@ -92,18 +91,24 @@ func fetchWire(t *testing.T, w *wireConn, groupID, topic string, n int32, requir
 	return out
 }
 
-// writeMarker appends a transaction marker to the group's __consumer_offsets
-// partition and tells its coordinator, as the WriteTxnMarkers handler does.
-func writeMarker(t *testing.T, b *Broker, groupID string, pid int64, epoch int16, commit bool) {
+// writeMarker has the broker write a transaction marker to the group's
+// __consumer_offsets partition with WriteTxnMarkers, as a transaction
+// coordinator does, and calls groupTxnCompleted as the handler is to
+// (until it does, then the second call finds nothing pending).
+func writeMarker(t *testing.T, w *wireConn, b *Broker, groupID string, pid int64, epoch int16, commit bool) {
 	t.Helper()
 	partition := group.PartitionFor(groupID, b.cfg.OffsetsTopicNumPartitions)
-	p, code := b.lookupPartition(offsetsTopic, [16]byte{}, false, partition)
-	if code != protocol.None {
-		t.Fatalf("offsets partition %d: %s", partition, code)
-	}
-	m := storage.TxnMarker{ProducerID: pid, ProducerEpoch: epoch, Commit: commit}
-	if _, err := p.log.AppendTxnMarker(m, p.leaderEpoch.Load()); err != nil {
-		t.Fatalf("append marker: %v", err)
+	req := kmsg.NewPtrWriteTxnMarkersRequest()
+	req.SetVersion(1)
+	m := kmsg.NewWriteTxnMarkersRequestMarker()
+	m.ProducerID, m.ProducerEpoch, m.Committed = pid, epoch, commit
+	mt := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
+	mt.Topic, mt.Partitions = offsetsTopic, []int32{partition}
+	m.Topics = []kmsg.WriteTxnMarkersRequestMarkerTopic{mt}
+	req.Markers = []kmsg.WriteTxnMarkersRequestMarker{m}
+	resp := w.mustRoundTrip(req).(*kmsg.WriteTxnMarkersResponse)
+	if c := resp.Markers[0].Topics[0].Partitions[0].ErrorCode; c != 0 {
+		t.Fatalf("WriteTxnMarkers: error %s", protocol.ErrorCode(c))
 	}
 	b.groupTxnCompleted(partition, pid, commit)
 }
@@ -193,18 +198,18 @@ func TestTxnOffsetCommit(t *testing.T) {
 	// A second commit in the same transaction: the next batch of the
 	// producer in the partition.
 	wantOffsets(t, "codes", intsOf(txnCommitWire(t, w, groupID, topic, pid, epoch, 6)), 0)
-	writeMarker(t, rb.b, groupID, pid, epoch, true)
+	writeMarker(t, w, rb.b, groupID, pid, epoch, true)
 	wantOffsets(t, "committed", fetchWire(t, w, groupID, topic, 2, true), 6, 7)
 
 	// Abort: the next transaction of the producer, same epoch.
 	wantOffsets(t, "codes", intsOf(txnCommitWire(t, w, groupID, topic, pid, epoch, 9, 9)), 0, 0)
 	wantOffsets(t, "pending", fetchWire(t, w, groupID, topic, 2, false), 6, 7)
-	writeMarker(t, rb.b, groupID, pid, epoch, false)
+	writeMarker(t, w, rb.b, groupID, pid, epoch, false)
 	wantOffsets(t, "aborted", fetchWire(t, w, groupID, topic, 2, true), 6, 7)
 
 	// A marker with a newer epoch fences the old one: a commit with it
 	// fails alone and leaves nothing pending; the new epoch commits.
-	writeMarker(t, rb.b, groupID, pid, epoch+1, false)
+	writeMarker(t, w, rb.b, groupID, pid, epoch+1, false)
 	wantOffsets(t, "stale epoch", intsOf(txnCommitWire(t, w, groupID, topic, pid, epoch, 1, 1)),
 		int64(protocol.InvalidProducerEpoch), int64(protocol.InvalidProducerEpoch))
 	wantOffsets(t, "after the refusal", fetchWire(t, w, groupID, topic, 2, true), 6, 7)
@@ -218,7 +223,7 @@ func TestTxnOffsetCommit(t *testing.T) {
 	wantOffsets(t, "pending after restart", fetchWire(t, w, groupID, topic, 2, true), unstable, 7)
 	wantOffsets(t, "pending after restart, not stable", fetchWire(t, w, groupID, topic, 2, false), 6, 7)
 	wantOffsets(t, "codes", intsOf(txnCommitWire(t, w, groupID, topic, pid, epoch, 12, 13)), 0, 0)
-	writeMarker(t, rb.b, groupID, pid, epoch, true)
+	writeMarker(t, w, rb.b, groupID, pid, epoch, true)
 	wantOffsets(t, "committed after restart", fetchWire(t, w, groupID, topic, 2, true), 12, 13)
 
 	// The marker is replayed after another restart; a transaction left
@@ -227,7 +232,7 @@ func TestTxnOffsetCommit(t *testing.T) {
 	rb.restart(t)
 	w = dialWire(t, rb.b)
 	wantOffsets(t, "after the second restart", fetchWire(t, w, groupID, topic, 2, true), unstable, 13)
-	writeMarker(t, rb.b, groupID, pid, epoch, false)
+	writeMarker(t, w, rb.b, groupID, pid, epoch, false)
 	wantOffsets(t, "aborted after the second restart", fetchWire(t, w, groupID, topic, 2, true), 12, 13)
 }
 
