@@ -365,6 +365,11 @@ func (g *groupDrivers) persist(d *groupDriver, c *group.Coordinator, outs []grou
 	txn := -1
 	for i, o := range outs {
 		if o.Txn != nil {
+			if i != len(outs)-1 {
+				// serve steps a TxnOffsetCommit alone; anything else
+				// would lose the records of the one before.
+				return g.fail(c, outs, protocol.UnknownServerError, errors.New("transactional offsets not persisted alone"), logger)
+			}
 			txn = i
 		}
 		if len(o.Records) == 0 {
