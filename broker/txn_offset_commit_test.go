@@ -165,6 +165,21 @@ func serveTxnOffsetCommit(b *Broker) {
 	b.apiMetrics[h.key] = b.metrics.forAPI(h.key, h.min, h.max)
 }
 
+// findGroupCoordinator asks for the group's coordinator until this broker
+// answers, which creates __consumer_offsets.
+func findGroupCoordinator(t *testing.T, w *wireConn, groupID string) {
+	t.Helper()
+	find := kmsg.NewPtrFindCoordinatorRequest()
+	find.SetVersion(3)
+	find.CoordinatorKey = groupID
+	waitFor(t, 30*time.Second, "FindCoordinator", func() error {
+		if c := w.mustRoundTrip(find).(*kmsg.FindCoordinatorResponse).ErrorCode; c != 0 {
+			return errors.New(protocol.ErrorCode(c).String())
+		}
+		return nil
+	})
+}
+
 func wantOffsets(t *testing.T, what string, got []int64, want ...int64) {
 	t.Helper()
 	if fmt.Sprint(got) != fmt.Sprint(want) {
@@ -180,15 +195,7 @@ func TestTxnOffsetCommit(t *testing.T) {
 	ctx := testContext(t, 2*time.Minute)
 	grpCreateTopic(ctx, t, kadm.NewClient(newClient(t, rb.b)), topic, 2)
 	w := dialWire(t, rb.b)
-	find := kmsg.NewPtrFindCoordinatorRequest()
-	find.SetVersion(3)
-	find.CoordinatorKey = groupID
-	waitFor(t, 30*time.Second, "FindCoordinator", func() error {
-		if c := w.mustRoundTrip(find).(*kmsg.FindCoordinatorResponse).ErrorCode; c != 0 {
-			return errors.New(protocol.ErrorCode(c).String())
-		}
-		return nil
-	})
+	findGroupCoordinator(t, w, groupID)
 	pid, epoch := w.initProducerID()
 
 	// Commit: pending until the marker.
@@ -263,4 +270,60 @@ func TestTxnOffsetCommitNotCoordinator(t *testing.T) {
 		}
 	}
 	b.groupTxnCompleted(0, 1, true)
+}
+
+// TestTxnOffsetCommitConcurrent interleaves plain commits of one partition
+// with transactions committing another, through separate connections to
+// the same coordinator, so transactional commits arrive while plain ones
+// wait to be persisted; every commit must land, in order, and survive a
+// restart.
+func TestTxnOffsetCommitConcurrent(t *testing.T) {
+	t.Parallel()
+	const topic, groupID, rounds = "txo-conc", "txo-conc-group", 40
+	rb := startTxnBroker(t)
+	ctx := testContext(t, 2*time.Minute)
+	grpCreateTopic(ctx, t, kadm.NewClient(newClient(t, rb.b)), topic, 2)
+	txw, plainw := dialWire(t, rb.b), dialWire(t, rb.b)
+	findGroupCoordinator(t, txw, groupID)
+	pid, epoch := txw.initProducerID()
+	wantOffsets(t, "first", intsOf(txnCommitWire(t, txw, groupID, topic, pid, epoch, 0)), 0)
+	writeMarker(t, txw, rb.b, groupID, pid, epoch, true)
+
+	done := make(chan error, 1)
+	go func() {
+		for i := int64(1); i <= rounds; i++ {
+			req := kmsg.NewPtrOffsetCommitRequest()
+			req.SetVersion(8)
+			req.Group, req.Generation = groupID, -1
+			rt := kmsg.NewOffsetCommitRequestTopic()
+			rt.Topic = topic
+			rp := kmsg.NewOffsetCommitRequestTopicPartition()
+			rp.Partition, rp.Offset = 1, i
+			rt.Partitions = []kmsg.OffsetCommitRequestTopicPartition{rp}
+			req.Topics = []kmsg.OffsetCommitRequestTopic{rt}
+			resp, err := plainw.roundTrip(req)
+			if err != nil {
+				done <- err
+				return
+			}
+			if c := resp.(*kmsg.OffsetCommitResponse).Topics[0].Partitions[0].ErrorCode; c != 0 {
+				done <- fmt.Errorf("plain commit %d: error %s", i, protocol.ErrorCode(c))
+				return
+			}
+		}
+		done <- nil
+	}()
+	for i := int64(1); i <= rounds; i++ {
+		if codes := txnCommitWire(t, txw, groupID, topic, pid, epoch, 100+i); codes[0] != 0 {
+			t.Fatalf("transaction %d: error %s", i, protocol.ErrorCode(codes[0]))
+		}
+		writeMarker(t, txw, rb.b, groupID, pid, epoch, i%3 != 0)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	// Every third transaction aborted; the last one (40) committed.
+	wantOffsets(t, "final", fetchWire(t, txw, groupID, topic, 2, true), 140, rounds)
+	rb.restart(t)
+	wantOffsets(t, "after restart", fetchWire(t, dialWire(t, rb.b), groupID, topic, 2, true), 140, rounds)
 }
