@@ -170,11 +170,11 @@ func (c *Coordinator) txnOffsetCommit(in Input, req *kmsg.TxnOffsetCommitRequest
 }
 
 // validateTxnCommit checks who commits transactionally (Kafka's
-// validateOffsetCommit with isTransactional): generation -1 without member
-// is accepted whatever the group's state; otherwise the member and its
-// generation must be current.
+// validateOffsetCommit with isTransactional): generation -1 is accepted in
+// an empty group, and without member id in any group; otherwise the member
+// and its generation must be current.
 func (g *group) validateTxnCommit(generation int32, memberID string, instanceID *string) int16 {
-	if generation < 0 && memberID == "" && instanceID == nil {
+	if generation < 0 && (g.state == StateEmpty || (memberID == "" && instanceID == nil)) {
 		return errNone
 	}
 	if code := g.validateMember(memberID, instanceID); code != errNone {

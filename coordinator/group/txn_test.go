@@ -202,6 +202,8 @@ func TestTxnOffsetCommitValidation(t *testing.T) {
 		{"static member", 3, "g", 1, b.generation, b.memberID, strPtr("ib"), errNone},
 		{"unknown group with generation", 3, "nope", 1, 1, "m", nil, errIllegalGeneration},
 		{"unknown group without generation", 3, "simple", 1, -1, "", nil, errNone},
+		{"empty group, generation -1 with a member id", 3, "simple", 1, -1, "gone", nil, errNone},
+		{"generation -1 with an unknown member id", 3, "g", 1, -1, "gone", nil, errUnknownMemberID},
 		{"empty group id", 4, "", 1, -1, "", nil, errInvalidGroupID},
 		{"no producer id", 4, "g", -1, -1, "", nil, errInvalidProducerIDMapping},
 	} {
