@@ -14,6 +14,13 @@ package broker
 // INVALID_PRODUCER_EPOCH. v0 and v1 get COORDINATOR_NOT_AVAILABLE where
 // later versions get COORDINATOR_LOAD_IN_PROGRESS, as Kafka answers
 // clients older than the fix of KAFKA-7296.
+//
+// Not done: the transaction verification of KIP-890 (asking the
+// transaction coordinator whether the offsets partition is in the
+// producer's transaction) and, at v5, adding it to the transaction as
+// AddOffsetsToTxn would (KIP-890 part 2). Clients skip AddOffsetsToTxn only
+// at transaction.version 2, which Gregor does not finalize (features.go),
+// so they still send it.
 
 import (
 	"context"
