@@ -34,14 +34,23 @@ var txnOffsetCommitAPI = handler{key: 28, min: 0, max: 5, handle: (*Broker).hand
 
 func (b *Broker) handleTxnOffsetCommit(ctx context.Context, c *conn, hdr protocol.RequestHeader, r kmsg.Request) (kmsg.Response, error) {
 	resp, err := b.handleGroupRequest(ctx, c, hdr, r)
-	if tr, ok := resp.(*kmsg.TxnOffsetCommitResponse); ok && hdr.APIVersion < 2 {
-		for i := range tr.Topics {
-			for j := range tr.Topics[i].Partitions {
-				if p := &tr.Topics[i].Partitions[j]; p.ErrorCode == int16(protocol.CoordinatorLoadInProgress) {
-					p.ErrorCode = int16(protocol.CoordinatorNotAvailable)
-				}
+	if tr, ok := resp.(*kmsg.TxnOffsetCommitResponse); ok {
+		oldClientCodes(hdr.APIVersion, tr)
+	}
+	return resp, err
+}
+
+// oldClientCodes replaces COORDINATOR_LOAD_IN_PROGRESS, which clients of
+// v0 and v1 do not retry, with COORDINATOR_NOT_AVAILABLE.
+func oldClientCodes(version int16, resp *kmsg.TxnOffsetCommitResponse) {
+	if version >= 2 {
+		return
+	}
+	for i := range resp.Topics {
+		for j := range resp.Topics[i].Partitions {
+			if p := &resp.Topics[i].Partitions[j]; p.ErrorCode == int16(protocol.CoordinatorLoadInProgress) {
+				p.ErrorCode = int16(protocol.CoordinatorNotAvailable)
 			}
 		}
 	}
-	return resp, err
 }

@@ -243,6 +243,24 @@ func TestTxnOffsetCommit(t *testing.T) {
 	wantOffsets(t, "aborted after the second restart", fetchWire(t, w, groupID, topic, 2, true), 12, 13)
 }
 
+func TestTxnOffsetCommitOldClientCodes(t *testing.T) {
+	for v, want := range map[int16]protocol.ErrorCode{0: protocol.CoordinatorNotAvailable, 1: protocol.CoordinatorNotAvailable,
+		2: protocol.CoordinatorLoadInProgress, 5: protocol.CoordinatorLoadInProgress} {
+		req := kmsg.NewPtrTxnOffsetCommitRequest()
+		req.SetVersion(v)
+		req.Topics = []kmsg.TxnOffsetCommitRequestTopic{{Topic: "t", Partitions: []kmsg.TxnOffsetCommitRequestTopicPartition{{Partition: 0}, {Partition: 1}}}}
+		resp := group.ErrorResponse(req, int16(protocol.CoordinatorLoadInProgress)).(*kmsg.TxnOffsetCommitResponse)
+		resp.Topics[0].Partitions[1].ErrorCode = int16(protocol.NotCoordinator)
+		oldClientCodes(v, resp)
+		if got := protocol.ErrorCode(resp.Topics[0].Partitions[0].ErrorCode); got != want {
+			t.Errorf("v%d: %s, want %s", v, got, want)
+		}
+		if got := protocol.ErrorCode(resp.Topics[0].Partitions[1].ErrorCode); got != protocol.NotCoordinator {
+			t.Errorf("v%d: other code changed to %s", v, got)
+		}
+	}
+}
+
 func intsOf(codes []int16) []int64 {
 	out := make([]int64, len(codes))
 	for i, c := range codes {
