@@ -62,6 +62,7 @@ var handlers = []handler{
 	listGroupsAPI,
 	deleteGroupsAPI,
 	offsetDeleteAPI,
+	txnOffsetCommitAPI,
 	describeConfigsAPI,
 	describeLogDirsAPI,
 	alterConfigsAPI,
