@@ -298,7 +298,6 @@ func (s *suite) transformRun(ctx context.Context, t *compat.T, run int, input, o
 		kgo.ConsumeTopics(input),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		readCommitted,
-		kgo.RequireStableFetchOffsets(),
 	)
 	sess, err := kgo.NewGroupTransactSession(opts...)
 	if err != nil {
