@@ -13,9 +13,11 @@
 # directory (broker logs, acks.log, consumer.log, results.json) is removed
 # after a passing run and kept after a failing one (CHAOS_KEEP=1 keeps it
 # always), each broker's data unmounted first when disk-full put it on a
-# tmpfs. Should the harness be killed, the trap here kills the process
-# groups it listed as alive; its network namespaces are removed by the
-# next run.
+# tmpfs or drop-unsynced on a lazyfs (compat-tests/go/cmd/lazyfs, built
+# here; used as root with /dev/fuse only). Should the harness be killed,
+# the trap here kills the process groups it listed as alive (the lazyfs
+# processes among them) and unmounts what is left; its network namespaces
+# are removed by the next run.
 #
 # Settings (environment): CHAOS_DURATION (default 10m), CHAOS_CYCLES
 # (exactly this many cycles instead), CHAOS_NEMESES (comma-separated, or
@@ -59,8 +61,10 @@ cleanup() {
 			[[ -n $pg ]] && kill -KILL -- "-$pg" 2>/dev/null || true
 		done <"$work/pgids"
 	fi
-	# The tmpfs mounts of disk-full, should the harness not have
-	# unmounted them (they are all under this run's directory).
+	# The tmpfs mounts of disk-full and the lazyfs (FUSE) mounts of
+	# drop-unsynced, should the harness not have unmounted them (they are
+	# all under this run's directory; umount as root removes a FUSE mount
+	# whose process is gone, no fusermount needed).
 	local mounts m
 	mounts=$(findmnt -rn -o TARGET 2>/dev/null | grep -F "$work/" | sort -r || true)
 	for m in $mounts; do
@@ -89,7 +93,7 @@ if [[ ${CHAOS_TARGET:-gregor} == kafka ]]; then
 fi
 # The binary must be called chaos: a run tells a dead run's network
 # namespaces from a live one's by the process name.
-(cd "$root/compat-tests/go" && go build -o "$work/chaos" ./cmd/chaos)
+(cd "$root/compat-tests/go" && go build -o "$work/chaos" ./cmd/chaos && go build -o "$work/lazyfs" ./cmd/lazyfs)
 etcd=()
 if [[ ${CHAOS_ETCD:-embedded} == external ]]; then
 	(cd "$root" && go build -o "$work/etcd" go.etcd.io/etcd/server/v3)
@@ -100,7 +104,7 @@ if [[ -z $bin ]]; then
 	(cd "$root" && go build -tags chaos_unsafe_hw -o "$bin" ./cmd/gregor)
 fi
 
-"$work/chaos" -gregor "$bin" -dir "$work" -results "$results" "${java[@]}" "${target[@]}" "${broken[@]}" "${etcd[@]}" \
+"$work/chaos" -gregor "$bin" -dir "$work" -results "$results" -lazyfs "$work/lazyfs" "${java[@]}" "${target[@]}" "${broken[@]}" "${etcd[@]}" \
 	-duration "${CHAOS_DURATION:-10m}" -cycles "${CHAOS_CYCLES:-0}" -nemeses "${CHAOS_NEMESES:-all}" \
 	-rate "${CHAOS_RATE:-200}" -fault-time "${CHAOS_FAULT_TIME:-8s}" -seed "${CHAOS_SEED:-0}" \
 	-network "${CHAOS_NETWORK:-auto}"

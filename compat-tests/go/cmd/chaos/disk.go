@@ -7,25 +7,25 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
-
-	"github.com/gregor-io/gregor/compat-tests/go/internal/lab"
 )
 
 // The disk-full nemesis needs each broker's data dir on a small file
 // system of its own, so that filling it touches nothing else: a tmpfs the
-// harness mounts over the dir (root only) and unmounts when the brokers are
-// gone. fsync on tmpfs is a no-op, which changes nothing the harness
+// harness mounts over the dir (root only; under the backing dir of the
+// broker's lazyfs when drop-unsynced runs too, where the broker then meets
+// the full disk when it fsyncs) and unmounts when the brokers are gone. fsync on tmpfs is a no-op, which changes nothing the harness
 // does: a killed process loses nothing a tmpfs or a page cache holds.
 
-// mountDataDirs mounts a tmpfs of size bytes over each broker's data dir.
-func mountDataDirs(c *lab.Cluster, size int64) ([]string, error) {
+// mountDataDirs mounts a tmpfs of size bytes over each of dirs (the
+// brokers' data dirs, or the backing dirs of their lazyfs mounts).
+func mountDataDirs(dirs []string, size int64) ([]string, error) {
 	var mounted []string
-	for _, b := range c.Brokers {
-		if err := sh("mount", "-t", "tmpfs", "-o", fmt.Sprintf("size=%d,mode=0755", size), "gregor-chaos", b.DataDir); err != nil {
+	for _, d := range dirs {
+		if err := sh("mount", "-t", "tmpfs", "-o", fmt.Sprintf("size=%d,mode=0755", size), "gregor-chaos", d); err != nil {
 			unmount(mounted, false)
 			return nil, err
 		}
-		mounted = append(mounted, b.DataDir)
+		mounted = append(mounted, d)
 	}
 	return mounted, nil
 }
@@ -86,13 +86,14 @@ func fill(dir string) (int64, error) {
 var diskFull = nemesis{name: "disk-full", mounts: true,
 	doc: "a random broker's file system (a tmpfs over its data dir) filled by a ballast file; at the heal the file goes and the broker is restarted, as both Gregor and Kafka need to bring a failed log dir back",
 	inject: func(_ context.Context, h *harness, _ int) (string, func(context.Context) error, error) {
-		b := h.c.Brokers[h.rng.IntN(len(h.c.Brokers))]
-		n, err := fill(b.DataDir)
+		i := h.rng.IntN(len(h.c.Brokers))
+		b, disk := h.c.Brokers[i], h.disks[i]
+		n, err := fill(disk)
 		if err != nil {
 			return "", nil, err
 		}
 		return fmt.Sprintf("file system of broker %d full (%d MiB of ballast)", b.ID, n>>20), func(ctx context.Context) error {
-			if err := os.Remove(filepath.Join(b.DataDir, ballastName)); err != nil {
+			if err := os.Remove(filepath.Join(disk, ballastName)); err != nil {
 				return err
 			}
 			if b.Running() {

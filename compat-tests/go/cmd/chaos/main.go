@@ -75,6 +75,9 @@ type options struct {
 	// etcd, when set, is an etcd binary: three etcd members run as
 	// processes of their own and the brokers use them (etcd.endpoints).
 	etcd string
+	// lazyfs is the lazyfs binary the drop-unsynced nemesis mounts the
+	// data dirs with.
+	lazyfs string
 }
 
 func main() {
@@ -102,6 +105,7 @@ func main() {
 	flag.StringVar(&o.build, "build", "", "build tags the broker binary was built with (recorded in the results; chaos_unsafe_hw for make chaos-broken)")
 	flag.BoolVar(&o.expectLoss, "expect-loss", false, "pass only if the checker finds acknowledged records lost (a deliberately broken broker)")
 	flag.StringVar(&o.etcd, "etcd", "", "an etcd binary: run three etcd members as processes of their own beside the brokers (enables kill-etcd)")
+	flag.StringVar(&o.lazyfs, "lazyfs", "", "the lazyfs binary (compat-tests/go/cmd/lazyfs): enables drop-unsynced")
 	flag.StringVar(&summarize, "summarize", "", "instead of a run: summarize the results files of this directory")
 	flag.StringVar(&readme, "readme", "", "with -summarize: the README whose summary section to rewrite (default: print)")
 	flag.Parse()
@@ -165,6 +169,10 @@ type harness struct {
 	// for longer than the fault time.
 	hold     time.Duration
 	findings []string
+	// disks are the brokers' file systems, by broker index: the data
+	// dirs, or the backing dirs of their lazyfs mounts (lazy).
+	disks []string
+	lazy  []*lazyMount
 }
 
 func (h *harness) logf(format string, args ...any) {
@@ -306,7 +314,13 @@ func run(ctx context.Context, o options) (failed bool, err error) {
 		cfg.Etcd, res.Etcd = o.etcd, "external"
 	}
 	var enabled []nemesis
+	fuseErr := fuseWorks(o.lazyfs)
 	for _, n := range o.nemeses {
+		if n.fuse && fuseErr != nil {
+			h.logf("SKIPPED %s: its file system cannot be mounted (%v)", n.name, fuseErr)
+			res.Skipped = append(res.Skipped, n.name)
+			continue
+		}
 		if n.etcd && o.etcd == "" {
 			h.logf("SKIPPED %s: the brokers embed their etcd members (CHAOS_ETCD=external runs them apart)", n.name)
 			res.Skipped = append(res.Skipped, n.name)
@@ -341,20 +355,45 @@ func run(ctx context.Context, o options) (failed bool, err error) {
 	var mounted []string
 	passed := false
 	// Processes go before the namespaces they run in and the file
-	// systems they write to (defers run last first).
+	// systems they write to (defers run last first); the lazyfs mounts
+	// (whose processes KillAll ends) before the tmpfs mounts under them.
 	defer func() {
 		c.KillAll()
+		h.unmountLazy()
 		unmount(mounted, !passed)
 	}()
 	h.c = c
+	// Each broker's disk: its data dir, or with a lazyfs the backing dir
+	// under it.
+	lazy := false
+	for _, b := range c.Brokers {
+		h.disks = append(h.disks, b.DataDir)
+	}
+	for _, n := range enabled {
+		if n.fuse {
+			lazy = true
+			for i, b := range c.Brokers {
+				h.disks[i] = b.DataDir + ".backing"
+				if err := os.MkdirAll(h.disks[i], 0o755); err != nil {
+					return false, err
+				}
+			}
+		}
+	}
 	for _, n := range enabled {
 		if n.mounts {
-			if mounted, err = mountDataDirs(c, o.tmpfsSize); err != nil {
+			if mounted, err = mountDataDirs(h.disks, o.tmpfsSize); err != nil {
 				return false, err
 			}
 			h.logf("data dirs on tmpfs mounts of %d MiB each (for disk-full)", o.tmpfsSize>>20)
 			break
 		}
+	}
+	if lazy {
+		if err := h.mountLazy(ctx, h.disks); err != nil {
+			return false, err
+		}
+		h.logf("data dirs on lazyfs mounts over %v (for drop-unsynced: a power cut drops what a broker did not fsync)", h.disks)
 	}
 	// Kafka's configuration and formatted log dir go into the data dirs,
 	// on the tmpfs when there is one.

@@ -22,7 +22,10 @@ type nemesis struct {
 	network, mounts bool
 	// etcd nemeses need the etcd members as processes of their own
 	// (-etcd).
-	etcd   bool
+	etcd bool
+	// fuse nemeses need each broker's data dir on a lazyfs (root,
+	// /dev/fuse and -lazyfs; any network).
+	fuse   bool
 	doc    string
 	inject func(ctx context.Context, h *harness, n int) (detail string, heal func(context.Context) error, err error)
 }
