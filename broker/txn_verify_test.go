@@ -65,6 +65,15 @@ func TestTxnProduceVerification(t *testing.T) {
 		}
 		return nil
 	})
+	// Until the coordinator has completed the abort it answers
+	// CONCURRENT_TRANSACTIONS, which the producer gets as the retriable
+	// NOT_ENOUGH_REPLICAS; then the late write is refused for good.
+	waitFor(t, 10*time.Second, "the abort completed", func() error {
+		if st := w.describeTxn(id).State; st != "CompleteAbort" {
+			return errors.New(st)
+		}
+		return nil
+	})
 	// A late write of the aborted transaction (same producer epoch).
 	if code := w.produceTxn(id, topic, 0, pid, epoch, 4, "late"); code != protocol.InvalidTxnState {
 		t.Fatalf("late write after the abort: %s, want INVALID_TXN_STATE", code)
