@@ -18,7 +18,9 @@ package broker
 // written (page-cache mode); acks=0 gets no response, and a connection
 // whose acks=0 produce failed is closed so the client refreshes metadata.
 // Transactional batches (a producer id and the transactional bit) are
-// stored like idempotent ones; the log tracks each producer's open
+// stored like idempotent ones, the first of a transaction on a partition
+// once the transaction coordinator has verified that the partition is in
+// the producer's transaction (txn_verify.go); the log tracks each producer's open
 // transaction from its first transactional batch to the COMMIT or ABORT
 // marker its coordinator writes (WriteTxnMarkers), and a non-transactional
 // batch from a producer inside a transaction gets INVALID_TXN_STATE. A
@@ -67,6 +69,7 @@ func (b *Broker) handleProduce(ctx context.Context, c *conn, hdr protocol.Reques
 	}
 	var waits []flushWait
 	failed := false
+	verified := b.verifyProduce(ctx, req, byID)
 	var md *cluster.Metadata // for leader hints, read on the first one
 	resp.Topics = make([]kmsg.ProduceResponseTopic, len(req.Topics))
 	for i := range req.Topics {
@@ -84,11 +87,14 @@ func (b *Broker) handleProduce(ctx context.Context, c *conn, hdr protocol.Reques
 			switch {
 			case req.Acks != -1 && req.Acks != 0 && req.Acks != 1:
 				code = protocol.InvalidRequiredAcks
+			case verified.errs[[2]int{i, j}] != protocol.None:
+				code = verified.errs[[2]int{i, j}]
 			default:
 				var res storage.AppendResult
 				var p *partition
 				var epoch int32
-				p, res, epoch, code = b.produceTo(rp, hdr.APIVersion, rt.Topic, rt.TopicID, byID, rt.Partitions[j].Records, req.Acks, now, c)
+				p, res, epoch, code = b.produceTo(rp, hdr.APIVersion, rt.Topic, rt.TopicID, byID, rt.Partitions[j].Records, req.Acks, now, c,
+					verified.guards[[2]int{i, j}])
 				if code != protocol.None {
 					break
 				}
@@ -231,7 +237,7 @@ type pendingResponse struct {
 // returns the partition and the leader epoch the records were appended
 // under.
 func (b *Broker) produceTo(rp *kmsg.ProduceResponseTopicPartition, version int16, topic string, topicID [16]byte, byID bool,
-	records []byte, acks int16, now int64, c *conn) (*partition, storage.AppendResult, int32, protocol.ErrorCode) {
+	records []byte, acks int16, now int64, c *conn, guard uint64) (*partition, storage.AppendResult, int32, protocol.ErrorCode) {
 	var res storage.AppendResult
 	p, code := b.lookupLeader(b.ctx, topic, topicID, byID, rp.Partition)
 	if code != protocol.None {
@@ -307,7 +313,8 @@ func (b *Broker) produceTo(rp *kmsg.ProduceResponseTopicPartition, version int16
 		batch.SetMaxTimestamp(info.MaxTimestamp)
 	}
 	epoch := p.leaderEpoch.Load()
-	res, err = p.log.Append(batch, storage.AppendOptions{AssignOffsets: true, LeaderEpoch: epoch})
+	res, err = p.log.Append(batch, storage.AppendOptions{AssignOffsets: true, LeaderEpoch: epoch,
+		VerifyTxn: b.cfg.TransactionPartitionVerification, Guard: guard})
 	if err != nil {
 		return nil, res, 0, errorCode(err)
 	}

@@ -5,8 +5,11 @@ package broker
 // Groups (key type 0): the coordinator of a group is the leader of its
 // __consumer_offsets partition (Kafka's hash of the group id modulo the
 // partition count). The topic is created on the first request, as Kafka
-// does. v4+ takes a batch of keys. Transactions (key type 1) are not
-// served yet: INVALID_REQUEST, which clients do not retry.
+// does. Transactions (key type 1): the leader of the transactional id's
+// __transaction_state partition, created on first need the same way.
+// v4+ takes a batch of keys. A partition without a live leader gets
+// COORDINATOR_NOT_AVAILABLE, which clients retry; a coordinator that has
+// moved answers NOT_COORDINATOR to the requests themselves.
 // librdkafka also reads this API's presence as a feature flag (it
 // compresses with LZ4 only for brokers that advertise it from v0).
 
@@ -52,26 +55,25 @@ func (b *Broker) findCoordinator(ctx context.Context, keyType int8, key string) 
 		c.ErrorMessage = &msg
 		return c
 	}
+	ensure, topic, partitionFor := b.ensureOffsetsTopic, offsetsTopic, b.groupPartition
 	switch keyType {
 	case coordinatorGroup:
 	case coordinatorTransaction:
-		// Not retriable: a transactional producer or tool fails at once
-		// with this message, instead of retrying until its timeout for a
-		// coordinator that will not come.
-		return fail(protocol.InvalidRequest, "Transactions are not supported by this broker yet: it has no transaction coordinator.")
+		ensure, topic, partitionFor = b.ensureTxnTopic, txnTopic, b.txnPartition
 	default:
 		return fail(protocol.InvalidRequest, "Unknown coordinator type.")
 	}
-	if err := b.ensureOffsetsTopic(ctx); err != nil {
-		b.logger.Warn("creating the offsets topic failed", "err", err)
+	if err := ensure(ctx); err != nil {
+		b.logger.Warn("creating a coordinator topic failed", "topic", topic, "err", err)
 		return fail(protocol.CoordinatorNotAvailable, "The coordinator is not available.")
 	}
 	md := b.cluster.Snapshot()
-	t := md.Topics[offsetsTopic]
-	if t == nil {
+	t := md.Topics[topic]
+	n := partitionFor(key)
+	if t == nil || n < 0 || int(n) >= len(t.Partitions) {
 		return fail(protocol.CoordinatorNotAvailable, "The coordinator is not available.")
 	}
-	st := t.Partitions[b.groupPartition(key)]
+	st := t.Partitions[n]
 	br, live := md.Broker(st.Leader)
 	if !live {
 		return fail(protocol.CoordinatorNotAvailable, "The coordinator is not available.")

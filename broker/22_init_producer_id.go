@@ -7,9 +7,12 @@ package broker
 // epoch 0 from the block this broker took from the registry; ids are never
 // handed out twice in the cluster. As in Kafka, an idempotent producer that
 // sends its current id and epoch (v3+, KIP-360) gets a fresh id, not a
-// bumped epoch. Transactional ids wait for the transaction coordinator:
-// until it exists they are refused with COORDINATOR_NOT_AVAILABLE, the
-// error a client retries elsewhere, never with a made-up success.
+// bumped epoch. A transactional id goes to its transaction coordinator
+// (txn_drivers.go): NOT_COORDINATOR on a broker that does not lead the id's
+// __transaction_state partition. As in Kafka, an empty transactional id
+// (INVALID_REQUEST) and a transaction timeout outside 1 ms to
+// transaction.max.timeout.ms (INVALID_TRANSACTION_TIMEOUT) are answered
+// before the coordinator is looked for.
 
 import (
 	"context"
@@ -21,12 +24,19 @@ import (
 
 var initProducerIDAPI = handler{key: 22, min: 0, max: 5, handle: (*Broker).handleInitProducerID}
 
-func (b *Broker) handleInitProducerID(ctx context.Context, _ *conn, _ protocol.RequestHeader, r kmsg.Request) (kmsg.Response, error) {
+func (b *Broker) handleInitProducerID(ctx context.Context, c *conn, hdr protocol.RequestHeader, r kmsg.Request) (kmsg.Response, error) {
 	req := r.(*kmsg.InitProducerIDRequest)
 	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
-	if req.TransactionalID != nil {
-		resp.ErrorCode = int16(protocol.CoordinatorNotAvailable)
+	if id := req.TransactionalID; id != nil {
+		switch {
+		case *id == "":
+			resp.ErrorCode = int16(protocol.InvalidRequest)
+		case req.TransactionTimeoutMillis <= 0 || int64(req.TransactionTimeoutMillis) > b.cfg.Transactions.MaxTimeout.Milliseconds():
+			resp.ErrorCode = int16(protocol.InvalidTransactionTimeout)
+		default:
+			return b.txns.ask(ctx, b.txnPartition(*id), c, hdr.APIVersion, req), nil
+		}
 		return resp, nil
 	}
 	id, err := b.nextProducerID(ctx)

@@ -17,6 +17,11 @@ package broker
 // (KIP-1228) adds each marker's transaction version; the marker written is
 // the same for every version Gregor's coordinators use (0 and 1: Gregor
 // does not finalize transaction.version 2), so it is read and not needed.
+//
+// A marker on a partition of __consumer_offsets ends the producer's
+// transactional offset commits there too: once the marker is answered
+// NONE, and before the answer goes out, the group coordinator makes the
+// producer's pending offsets committed or drops them (groupTxnCompleted).
 
 import (
 	"context"
@@ -45,6 +50,8 @@ func (b *Broker) handleWriteTxnMarkers(ctx context.Context, _ *conn, _ protocol.
 		upTo              int64
 		flush, replicated bool
 		epoch             int32
+		pid               int64
+		commit            bool
 	}
 	var waits []markerWait
 	resp.Markers = make([]kmsg.WriteTxnMarkersResponseMarker, len(req.Markers))
@@ -72,8 +79,10 @@ func (b *Broker) handleWriteTxnMarkers(ctx context.Context, _ *conn, _ protocol.
 				replicated := len(p.isr()) > 1
 				if res.NeedsFlush || replicated {
 					waits = append(waits, markerWait{rp: rp, p: p, upTo: res.LastOffset + 1,
-						flush: res.NeedsFlush, replicated: replicated, epoch: epoch})
+						flush: res.NeedsFlush, replicated: replicated, epoch: epoch, pid: m.ProducerID, commit: m.Committed})
+					continue
 				}
+				b.markerDone(p, m.ProducerID, m.Committed)
 			}
 		}
 	}
@@ -115,9 +124,20 @@ func (b *Broker) handleWriteTxnMarkers(ctx context.Context, _ *conn, _ protocol.
 				code = protocol.NotEnoughReplicasAfterAppend
 			}
 			w.rp.ErrorCode = int16(code)
+			if code == protocol.None {
+				b.markerDone(w.p, w.pid, w.commit)
+			}
 		}
 	}
 	return &pendingResponse{Response: resp, settle: settle}, nil
+}
+
+// markerDone is called for each marker answered NONE: on a partition of
+// __consumer_offsets, the group coordinator applies it.
+func (b *Broker) markerDone(p *partition, pid int64, commit bool) {
+	if p.tp.Topic == offsetsTopic {
+		b.groupTxnCompleted(p.tp.Partition, pid, commit)
+	}
 }
 
 // appendMarker appends marker m's control batch to one partition this

@@ -238,6 +238,19 @@ func (b *Broker) reportedStaticConfigs() map[string]string {
 		"connections.max.idle.ms":               fmt.Sprint(b.cfg.ConnectionsMaxIdle.Milliseconds()),
 		"queued.max.requests":                   fmt.Sprint(b.cfg.QueuedMaxRequests),
 	}
+	tx := b.cfg.Transactions
+	for k, v := range map[string]any{
+		"transaction.state.log.num.partitions":                        b.cfg.TransactionStateLogNumPartitions,
+		"transaction.state.log.replication.factor":                    b.cfg.TransactionStateLogReplicationFactor,
+		"transaction.state.log.min.isr":                               b.cfg.TransactionStateLogMinISR,
+		"transaction.state.log.segment.bytes":                         b.cfg.TransactionStateLogSegmentBytes,
+		"transaction.max.timeout.ms":                                  tx.MaxTimeout.Milliseconds(),
+		"transactional.id.expiration.ms":                              tx.TransactionalIDExpiration.Milliseconds(),
+		"transaction.abort.timed.out.transaction.cleanup.interval.ms": tx.AbortTimedOutInterval.Milliseconds(),
+		"transaction.remove.expired.transaction.cleanup.interval.ms":  tx.RemoveExpiredInterval.Milliseconds(),
+	} {
+		more[k] = fmt.Sprint(v)
+	}
 	for k, v := range more {
 		if _, set := s[k]; !set {
 			s[k] = v

@@ -40,8 +40,13 @@ var handlers = []handler{
 	deleteTopicsAPI,
 	deleteRecordsAPI,
 	initProducerIDAPI,
+	addPartitionsToTxnAPI,
+	addOffsetsToTxnAPI,
+	endTxnAPI,
 	writeTxnMarkersAPI,
 	describeProducersAPI,
+	describeTransactionsAPI,
+	listTransactionsAPI,
 	offsetForLeaderEpochAPI,
 	createPartitionsAPI,
 	describeClusterAPI,
@@ -57,6 +62,7 @@ var handlers = []handler{
 	listGroupsAPI,
 	deleteGroupsAPI,
 	offsetDeleteAPI,
+	txnOffsetCommitAPI,
 	describeConfigsAPI,
 	describeLogDirsAPI,
 	alterConfigsAPI,
@@ -98,6 +104,8 @@ type Broker struct {
 	// apiMetrics are the request metrics by API key, resolved at New.
 	apiMetrics map[int16]*apiMetrics
 	groups     *groupDrivers
+	txns       *txnDrivers
+	verifier   txnVerifier
 
 	logs    *storage.Manager
 	cluster *cluster.Cluster
@@ -122,6 +130,7 @@ type Broker struct {
 	producerIDs struct {
 		sync.Mutex
 		next, end int64
+		fetching  bool // producerIDNow is taking a block in the background
 	}
 
 	// quotas and slots are the connection and request limits (limits.go).
@@ -171,6 +180,7 @@ func New(cfg Config) (*Broker, error) {
 	}
 	b.quotas, b.slots = quotas, make(requestSlots, cfg.QueuedMaxRequests)
 	b.groups = newGroupDrivers(b)
+	b.txns = newTxnDrivers(b)
 	if cfg.Registerer != nil {
 		cfg.Registerer.MustRegister(newGroupLagCollector(b), newLogCollector(b))
 	}
@@ -474,6 +484,8 @@ func (b *Broker) Close() error {
 		b.admin.Close()
 	}
 	b.groups.stopAll()
+	b.txns.stopAll()
+	b.verifier.close()
 	b.wg.Wait()
 	var errs []error
 	if b.cluster != nil {

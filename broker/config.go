@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/gregor-io/gregor/coordinator/group"
+	"github.com/gregor-io/gregor/coordinator/txn"
 )
 
 // ErrInvalidConfig is returned by Config.Validate.
@@ -126,6 +127,29 @@ type Config struct {
 	// group.max.session.timeout.ms, group.initial.rebalance.delay.ms,
 	// group.max.size, offsets.retention.minutes, ...).
 	Groups group.Config
+
+	// TransactionStateLogNumPartitions, TransactionStateLogReplicationFactor,
+	// TransactionStateLogMinISR and TransactionStateLogSegmentBytes shape
+	// __transaction_state when it is created
+	// (transaction.state.log.num.partitions, .replication.factor, .min.isr,
+	// .segment.bytes). The replication factor is capped at the brokers there
+	// are, as for __consumer_offsets, and min.insync.replicas at the
+	// replication factor, as for every topic.
+	TransactionStateLogNumPartitions     int32
+	TransactionStateLogReplicationFactor int16
+	TransactionStateLogMinISR            int32
+	TransactionStateLogSegmentBytes      int64
+	// Transactions configures the transaction coordinator
+	// (transaction.max.timeout.ms, transactional.id.expiration.ms, the
+	// cleanup intervals). Its ProducerIDs, Topics and
+	// OffsetsTopicPartitions are the broker's to set: leave them zero.
+	Transactions txn.Config
+	// TransactionPartitionVerification
+	// (transaction.partition.verification.enable): a partition leader asks
+	// the transaction coordinator whether a partition was added to a
+	// producer's transaction before the producer's first transactional
+	// write to it is appended (KIP-890 part 1).
+	TransactionPartitionVerification bool
 
 	// LogRetentionCheckInterval is how often every log's retention runs
 	// (log.retention.check.interval.ms).
@@ -263,6 +287,13 @@ func DefaultConfig() Config {
 		OffsetsTopicReplicationFactor: 3,
 		OffsetsTopicSegmentBytes:      100 << 20,
 		Groups:                        group.DefaultConfig(),
+
+		TransactionStateLogNumPartitions:     50,
+		TransactionStateLogReplicationFactor: 3,
+		TransactionStateLogMinISR:            2,
+		TransactionStateLogSegmentBytes:      100 << 20,
+		Transactions:                         txn.DefaultConfig(),
+		TransactionPartitionVerification:     true,
 	}
 }
 
@@ -382,6 +413,14 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: offsets.topic.replication.factor %d below 1", ErrInvalidConfig, c.OffsetsTopicReplicationFactor)
 	case c.OffsetsTopicSegmentBytes < 1<<20:
 		return fmt.Errorf("%w: offsets.topic.segment.bytes %d below 1048576", ErrInvalidConfig, c.OffsetsTopicSegmentBytes)
+	case c.TransactionStateLogNumPartitions < 1:
+		return fmt.Errorf("%w: transaction.state.log.num.partitions %d below 1", ErrInvalidConfig, c.TransactionStateLogNumPartitions)
+	case c.TransactionStateLogReplicationFactor < 1:
+		return fmt.Errorf("%w: transaction.state.log.replication.factor %d below 1", ErrInvalidConfig, c.TransactionStateLogReplicationFactor)
+	case c.TransactionStateLogMinISR < 1:
+		return fmt.Errorf("%w: transaction.state.log.min.isr %d below 1", ErrInvalidConfig, c.TransactionStateLogMinISR)
+	case c.TransactionStateLogSegmentBytes < 1<<20:
+		return fmt.Errorf("%w: transaction.state.log.segment.bytes %d below 1048576", ErrInvalidConfig, c.TransactionStateLogSegmentBytes)
 	}
 	for host, n := range c.MaxConnectionsPerIPOverrides {
 		if host == "" || n < 0 {
@@ -389,6 +428,14 @@ func (c *Config) Validate() error {
 		}
 	}
 	if err := c.Groups.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	// The producer id source is the broker's own (txnDrivers); a stand-in
+	// lets Validate check the settings that come from the config.
+	tc := c.Transactions
+	tc.OffsetsTopicPartitions = c.OffsetsTopicNumPartitions
+	tc.ProducerIDs = txn.ProducerIDFunc(func() (int64, bool) { return 0, false })
+	if err := tc.Validate(); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	return nil

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"sort"
 	"sync"
@@ -42,15 +43,37 @@ type groupDriver struct {
 	reqs      chan groupRequest
 	stop      chan struct{}
 	done      chan struct{}
+
+	// producers are the epoch and next sequence number of each producer
+	// with transactional offset commits in the partition, for the
+	// driver's transactional batches (see txnBatch). Rebuilt by load;
+	// touched only by the driver goroutine.
+	producers map[int64]producerSeq
+}
+
+// producerSeq is where a producer's batches in the offsets partition are:
+// the epoch of its last batch or marker and the sequence number its next
+// batch of that epoch starts at.
+type producerSeq struct {
+	epoch int16
+	next  int32
 }
 
 // groupRequest is one request for a coordinator, answered on reply; or,
 // when inspect is set, a function run on the coordinator by its driver
-// (which owns it), for reads such as the lag metrics.
+// (which owns it), for reads such as the lag metrics; or, when txnDone is
+// set, a transaction marker appended to the partition (groupTxnCompleted).
 type groupRequest struct {
 	in      group.Input
 	reply   chan kmsg.Response
 	inspect func(*group.Coordinator)
+	txnDone *txnDone
+}
+
+// txnDone is a COMMIT (commit) or ABORT marker of a producer.
+type txnDone struct {
+	producerID int64
+	commit     bool
 }
 
 func newGroupDrivers(b *Broker) *groupDrivers {
@@ -156,6 +179,7 @@ func (g *groupDrivers) load(d *groupDriver) (*group.Coordinator, group.Output, e
 	}
 	start := time.Now()
 	end := d.log.LogEndOffset()
+	d.producers = map[int64]producerSeq{}
 	var scratch []byte
 	for off := d.log.LogStartOffset(); off < end; {
 		rr, err := d.log.Read(storage.ReadOptions{Offset: off, MaxBytes: 4 << 20, MaxOffset: end, MinOneBatch: true})
@@ -173,12 +197,7 @@ func (g *groupDrivers) load(d *groupDriver) (*group.Coordinator, group.Output, e
 		it := record.NewIter(buf)
 		for b, ok := it.Next(); ok; b, ok = it.Next() {
 			off = b.NextOffset()
-			if b.Control() || b.Transactional() {
-				continue // transactional offsets come with transactions
-			}
-			err := record.ForEachRecord(b, &scratch, func(_, _ int64, r *record.Record) error {
-				return c.Replay(r.Key, r.Value)
-			})
+			err := d.replayBatch(c, b, &scratch)
 			if err != nil {
 				return nil, group.Output{}, fmt.Errorf("replay %s-%d at %d: %w", offsetsTopic, d.partition, b.BaseOffset(), err)
 			}
@@ -188,23 +207,113 @@ func (g *groupDrivers) load(d *groupDriver) (*group.Coordinator, group.Output, e
 	return c, c.Loaded(time.Now()), nil
 }
 
+// replayBatch gives the coordinator one batch of the partition: the
+// records of a transactional batch stay pending under its producer id,
+// and a COMMIT or ABORT marker ends that producer's transaction. Control
+// batches that hold no readable marker are skipped, as storage's producer
+// state skips them. It also follows each producer's epoch and sequence
+// number for the driver's own transactional batches.
+func (d *groupDriver) replayBatch(c *group.Coordinator, b record.Batch, scratch *[]byte) error {
+	pid := b.ProducerID()
+	if b.Control() {
+		if pid < 0 {
+			return nil
+		}
+		_, m, ok, err := record.ParseControl(b)
+		if err != nil || !ok {
+			return nil
+		}
+		if s, known := d.producers[pid]; !known || b.ProducerEpoch() > s.epoch {
+			// A marker with a newer epoch resets the producer's
+			// sequence numbers.
+			d.producers[pid] = producerSeq{epoch: b.ProducerEpoch()}
+		}
+		return c.ReplayTxnMarker(pid, m.Commit)
+	}
+	if pid >= 0 && b.BaseSequence() >= 0 {
+		d.producers[pid] = producerSeq{epoch: b.ProducerEpoch(), next: nextSequence(b.BaseSequence(), b.LastOffsetDelta()+1)}
+	}
+	return record.ForEachRecord(b, scratch, func(_, _ int64, r *record.Record) error {
+		if b.Transactional() {
+			return c.ReplayTransactional(pid, r.Key, r.Value)
+		}
+		return c.Replay(r.Key, r.Value)
+	})
+}
+
+// nextSequence is the sequence number after n records from base; sequence
+// numbers wrap from MaxInt32 to 0.
+func nextSequence(base, n int32) int32 {
+	return int32((int64(base) + int64(n)) % (math.MaxInt32 + 1))
+}
+
+// txnBatch builds the transactional batch of a TxnOffsetCommit's records:
+// the request's producer id and epoch, and the sequence number storage
+// expects of that producer (0 for a producer new to the partition or with
+// a new epoch, else after its last batch). It returns the sequence number
+// the producer's next batch takes once this one is appended.
+func (d *groupDriver) txnBatch(t *group.TxnRecords, now int64) ([]byte, int32, error) {
+	base := int32(0)
+	if s, ok := d.producers[t.ProducerID]; ok && s.epoch == t.ProducerEpoch {
+		base = s.next
+	}
+	recs := make([]record.Record, len(t.Records))
+	for i, r := range t.Records {
+		recs[i] = record.Record{OffsetDelta: int32(i), Key: r.Key, Value: r.Value}
+	}
+	set, err := record.Build(nil, record.BatchHeader{BaseTimestamp: now, ProducerID: t.ProducerID,
+		ProducerEpoch: t.ProducerEpoch, BaseSequence: base, Transactional: true}, recs)
+	return set, nextSequence(base, int32(len(recs))), err
+}
+
 // serve runs a loaded coordinator. It returns true when the driver is
 // stopped, false when the coordinator must be reloaded.
+//
+// A TxnOffsetCommit is stepped alone: what earlier requests produced is
+// persisted first, and its own Output is persisted before anything else
+// is stepped, so that a producer the partition refuses can be reverted
+// (group.Coordinator.TxnAppendFailed) with nothing built on it.
 func (g *groupDrivers) serve(d *groupDriver, c *group.Coordinator, first group.Output, logger *slog.Logger) bool {
 	pending := []group.Output{first}
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	next := first.NextTick
+	var held *groupRequest // a TxnOffsetCommit waiting for pending to be persisted
+	// take steps a request, or holds it when it is a TxnOffsetCommit; it
+	// reports whether it held it.
+	take := func(req groupRequest) bool {
+		switch {
+		case req.inspect != nil:
+			req.inspect(c)
+		case req.txnDone != nil:
+			pending = append(pending, c.TxnCompleted(time.Now(), req.txnDone.producerID, req.txnDone.commit))
+		default:
+			if _, ok := req.in.Request.(*kmsg.TxnOffsetCommitRequest); ok {
+				held = &req
+				return true
+			}
+			pending = append(pending, c.Step(time.Now(), req.in))
+		}
+		return false
+	}
 	for {
 		// Persist and answer what the last steps produced, all their
 		// records in one append and one fsync (group commit across
 		// requests).
 		if len(pending) > 0 {
 			if !g.persist(d, c, pending, logger) {
+				if held != nil {
+					held.reply <- group.ErrorResponse(held.in.Request, int16(protocol.NotCoordinator))
+				}
 				return false
 			}
 			next = pending[len(pending)-1].NextTick // the earliest timer now
 			pending = pending[:0]
+		}
+		if held != nil {
+			pending = append(pending, c.Step(time.Now(), held.in))
+			held = nil
+			continue
 		}
 		if !timer.Stop() {
 			select {
@@ -223,20 +332,14 @@ func (g *groupDrivers) serve(d *groupDriver, c *group.Coordinator, first group.O
 			g.drain(d)
 			return true
 		case req := <-d.reqs:
-			if req.inspect != nil {
-				req.inspect(c)
+			if take(req) {
 				continue
 			}
-			pending = append(pending, c.Step(time.Now(), req.in))
 			// Take whatever else is queued, so its records share the fsync.
 			for more := true; more && len(pending) < 64; {
 				select {
 				case req := <-d.reqs:
-					if req.inspect != nil {
-						req.inspect(c)
-						continue
-					}
-					pending = append(pending, c.Step(time.Now(), req.in))
+					more = !take(req)
 				default:
 					more = false
 				}
@@ -251,11 +354,24 @@ func (g *groupDrivers) serve(d *groupDriver, c *group.Coordinator, first group.O
 
 // persist appends the outputs' records and, once durable, sends their
 // responses in order. On failure it fences the coordinator and answers
-// with the error Kafka gives for a failed write.
+// with the error Kafka gives for a failed write. An Output with
+// transactional records (a TxnOffsetCommit, always the last one, see
+// serve) has them appended after the others as a transactional batch of
+// its producer; if the partition refuses the producer (a stale epoch),
+// only that request fails, with the partition's error.
 func (g *groupDrivers) persist(d *groupDriver, c *group.Coordinator, outs []group.Output, logger *slog.Logger) bool {
 	var set []byte
 	now := time.Now().UnixMilli()
-	for _, o := range outs {
+	txn := -1
+	for i, o := range outs {
+		if o.Txn != nil {
+			if i != len(outs)-1 {
+				// serve steps a TxnOffsetCommit alone; anything else
+				// would lose the records of the one before.
+				return g.fail(c, outs, protocol.UnknownServerError, errors.New("transactional offsets not persisted alone"), logger)
+			}
+			txn = i
+		}
 		if len(o.Records) == 0 {
 			continue
 		}
@@ -269,29 +385,62 @@ func (g *groupDrivers) persist(d *groupDriver, c *group.Coordinator, outs []grou
 			return g.fail(c, outs, protocol.UnknownServerError, err, logger)
 		}
 	}
-	if len(set) > 0 {
+	if len(set) > 0 || txn >= 0 {
 		p, code := g.b.lookupPartition(offsetsTopic, [16]byte{}, false, d.partition)
 		if code != protocol.None {
 			return g.fail(c, outs, code, errors.New("partition not held"), logger)
 		}
 		epoch := p.leaderEpoch.Load()
-		res, err := d.log.Append(set, storage.AppendOptions{AssignOffsets: true, LeaderEpoch: epoch})
+		last, needsFlush := int64(-1), false
+		if len(set) > 0 {
+			res, err := d.log.Append(set, storage.AppendOptions{AssignOffsets: true, LeaderEpoch: epoch})
+			if err != nil {
+				return g.fail(c, outs, errorCode(err), err, logger)
+			}
+			last, needsFlush = res.LastOffset, res.NeedsFlush
+		}
+		if txn >= 0 {
+			t := outs[txn].Txn
+			batch, next, err := d.txnBatch(t, now)
+			if err != nil {
+				return g.fail(c, outs, protocol.UnknownServerError, err, logger)
+			}
+			res, err := d.log.Append(batch, storage.AppendOptions{AssignOffsets: true, LeaderEpoch: epoch})
+			switch code := errorCode(err); {
+			case err == nil && res.Duplicate:
+				// The driver numbers its batches after the log's; a
+				// duplicate means the two disagree: reload.
+				return g.fail(c, outs, protocol.UnknownServerError, errors.New("transactional offsets taken for a duplicate batch"), logger)
+			case err == nil:
+				d.producers[t.ProducerID] = producerSeq{epoch: t.ProducerEpoch, next: next}
+				last, needsFlush = res.LastOffset, needsFlush || res.NeedsFlush
+			case code == protocol.InvalidProducerEpoch || code == protocol.ProducerFenced || code == protocol.InvalidTxnState:
+				// The partition refused the producer: that request
+				// fails alone and its offsets are reverted.
+				outs[txn].Responses = c.TxnAppendFailed(outs[txn], int16(code))
+			case code == protocol.OutOfOrderSequenceNumber:
+				// The driver's sequence numbers disagree with the
+				// log's: reload them, and let the client retry.
+				return g.fail(c, outs, protocol.CoordinatorNotAvailable, err, logger)
+			default:
+				return g.fail(c, outs, code, err, logger)
+			}
+		}
 		ctx, cancel := context.WithTimeout(g.b.ctx, 30*time.Second)
 		defer cancel()
-		if err == nil && res.NeedsFlush {
-			err = d.log.Flush(ctx, res.LastOffset+1)
-		}
-		if err != nil {
-			return g.fail(c, outs, errorCode(err), err, logger)
+		if last >= 0 && needsFlush {
+			if err := d.log.Flush(ctx, last+1); err != nil {
+				return g.fail(c, outs, errorCode(err), err, logger)
+			}
 		}
 		// As Kafka's coordinator writes with acks=all: the responses go
 		// once every ISR member holds the records.
-		if len(p.isr()) > 1 {
-			g.b.awaitReplicated(ctx, p, res.LastOffset+1)
+		if last >= 0 && len(p.isr()) > 1 {
+			g.b.awaitReplicated(ctx, p, last+1)
 			switch {
 			case p.leaderEpoch.Load() != epoch || p.lead.Load() == nil:
 				return g.fail(c, outs, protocol.NotCoordinator, errors.New("leadership of the offsets partition moved"), logger)
-			case d.log.HighWatermark() <= res.LastOffset:
+			case d.log.HighWatermark() <= last:
 				return g.fail(c, outs, protocol.CoordinatorNotAvailable, errors.New("group records not replicated in time"), logger)
 			}
 		}
@@ -314,12 +463,42 @@ func (g *groupDrivers) fail(c *group.Coordinator, outs []group.Output, code prot
 	return false
 }
 
+// groupTxnCompleted tells the group coordinator of __consumer_offsets
+// partition that a transaction of producerID ended there: the
+// WriteTxnMarkers handler calls it for each COMMIT (commit) or ABORT
+// marker it appended to a partition of __consumer_offsets this broker
+// leads, once that partition's answer is NONE (the marker durable and,
+// with followers, replicated: Kafka's coordinator too shows a marker's
+// effect only once it is committed), and before the handler's response
+// goes out, so the transaction coordinator starts no next transaction of
+// the producer first. It must not be called for a marker whose append
+// failed. The producer's pending transactional offsets then become
+// committed (visible to OffsetFetch) or are dropped.
+//
+// The completion is queued to the partition's driver and applied in order
+// with the driver's other work; the call returns once it is queued, and
+// may wait for room in the queue. When no driver runs for the partition
+// (this broker is not its coordinator yet, or it is stopping) there is
+// nothing to do: a driver that starts later replays the marker from the
+// log. A driver that was loading may see the marker twice (in the log and
+// here); the second time finds nothing pending and changes nothing.
+func (b *Broker) groupTxnCompleted(partition int32, producerID int64, commit bool) {
+	d := b.groups.driver(partition)
+	if d == nil {
+		return
+	}
+	select {
+	case d.reqs <- groupRequest{txnDone: &txnDone{producerID: producerID, commit: commit}}:
+	case <-d.done:
+	}
+}
+
 // drain answers requests left in a stopped driver's channel.
 func (g *groupDrivers) drain(d *groupDriver) {
 	for {
 		select {
 		case req := <-d.reqs:
-			if req.inspect == nil {
+			if req.inspect == nil && req.txnDone == nil {
 				req.reply <- group.ErrorResponse(req.in.Request, int16(protocol.NotCoordinator))
 			}
 		default:

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/gregor-io/gregor/coordinator/cluster"
+	"github.com/gregor-io/gregor/protocol"
 )
 
 // metrics are the broker's request, connection, topic and storage metrics,
@@ -53,6 +54,13 @@ type metrics struct {
 	// ISRs of partitions this broker leads.
 	isrShrinks prometheus.Counter
 	isrExpands prometheus.Counter
+
+	// The transaction coordinators' (txn_drivers.go, txn_markers.go).
+	txnOngoing       prometheus.Gauge
+	txnCommits       prometheus.Counter
+	txnAborts        prometheus.Counter
+	txnTimeoutAborts prometheus.Counter
+	txnMarkerErrors  *prometheus.CounterVec
 }
 
 // etcdOpMetrics are one etcd operation's series.
@@ -166,6 +174,26 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "gregor_isr_expands_total",
 			Help: "Replicas that joined the ISR of a partition this broker leads (caught up).",
 		}),
+		txnOngoing: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "gregor_txn_ongoing",
+			Help: "Transactions in progress (Ongoing, PrepareCommit or PrepareAbort) at the transaction coordinators this broker runs.",
+		}),
+		txnCommits: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "gregor_txn_commits_total",
+			Help: "Transactions this broker's coordinators completed with a commit (every marker written, CompleteCommit durable).",
+		}),
+		txnAborts: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "gregor_txn_aborts_total",
+			Help: "Transactions this broker's coordinators completed with an abort (CompleteAbort durable), timed out and fenced ones included.",
+		}),
+		txnTimeoutAborts: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "gregor_txn_timeout_aborts_total",
+			Help: "Transactions this broker's coordinators began to abort because they ran past their transaction timeout.",
+		}),
+		txnMarkerErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gregor_txn_marker_errors_total",
+			Help: "Transaction markers a partition leader answered with an error, by numeric Kafka error code; code -1 counts WriteTxnMarkers requests that got no answer (connection or decoding failures).",
+		}, []string{"code"}),
 	}
 	m.etcdOps = map[string]etcdOpMetrics{}
 	for _, op := range []string{cluster.OpGet, cluster.OpPut, cluster.OpDelete, cluster.OpCompact, cluster.OpDo, cluster.OpTxn,
@@ -175,9 +203,15 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	if reg != nil {
 		reg.MustRegister(m.requests, m.failures, m.errorCodes, m.latency, m.queueTime, m.localTime, m.fetchWait, m.produceWait, m.connections, m.connCreated, m.connClosed,
 			m.bytesIn, m.recordsIn, m.bytesOut, m.fsync, m.groupCommit, m.syncRecords, m.etcdLatency, m.etcdErrors, m.sessionUp, m.activeController,
-			m.isrShrinks, m.isrExpands)
+			m.isrShrinks, m.isrExpands, m.txnOngoing, m.txnCommits, m.txnAborts, m.txnTimeoutAborts, m.txnMarkerErrors)
 	}
 	return m
+}
+
+// txnMarkerError counts a marker error (code -1: a request without an
+// answer).
+func (m *metrics) txnMarkerError(code protocol.ErrorCode) {
+	m.txnMarkerErrors.WithLabelValues(strconv.Itoa(int(code))).Inc()
 }
 
 // EtcdRequest and SessionUp make metrics the cluster.Observer the broker

@@ -444,6 +444,7 @@ func (b *Broker) syncPartitions(md *cluster.Metadata) error {
 		}
 	}
 	b.groups.sync(next)
+	b.txns.sync(next)
 	return errors.Join(errs...)
 }
 

@@ -96,18 +96,6 @@ func TestSecurityOff(t *testing.T) {
 	if want := []string{"bob:91", "alice:92"}; !slices.Equal(got, want) {
 		t.Errorf("DescribeUserScramCredentials of alice, bob, alice, alice: %v, want %v", got, want)
 	}
-
-	for _, v := range []int16{3, 4, 6} {
-		req := kmsg.NewPtrFindCoordinatorRequest()
-		req.SetVersion(v)
-		req.CoordinatorType, req.CoordinatorKey, req.CoordinatorKeys = coordinatorTransaction, "txn", []string{"txn"}
-		resp := w.mustRoundTrip(req).(*kmsg.FindCoordinatorResponse)
-		code := resp.ErrorCode
-		if v >= 4 {
-			code = resp.Coordinators[0].ErrorCode
-		}
-		checkCode(t, fmt.Sprintf("FindCoordinator v%d for a transactional id", v), code, protocol.InvalidRequest)
-	}
 }
 
 // TestACLUnknownEnums sends ACL requests naming an enum's UNKNOWN value

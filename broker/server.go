@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/gregor-io/gregor/coordinator/group"
+	"github.com/gregor-io/gregor/coordinator/txn"
 	"github.com/gregor-io/gregor/protocol"
 )
 
@@ -214,10 +215,10 @@ func (c *conn) handle(ctx context.Context, frame []byte, arrived time.Time) (*ou
 	a := c.b.handlers[hdr.APIKey]
 	req := kmsg.RequestForKey(hdr.APIKey)
 	req.SetVersion(hdr.APIVersion)
-	// Group requests are kept by the group coordinator past this request,
-	// so they are decoded into their own memory; the others alias the
-	// frame, which is reused only once they are done.
-	if u, ok := req.(interface{ UnsafeReadFrom([]byte) error }); ok && !group.Handles(hdr.APIKey) {
+	// Group and transaction requests are kept by their coordinators past
+	// this request, so they are decoded into their own memory; the others
+	// alias the frame, which is reused only once they are done.
+	if u, ok := req.(interface{ UnsafeReadFrom([]byte) error }); ok && !group.Handles(hdr.APIKey) && !txn.Handles(hdr.APIKey) {
 		err = u.UnsafeReadFrom(body)
 	} else {
 		err = req.ReadFrom(body)

@@ -405,6 +405,30 @@ var brokerDefs = []*Def{
 		Doc: "Partition count of __transaction_state. It must not change once the topic exists.",
 	},
 	{
+		Name: "transaction.state.log.replication.factor", Type: TypeShort, Default: "3", check: atLeast(1),
+		Doc: "Replication factor of __transaction_state, capped at the brokers live when it is created.",
+	},
+	{
+		Name: "transaction.state.log.min.isr", Type: TypeInt, Default: "2", check: atLeast(1),
+		Doc: "min.insync.replicas of __transaction_state: a coordinator's write fails below it.",
+	},
+	{
+		Name: "transaction.state.log.segment.bytes", Type: TypeInt, Default: "104857600", check: atLeast(1),
+		Doc: "Segment size of __transaction_state, kept small so that it compacts and loads quickly.",
+	},
+	{
+		Name: "transaction.max.timeout.ms", Type: TypeInt, Default: "900000", check: atLeast(1),
+		Doc: "Longest transaction timeout a producer may ask for; InitProducerId above it fails with INVALID_TRANSACTION_TIMEOUT.",
+	},
+	{
+		Name: "transaction.abort.timed.out.transaction.cleanup.interval.ms", Type: TypeInt, Default: "10000", check: atLeast(1),
+		Doc: "How often the transaction coordinators abort transactions that ran past their timeout.",
+	},
+	{
+		Name: "transaction.remove.expired.transaction.cleanup.interval.ms", Type: TypeInt, Default: "3600000", check: atLeast(1),
+		Doc: "How often the transaction coordinators remove expired transactional ids.",
+	},
+	{
 		Name: "transactional.id.expiration.ms", Type: TypeInt, Default: "604800000", check: atLeast(1),
 		Doc: "How long a transactional id is kept after its last transaction status update before it expires.",
 	},

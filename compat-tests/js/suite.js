@@ -1015,6 +1015,167 @@ scenario('admin-groups', async s => {
 })
 
 // ---------------------------------------------------------------------------
+// Transactions
+
+// A transactional producer, connected (which runs InitProducerId for its
+// transactional id).
+async function txnProducer(s, transactionalId) {
+  return s.producer({ transactionalId, idempotent: true, maxInFlightRequests: 1, transactionTimeout: 60_000 })
+}
+
+// A read_committed (kafkajs's default) or read_uncommitted member of a group
+// of its own that reads `topic` from the beginning.
+async function isolatedRead(s, topic, isolation) {
+  const consumer = await s.consumer(s.name_(`g-${isolation}`), { readUncommitted: isolation === 'read_uncommitted' })
+  return collect(consumer, topic, { autoCommit: false })
+}
+
+// How many records each partition of `byPartition` holds, in partition order.
+function perPartitionCount(byPartition) {
+  return [...byPartition.values()].map(l => l.length)
+}
+
+scenario('txn-commit-read-committed', async s => {
+  const topic = s.name_('t')
+  const admin = await s.admin()
+  await createTopic(admin, topic)
+  const producer = await txnProducer(s, s.name_('txn'))
+  const records = makeRecords(300, 3, 'txn-commit')
+  const txn = await step('begin transaction', producer.transaction())
+  const written = await produce(txn, topic, records, { perSend: 60 })
+  await step('commit transaction', txn.commit())
+
+  const received = await isolatedRead(s, topic, 'read_committed')
+  await waitForAll(s, received, written, 'read_committed consumer reads the committed records')
+  compareRecords(written, received)
+  return `${records.length} records in one transaction over 3 partitions (${perPartitionCount(written).join('/')}), read_committed read them exactly`
+})
+
+scenario('txn-abort-invisible', async s => {
+  const topic = s.name_('t')
+  const admin = await s.admin()
+  await createTopic(admin, topic)
+  const producer = await txnProducer(s, s.name_('txn'))
+  const aborted = makeRecords(90, 3, 'txn-aborted')
+  const committed = makeRecords(90, 3, 'txn-committed', Date.now() - 30_000)
+  const first = await step('begin transaction 1', producer.transaction())
+  const abortedWritten = await produce(first, topic, aborted, { perSend: 30 })
+  await step('abort transaction 1', first.abort())
+  const second = await step('begin transaction 2', producer.transaction())
+  // The abort marker takes the offset after the aborted records, 30 in each partition.
+  const committedWritten = await produce(second, topic, committed, { perSend: 30, firstOffset: 31 })
+  await step('commit transaction 2', second.commit())
+
+  const readCommitted = await isolatedRead(s, topic, 'read_committed')
+  await waitForAll(s, readCommitted, committedWritten, 'read_committed consumer reads the committed records')
+  const both = new Map([0, 1, 2].map(p => [p, [...abortedWritten.get(p), ...committedWritten.get(p)]]))
+  const readUncommitted = await isolatedRead(s, topic, 'read_uncommitted')
+  await waitForAll(s, readUncommitted, both, 'read_uncommitted consumer reads both transactions')
+  compareRecords(committedWritten, readCommitted)
+  compareRecords(both, readUncommitted)
+  return `aborted 90, committed 90: read_committed read the committed ${total(readCommitted)}, read_uncommitted all ${total(readUncommitted)}`
+})
+
+// The transform of txn-consume-transform-produce: the value prefixed with
+// t: (a null value stays null), a header naming the input record.
+function transform(record) {
+  return {
+    partition: record.partition,
+    key: record.key,
+    value: record.value === null ? null : Buffer.concat([Buffer.from('t:'), record.value]),
+    headers: { ...record.headers, from: Buffer.from(`${record.partition}/${record.offset}`) },
+    timestamp: record.timestamp,
+  }
+}
+
+scenario('txn-consume-transform-produce', async s => {
+  const input = s.name_('in')
+  const output = s.name_('out')
+  const group = s.name_('g')
+  const txnId = s.name_('txn')
+  const admin = await s.admin()
+  await createTopic(admin, input)
+  await createTopic(admin, output)
+  const plain = await s.producer()
+  const perRun = 60
+  const perPartition = perRun / 3
+  const outputWritten = new Map([0, 1, 2].map(p => [p, []]))
+  for (const run of [1, 2]) {
+    const start = (run - 1) * perPartition
+    const end = run * perPartition
+    const batch = await produce(plain, input, makeRecords(perRun, 3, `ctp-${run}`), { firstOffset: start })
+
+    const member = await s.consumer(group)
+    const read = await collect(member, input, { autoCommit: false })
+    await waitForAll(s, read, batch, `run ${run}: the group member reads the batch`)
+    // Read exactly the batch: from the group's committed offsets on, nothing before them.
+    compareRecords(batch, read)
+
+    const producer = await txnProducer(s, txnId)
+    const txn = await step(`run ${run}: begin transaction`, producer.transaction())
+    const transformed = [0, 1, 2].flatMap(p => batch.get(p).map(transform))
+    const placed = await produce(txn, output, transformed, { perSend: perRun, firstOffset: (run - 1) * (perPartition + 1) })
+    await step(
+      `run ${run}: sendOffsets`,
+      txn.sendOffsets({
+        consumerGroupId: group,
+        topics: [{ topic: input, partitions: [0, 1, 2].map(partition => ({ partition, offset: String(end) })) }],
+      })
+    )
+    await step(`run ${run}: commit transaction`, txn.commit())
+    await step(`run ${run}: member leaves`, member.disconnect())
+    await step(`run ${run}: producer disconnect`, producer.disconnect())
+    for (const [p, list] of placed) outputWritten.get(p).push(...list)
+
+    let offsets = {}
+    await waitFor(
+      s,
+      `run ${run}: the group's committed offsets at ${end} per partition`,
+      async () => {
+        const fetched = await step('fetchOffsets', admin.fetchOffsets({ groupId: group, topics: [input] }))
+        offsets = Object.fromEntries((fetched[0] ? fetched[0].partitions : []).map(p => [p.partition, p.offset]))
+        return [0, 1, 2].every(p => offsets[p] === String(end))
+      },
+      { explain: () => `committed ${JSON.stringify(offsets)}` }
+    )
+  }
+  const received = await isolatedRead(s, output, 'read_committed')
+  await waitForAll(s, received, outputWritten, 'read_committed consumer reads the output')
+  compareRecords(outputWritten, received)
+  return `2 runs of ${perRun} inputs, each transformed with its offsets in one transaction; committed ${perPartition} then ${2 * perPartition} per partition; output holds each input once`
+})
+
+scenario('txn-fencing', async s => {
+  const topic = s.name_('t')
+  const txnId = s.name_('txn')
+  const admin = await s.admin()
+  await createTopic(admin, topic)
+  const a = await txnProducer(s, txnId)
+  const txnA = await step('producer A: begin transaction', a.transaction())
+  await produce(txnA, topic, makeRecords(30, 3, 'fenced'), { perSend: 30 })
+  const b = await txnProducer(s, txnId)
+  const txnB = await step('producer B: begin transaction', b.transaction())
+  // A's open transaction is aborted when B initializes: its marker follows A's 10 records per partition.
+  const fromB = await produce(txnB, topic, makeRecords(30, 3, 'fencer'), { perSend: 30, firstOffset: 11 })
+  await step('producer B: commit transaction', txnB.commit())
+  let fenced = null
+  try {
+    await step('producer A: commit after B took over', txnA.commit())
+  } catch (e) {
+    fenced = e
+  }
+  check(fenced, "producer A committed after producer B initialized with its transactional id; expected PRODUCER_FENCED")
+  check(
+    /PRODUCER_FENCED|INVALID_PRODUCER_EPOCH|code 90|code 47/.test(fenced.message),
+    `producer A's commit after B took over: ${fenced.message}, expected PRODUCER_FENCED or INVALID_PRODUCER_EPOCH`
+  )
+  const received = await isolatedRead(s, topic, 'read_committed')
+  await waitForAll(s, received, fromB, "read_committed consumer reads B's records")
+  compareRecords(fromB, received)
+  return `A fenced by B's InitProducerId (${fenced.message.replace(/^.*?: /, '')}); read_committed read B's ${total(received)} records only`
+})
+
+// ---------------------------------------------------------------------------
 // Runner
 
 function resultLine(name, status, seconds, detail) {

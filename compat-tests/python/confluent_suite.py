@@ -13,7 +13,7 @@ from typing import Dict, List, Optional, Sequence
 import confluent_kafka
 from confluent_kafka import (
     TIMESTAMP_CREATE_TIME, Consumer, ConsumerGroupState, ConsumerGroupTopicPartitions,
-    KafkaError, KafkaException, Producer, TopicCollection, TopicPartition,
+    IsolationLevel, KafkaError, KafkaException, Producer, TopicCollection, TopicPartition,
 )
 from confluent_kafka.admin import (
     AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ConfigSource,
@@ -106,7 +106,15 @@ def produce(ctx: Context, topic: str, records: Sequence[Record],
     config = base_config(ctx)
     config.update({"acks": "all", "linger.ms": 10, "enable.idempotence": False})
     config.update(conf)
-    producer = Producer(config)
+    return send(Producer(config), topic, records, partitions)
+
+
+def send(producer: Producer, topic: str, records: Sequence[Record],
+         partitions: Optional[Sequence[int]] = None) -> List[Placed]:
+    """Produces records with producer (to partitions[i] when given, else by
+    key), flushes, and returns each record with the partition and offset its
+    delivery report gave, in produce order; fails on any delivery error.
+    """
     reports: List[Optional[Placed]] = [None] * len(records)
     errors: List[str] = []
 
@@ -581,6 +589,191 @@ def admin_groups(ctx: Context) -> str:
         "/".join(str(commits[p]) for p in range(3)))
 
 
+# ---------------------------------------------------------------------------
+# Transactions
+
+def txn_producer(ctx: Context, txn_id: str) -> Producer:
+    """A transactional producer, its transactions initialized (InitProducerId)."""
+    config = base_config(ctx)
+    config.update({"transactional.id": txn_id, "enable.idempotence": True, "acks": "all",
+                   "linger.ms": 10, "transaction.timeout.ms": 60000})
+    producer = Producer(config)
+    producer.init_transactions(lab.STEP_TIMEOUT)
+    return producer
+
+
+def isolated(ctx: Context, isolation: str) -> Consumer:
+    """An assign-only consumer with the given isolation.level."""
+    return consumer(ctx, ctx.name("reader-" + isolation), **{"isolation.level": isolation})
+
+
+def ends_after(placed: Sequence[Placed]) -> Dict[int, int]:
+    """Per partition, the offset after the last of the placed records."""
+    ends: Dict[int, int] = {}
+    for x in placed:
+        ends[x.partition] = max(ends.get(x.partition, 0), x.offset + 1)
+    return ends
+
+
+def read_isolated(ctx: Context, topic: str, isolation: str, ends: Dict[int, int]) -> Dict[int, List[Placed]]:
+    c = isolated(ctx, isolation)
+    try:
+        return read_assigned(ctx, topic, {p: confluent_kafka.OFFSET_BEGINNING for p in ends}, ends, c)
+    finally:
+        c.close()
+
+
+def latest_offsets(admin: AdminClient, topic: str, isolation: IsolationLevel) -> Dict[int, int]:
+    fs = admin.list_offsets({TopicPartition(topic, p): OffsetSpec.latest() for p in range(3)},
+                            isolation_level=isolation, request_timeout=lab.STEP_TIMEOUT)
+    return {tp.partition: future_result(f, "list_offsets latest %s" % isolation.name).offset
+            for tp, f in fs.items()}
+
+
+def txn_commit_read_committed(ctx: Context) -> str:
+    admin = admin_client(ctx)
+    topic = ctx.name()
+    create_topic(ctx, admin, topic)
+    records = lab.make_records(150, seed=61)
+    parts = [i % 3 for i in range(len(records))]
+    producer = txn_producer(ctx, ctx.name("txn"))
+    producer.begin_transaction()
+    expected = lab.check_produced_dense(send(producer, topic, records, parts))
+    written = {p: len(v) for p, v in expected.items()}
+    # While the transaction is open its records are written (the high
+    # watermark is past them) but not stable (the last stable offset is not).
+    open_hw = latest_offsets(admin, topic, IsolationLevel.READ_UNCOMMITTED)
+    open_lso = latest_offsets(admin, topic, IsolationLevel.READ_COMMITTED)
+    expect(open_hw == written, "open transaction: read_uncommitted latest offsets %s, want %s", open_hw, written)
+    expect(open_lso == {p: 0 for p in range(3)},
+           "open transaction: read_committed latest offsets %s, want 0 (nothing stable yet)", open_lso)
+    producer.commit_transaction(lab.STEP_TIMEOUT)
+    check_no_fatal()
+    got = read_isolated(ctx, topic, "read_committed", written)
+    lab.compare(expected, got, "read_committed:")
+    after = latest_offsets(admin, topic, IsolationLevel.READ_COMMITTED)
+    want_after = {p: n + 1 for p, n in written.items()}
+    expect(after == want_after, "after the commit: read_committed latest offsets %s, want %s (records and marker)",
+           after, want_after)
+    return "%d records (%s per partition) in one transaction: not stable while open, read exactly after commit" % (
+        len(records), lab.counts(expected))
+
+
+def txn_abort_invisible(ctx: Context) -> str:
+    admin = admin_client(ctx)
+    topic = ctx.name()
+    create_topic(ctx, admin, topic)
+    base = lab.now_ms() - 600_000
+    aborted = lab.make_records(60, seed=62, base_ts=base)
+    committed = lab.make_records(60, seed=63, base_ts=base + 60)
+    parts = [i % 3 for i in range(60)]
+    producer = txn_producer(ctx, ctx.name("txn"))
+    producer.begin_transaction()
+    first = send(producer, topic, aborted, parts)
+    producer.abort_transaction(lab.STEP_TIMEOUT)
+    producer.begin_transaction()
+    second = send(producer, topic, committed, parts)
+    producer.commit_transaction(lab.STEP_TIMEOUT)
+    check_no_fatal()
+    ends = ends_after(second)
+    want_committed = lab.by_partition(second)
+    got = read_isolated(ctx, topic, "read_committed", ends)
+    lab.compare(want_committed, got, "read_committed:")
+    want_all = lab.by_partition(list(first) + list(second))
+    got_all = read_isolated(ctx, topic, "read_uncommitted", ends)
+    lab.compare(want_all, got_all, "read_uncommitted:")
+    return "aborted 60, committed 60: read_committed read the committed %s, read_uncommitted all %s" % (
+        lab.counts(got), lab.counts(got_all))
+
+
+def transform(placed: Placed) -> Record:
+    """The consume-transform-produce scenario's transform: the value prefixed
+    with t: (a null value stays null), a header naming the input record."""
+    r = placed.record
+    value = None if r.value is None else b"t:" + r.value
+    return Record(r.key, value, r.headers + (("from", b"%d/%d" % (placed.partition, placed.offset)),),
+                  r.timestamp)
+
+
+def txn_consume_transform_produce(ctx: Context) -> str:
+    admin = admin_client(ctx)
+    source, sink, group = ctx.name("in"), ctx.name("out"), ctx.name("group")
+    create_topic(ctx, admin, source)
+    create_topic(ctx, admin, sink)
+    per_run = 60
+    output: List[Placed] = []
+    inputs = 0
+    for run in (1, 2):
+        batch = lab.make_records(per_run, seed=63 + run, base_ts=lab.now_ms() - 600_000 + inputs)
+        lab.check_produced_dense(produce(ctx, source, batch, partitions=[i % 3 for i in range(per_run)]),
+                                 start=(run - 1) * per_run // 3)
+        inputs += per_run
+        start, end = (run - 1) * per_run // 3, run * per_run // 3
+        member = consumer(ctx, group, **{"client.id": "compat-python-ctp-%d" % run})
+        producer = txn_producer(ctx, ctx.name("txn"))
+        try:
+            member.subscribe([source])
+            read = poll_until_ends(member, {p: end for p in range(3)})
+            for p, v in read.items():
+                expect(v and v[0].offset == start, "run %d: the member read partition %d from offset %s, want %d "
+                       "(where the previous transaction committed)", run, p, v[0].offset if v else None, start)
+            producer.begin_transaction()
+            placed = send(producer, sink, [transform(x) for p in range(3) for x in read[p]],
+                          [p for p in range(3) for _ in read[p]])
+            producer.send_offsets_to_transaction([TopicPartition(source, p, end) for p in range(3)],
+                                                 member.consumer_group_metadata(), lab.STEP_TIMEOUT)
+            producer.commit_transaction(lab.STEP_TIMEOUT)
+            check_no_fatal()
+            output += placed
+        finally:
+            member.close()
+            # Before the next run's producer takes over the transactional.id.
+            producer.close()
+
+        def committed_offsets():
+            offs = future_result(admin.list_consumer_group_offsets(
+                [ConsumerGroupTopicPartitions(group)], request_timeout=lab.STEP_TIMEOUT)[group],
+                "list_consumer_group_offsets %s" % group)
+            return {tp.partition: tp.offset for tp in offs.topic_partitions if tp.topic == source}
+        wait_until("run %d: the group's committed offsets to be %d per partition" % (run, end),
+                   lambda: committed_offsets() == {p: end for p in range(3)})
+    got = read_isolated(ctx, sink, "read_committed", ends_after(output))
+    lab.compare(lab.by_partition(output), got, "output (read_committed):")
+    return "2 runs of %d inputs, each transformed with its offsets in one transaction; committed 20 then 40 " \
+        "per partition; output %s holds each input once" % (per_run, lab.counts(got))
+
+
+def txn_fencing(ctx: Context) -> str:
+    admin = admin_client(ctx)
+    topic, txn_id = ctx.name(), ctx.name("txn")
+    create_topic(ctx, admin, topic)
+    base = lab.now_ms() - 600_000
+    parts = [i % 3 for i in range(30)]
+    a = txn_producer(ctx, txn_id)
+    a.begin_transaction()
+    send(a, topic, lab.make_records(30, seed=66, base_ts=base), parts)
+    b = txn_producer(ctx, txn_id)
+    b.begin_transaction()
+    from_b = send(b, topic, lab.make_records(30, seed=67, base_ts=base + 30), parts)
+    b.commit_transaction(lab.STEP_TIMEOUT)
+    try:
+        a.commit_transaction(lab.STEP_TIMEOUT)
+        raise Failure("producer A committed after producer B initialized with its transactional.id; want fenced")
+    except KafkaException as e:
+        err = e.args[0]
+        fenced = (KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH)
+        expect(err.code() in fenced, "producer A's commit after B took over: %s, want _FENCED, PRODUCER_FENCED "
+               "or INVALID_PRODUCER_EPOCH", err)
+    # A's fencing is the fatal error this scenario expects; any other fails it.
+    others = [f for f in _fatal_errors if "fenced" not in f.lower() and "epoch" not in f.lower()]
+    expect(not others, "fatal client error besides the fencing: %s", "; ".join(others))
+    _fatal_errors.clear()
+    got = read_isolated(ctx, topic, "read_committed", ends_after(from_b))
+    lab.compare(lab.by_partition(from_b), got, "read_committed:")
+    return "A fenced by B's init_transactions (commit failed with %s); read_committed read B's %s only" % (
+        err.name(), lab.counts(got))
+
+
 SCENARIOS = [("produce-consume-" + c, produce_consume(c)) for c in lab.CODECS] + [
     ("idempotent-producer", idempotent_producer),
     ("list-offsets", list_offsets),
@@ -590,6 +783,10 @@ SCENARIOS = [("produce-consume-" + c, produce_consume(c)) for c in lab.CODECS] +
     ("admin-topics", admin_topics),
     ("admin-configs", admin_configs),
     ("admin-groups", admin_groups),
+    ("txn-commit-read-committed", txn_commit_read_committed),
+    ("txn-abort-invisible", txn_abort_invisible),
+    ("txn-consume-transform-produce", txn_consume_transform_produce),
+    ("txn-fencing", txn_fencing),
 ]
 
 if __name__ == "__main__":

@@ -84,22 +84,30 @@ def produce(ctx: Context, topic: str, records: Sequence[Record],
     config.update(conf)
     producer = KafkaProducer(**config)
     try:
-        futures = []
-        for i, r in enumerate(records):
-            futures.append(producer.send(
-                topic, key=r.key, value=r.value, headers=list(r.headers), timestamp_ms=r.timestamp,
-                partition=partitions[i] if partitions is not None else None))
-        producer.flush(timeout=lab.STEP_TIMEOUT)
-        placed = []
-        for i, f in enumerate(futures):
-            try:
-                md = f.get(timeout=lab.STEP_TIMEOUT)
-            except Errors.KafkaError as e:
-                raise Failure("record %d not delivered: %s: %s" % (i, type(e).__name__, e))
-            placed.append(Placed(md.partition, md.offset, records[i]))
-        return placed
+        return send(producer, topic, records, partitions)
     finally:
         producer.close(timeout=10)
+
+
+def send(producer: KafkaProducer, topic: str, records: Sequence[Record],
+         partitions: Optional[Sequence[int]] = None) -> List[Placed]:
+    """Sends records with producer (to partitions[i] when given, else by
+    key), flushes, and returns each with the partition and offset the broker
+    acknowledged, in produce order; fails on the first send error."""
+    futures = []
+    for i, r in enumerate(records):
+        futures.append(producer.send(
+            topic, key=r.key, value=r.value, headers=list(r.headers), timestamp_ms=r.timestamp,
+            partition=partitions[i] if partitions is not None else None))
+    producer.flush(timeout=lab.STEP_TIMEOUT)
+    placed = []
+    for i, f in enumerate(futures):
+        try:
+            md = f.get(timeout=lab.STEP_TIMEOUT)
+        except Errors.KafkaError as e:
+            raise Failure("record %d not delivered: %s: %s" % (i, type(e).__name__, e))
+        placed.append(Placed(md.partition, md.offset, records[i]))
+    return placed
 
 
 def to_placed(m) -> Placed:
@@ -529,6 +537,161 @@ def admin_groups(ctx: Context) -> str:
         "/".join(str(commits[p]) for p in range(3)))
 
 
+# ---------------------------------------------------------------------------
+# Transactions
+
+def txn_producer(ctx: Context, txn_id: str) -> KafkaProducer:
+    """A transactional producer, its transactions initialized (InitProducerId)."""
+    config = base_config(ctx)
+    config.update({"transactional_id": txn_id, "enable_idempotence": True, "acks": "all",
+                   "linger_ms": 10, "max_block_ms": STEP_MS, "transaction_timeout_ms": 60_000})
+    producer = KafkaProducer(**config)
+    producer.init_transactions()
+    return producer
+
+
+def ends_after(placed: Sequence[Placed]) -> Dict[int, int]:
+    """Per partition, the offset after the last of the placed records."""
+    ends: Dict[int, int] = {}
+    for x in placed:
+        ends[x.partition] = max(ends.get(x.partition, 0), x.offset + 1)
+    return ends
+
+
+def read_isolated(ctx: Context, topic: str, isolation: str, ends: Dict[int, int]) -> Dict[int, List[Placed]]:
+    c = consumer(ctx, None, isolation_level=isolation)
+    try:
+        return read_assigned(ctx, topic, {p: None for p in ends}, ends, c)
+    finally:
+        c.close()
+
+
+def txn_commit_read_committed(ctx: Context) -> str:
+    admin = admin_client(ctx)
+    topic = ctx.name()
+    create_topic(ctx, admin, topic)
+    records = make_records(150, seed=61)
+    producer = txn_producer(ctx, ctx.name("txn"))
+    try:
+        producer.begin_transaction()
+        expected = lab.check_produced_dense(send(producer, topic, records, [i % 3 for i in range(len(records))]))
+        producer.commit_transaction()
+    finally:
+        producer.close(timeout=10)
+    got = read_isolated(ctx, topic, "read_committed", {p: len(v) for p, v in expected.items()})
+    lab.compare(expected, got, "read_committed:")
+    return "%d records (%s per partition) in one transaction, read exactly by read_committed" % (
+        len(records), lab.counts(expected))
+
+
+def txn_abort_invisible(ctx: Context) -> str:
+    admin = admin_client(ctx)
+    topic = ctx.name()
+    create_topic(ctx, admin, topic)
+    base = lab.now_ms() - 600_000
+    parts = [i % 3 for i in range(60)]
+    producer = txn_producer(ctx, ctx.name("txn"))
+    try:
+        producer.begin_transaction()
+        first = send(producer, topic, lab.make_records(60, 62, base, null_header=False), parts)
+        producer.abort_transaction()
+        producer.begin_transaction()
+        second = send(producer, topic, lab.make_records(60, 63, base + 60, null_header=False), parts)
+        producer.commit_transaction()
+    finally:
+        producer.close(timeout=10)
+    ends = ends_after(second)
+    got = read_isolated(ctx, topic, "read_committed", ends)
+    lab.compare(lab.by_partition(second), got, "read_committed:")
+    got_all = read_isolated(ctx, topic, "read_uncommitted", ends)
+    lab.compare(lab.by_partition(list(first) + list(second)), got_all, "read_uncommitted:")
+    return "aborted 60, committed 60: read_committed read the committed %s, read_uncommitted all %s" % (
+        lab.counts(got), lab.counts(got_all))
+
+
+def transform(placed: Placed) -> Record:
+    """The consume-transform-produce scenario's transform: the value prefixed
+    with t: (a null value stays null), a header naming the input record."""
+    r = placed.record
+    value = None if r.value is None else b"t:" + r.value
+    return Record(r.key, value, r.headers + (("from", b"%d/%d" % (placed.partition, placed.offset)),),
+                  r.timestamp)
+
+
+def txn_consume_transform_produce(ctx: Context) -> str:
+    admin = admin_client(ctx)
+    source, sink, group = ctx.name("in"), ctx.name("out"), ctx.name("group")
+    create_topic(ctx, admin, source)
+    create_topic(ctx, admin, sink)
+    per_run = 60
+    output: List[Placed] = []
+    for run in (1, 2):
+        start, end = (run - 1) * per_run // 3, run * per_run // 3
+        batch = lab.make_records(per_run, 63 + run, lab.now_ms() - 600_000, null_header=False)
+        lab.check_produced_dense(produce(ctx, source, batch, partitions=[i % 3 for i in range(per_run)]),
+                                 start=start)
+        member = consumer(ctx, group, client_id="compat-python-ctp-%d" % run)
+        producer = txn_producer(ctx, ctx.name("txn"))
+        try:
+            member.subscribe([source])
+            read = poll_until_ends(member, {p: end for p in range(3)})
+            for p, v in read.items():
+                expect(v and v[0].offset == start, "run %d: the member read partition %d from offset %s, want %d "
+                       "(where the previous transaction committed)", run, p, v[0].offset if v else None, start)
+            producer.begin_transaction()
+            placed = send(producer, sink, [transform(x) for p in range(3) for x in read[p]],
+                          [p for p in range(3) for _ in read[p]])
+            producer.send_offsets_to_transaction(
+                {TopicPartition(source, p): OffsetAndMetadata(end, "", -1) for p in range(3)},
+                member.group_metadata())
+            producer.commit_transaction()
+            output += placed
+        finally:
+            member.close()
+            producer.close(timeout=10)
+
+        def committed_offsets():
+            offsets = admin.list_group_offsets(group).get(group, {})
+            return {tp.partition: om.offset for tp, om in offsets.items() if tp.topic == source}
+        wait_until("run %d: the group's committed offsets to be %d per partition" % (run, end),
+                   lambda: committed_offsets() == {p: end for p in range(3)})
+    got = read_isolated(ctx, sink, "read_committed", ends_after(output))
+    lab.compare(lab.by_partition(output), got, "output (read_committed):")
+    return "2 runs of %d inputs, each transformed with its offsets in one transaction; committed 20 then 40 " \
+        "per partition; output %s holds each input once" % (per_run, lab.counts(got))
+
+
+def txn_fencing(ctx: Context) -> str:
+    admin = admin_client(ctx)
+    topic, txn_id = ctx.name(), ctx.name("txn")
+    create_topic(ctx, admin, topic)
+    base = lab.now_ms() - 600_000
+    parts = [i % 3 for i in range(30)]
+    a = txn_producer(ctx, txn_id)
+    a.begin_transaction()
+    send(a, topic, lab.make_records(30, 66, base, null_header=False), parts)
+    b = txn_producer(ctx, txn_id)
+    try:
+        b.begin_transaction()
+        from_b = send(b, topic, lab.make_records(30, 67, base + 30, null_header=False), parts)
+        b.commit_transaction()
+    finally:
+        b.close(timeout=10)
+    try:
+        a.commit_transaction()
+        raise Failure("producer A committed after producer B initialized with its transactional_id; want fenced")
+    except (Errors.ProducerFencedError, Errors.InvalidProducerEpochError) as e:
+        fenced = type(e).__name__
+    except Errors.KafkaError as e:
+        raise Failure("producer A's commit after B took over: %s: %s, want ProducerFencedError" % (type(e).__name__, e))
+    finally:
+        a.close(timeout=10)
+    got = read_isolated(ctx, topic, "read_committed", ends_after(from_b))
+    lab.compare(lab.by_partition(from_b), got, "read_committed:")
+    return "A fenced by B's init_transactions (commit failed with %s); read_committed read B's %s only" % (
+        fenced, lab.counts(got))
+
+
 SCENARIOS = [("produce-consume-" + c, produce_consume(c)) for c in lab.CODECS] + [
     ("idempotent-producer", idempotent_producer),
     ("list-offsets", list_offsets),
@@ -538,6 +701,10 @@ SCENARIOS = [("produce-consume-" + c, produce_consume(c)) for c in lab.CODECS] +
     ("admin-topics", admin_topics),
     ("admin-configs", admin_configs),
     ("admin-groups", admin_groups),
+    ("txn-commit-read-committed", txn_commit_read_committed),
+    ("txn-abort-invisible", txn_abort_invisible),
+    ("txn-consume-transform-produce", txn_consume_transform_produce),
+    ("txn-fencing", txn_fencing),
 ]
 
 if __name__ == "__main__":

@@ -96,8 +96,10 @@ func (c *Coordinator) listGroups(in Input, req *kmsg.ListGroupsRequest) {
 }
 
 // deleteGroups handles DeleteGroups: an empty group is deleted with all its
-// offsets (tombstones for each, then for the group); a group with members
-// fails with NON_EMPTY_GROUP.
+// offsets (tombstones for each, then for the group), including those open
+// transactions committed (a tombstone for each such partition without a
+// committed offset, as Kafka writes); a group with members fails with
+// NON_EMPTY_GROUP.
 func (c *Coordinator) deleteGroups(in Input, req *kmsg.DeleteGroupsRequest) {
 	resp := req.ResponseKind().(*kmsg.DeleteGroupsResponse)
 	resp.Version = req.Version
@@ -115,6 +117,9 @@ func (c *Coordinator) deleteGroups(in Input, req *kmsg.DeleteGroupsRequest) {
 				for _, p := range g.sortedPartitions(t) {
 					c.emit(offsetTombstone(id, t, p))
 				}
+			}
+			for _, tp := range g.pendingPartitions(func(string) bool { return true }) {
+				c.emit(offsetTombstone(id, tp.topic, tp.partition))
 			}
 			c.emit(groupTombstone(id))
 			c.dropGroup(g)

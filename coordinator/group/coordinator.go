@@ -26,6 +26,12 @@ type Coordinator struct {
 	groups map[string]*group
 	timers timers
 
+	// txnGroups indexes the groups with offsets of each producer's open
+	// transaction (group.txns), for the transaction's marker.
+	txnGroups map[int64]map[string]bool
+	// ordinal is the last offset ordinal handed out (nextOrdinal).
+	ordinal int64
+
 	now time.Time // the time given to the call in progress
 	out Output    // what the call in progress produced so far
 }
@@ -57,7 +63,8 @@ type Input struct {
 	// Request is the decoded body: a *kmsg.JoinGroupRequest,
 	// SyncGroupRequest, HeartbeatRequest, LeaveGroupRequest,
 	// OffsetCommitRequest, OffsetFetchRequest, DescribeGroupsRequest,
-	// ListGroupsRequest, DeleteGroupsRequest or OffsetDeleteRequest.
+	// ListGroupsRequest, DeleteGroupsRequest, OffsetDeleteRequest or
+	// TxnOffsetCommitRequest.
 	// Multi-group requests (DescribeGroups, DeleteGroups, OffsetFetch v8+)
 	// must hold only groups of this coordinator's partition; the driver
 	// splits them and merges the responses.
@@ -88,6 +95,11 @@ type Response struct {
 type Output struct {
 	// Records must be appended to the partition, in order, as one batch.
 	Records []Record
+	// Txn, when set, must be appended after Records as one transactional
+	// batch of its producer (see TxnRecords), before any later Output's
+	// records and before the next Step: if the partition refuses the
+	// producer, TxnAppendFailed reverts it.
+	Txn *TxnRecords
 	// Responses may be sent once Records, and the Records of every earlier
 	// Output, are durable. If the append fails, pass Responses to
 	// AppendFailed and send what it returns instead.
@@ -114,10 +126,11 @@ func New(cfg Config) (*Coordinator, error) {
 		r = rand.Reader
 	}
 	return &Coordinator{
-		cfg:    cfg,
-		rand:   r,
-		groups: make(map[string]*group),
-		timers: newTimers(),
+		cfg:       cfg,
+		rand:      r,
+		groups:    make(map[string]*group),
+		timers:    newTimers(),
+		txnGroups: make(map[int64]map[string]bool),
 	}, nil
 }
 
@@ -192,6 +205,8 @@ func (c *Coordinator) Step(now time.Time, in Input) Output {
 		c.listGroups(in, req)
 	case *kmsg.DeleteGroupsRequest:
 		c.deleteGroups(in, req)
+	case *kmsg.TxnOffsetCommitRequest:
+		c.txnOffsetCommit(in, req)
 	default:
 		panic(fmt.Sprintf("group: Step given unsupported request %T", in.Request))
 	}
@@ -203,7 +218,8 @@ func Handles(key int16) bool {
 	switch kmsg.Key(key) {
 	case kmsg.JoinGroup, kmsg.SyncGroup, kmsg.Heartbeat, kmsg.LeaveGroup,
 		kmsg.OffsetCommit, kmsg.OffsetFetch, kmsg.OffsetDelete,
-		kmsg.DescribeGroups, kmsg.ListGroups, kmsg.DeleteGroups:
+		kmsg.DescribeGroups, kmsg.ListGroups, kmsg.DeleteGroups,
+		kmsg.TxnOffsetCommit:
 		return true
 	}
 	return false
@@ -265,12 +281,14 @@ func (c *Coordinator) Unload() []Response {
 		}
 	}
 	c.groups = make(map[string]*group)
+	c.txnGroups = make(map[int64]map[string]bool)
 	c.timers = newTimers()
 	return out
 }
 
 // DeleteTopicOffsets writes tombstones for every offset committed on the
-// given topics, for the broker to call when topics are deleted (Kafka's
+// given topics, and for the offsets open transactions committed on them,
+// for the broker to call when topics are deleted (Kafka's
 // onPartitionsDeleted). It does nothing unless the coordinator is loaded.
 func (c *Coordinator) DeleteTopicOffsets(now time.Time, topics ...string) Output {
 	c.now = now
@@ -282,8 +300,13 @@ func (c *Coordinator) DeleteTopicOffsets(now time.Time, topics ...string) Output
 		for _, t := range topics {
 			for _, p := range g.sortedPartitions(t) {
 				g.deleteOffset(t, p)
+				g.dropPending(t, p)
 				c.emit(offsetTombstone(g.id, t, p))
 			}
+		}
+		for _, tp := range g.pendingPartitions(func(t string) bool { return slices.Contains(topics, t) }) {
+			g.dropPending(tp.topic, tp.partition)
+			c.emit(offsetTombstone(g.id, tp.topic, tp.partition))
 		}
 	}
 	return c.flush()
@@ -362,6 +385,7 @@ func (c *Coordinator) cancelHeartbeat(g *group, memberID string) {
 func (c *Coordinator) dropGroup(g *group) {
 	g.transition(StateDead, c.nowMs())
 	delete(c.groups, g.id)
+	c.forgetTxns(g)
 	c.timers.cancel(timerKey{kind: timerJoin, group: g.id})
 	c.timers.cancel(timerKey{kind: timerSync, group: g.id})
 	for _, id := range g.order {

@@ -148,13 +148,13 @@ func TestStepPanicsOnUnsupportedRequest(t *testing.T) {
 }
 
 func TestHandles(t *testing.T) {
-	for _, k := range []kmsg.Key{kmsg.JoinGroup, kmsg.OffsetFetch, kmsg.DeleteGroups, kmsg.OffsetDelete} {
+	for _, k := range []kmsg.Key{kmsg.JoinGroup, kmsg.OffsetFetch, kmsg.DeleteGroups, kmsg.OffsetDelete, kmsg.TxnOffsetCommit} {
 		if !Handles(int16(k)) {
 			t.Fatalf("Handles(%v) = false", k)
 		}
 	}
-	if Handles(int16(kmsg.FindCoordinator)) || Handles(int16(kmsg.TxnOffsetCommit)) {
-		t.Fatal("FindCoordinator and TxnOffsetCommit are not the coordinator's")
+	if Handles(int16(kmsg.FindCoordinator)) || Handles(int16(kmsg.EndTxn)) {
+		t.Fatal("FindCoordinator and EndTxn are not the coordinator's")
 	}
 }
 

@@ -1,7 +1,8 @@
 // Package group is Gregor's group coordinator for the classic consumer group
 // protocol: JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit,
-// OffsetFetch, OffsetDelete, DescribeGroups, ListGroups and DeleteGroups, as
-// Apache Kafka 4.x's classic group coordinator answers them.
+// OffsetFetch, OffsetDelete, DescribeGroups, ListGroups, DeleteGroups and
+// TxnOffsetCommit, as Apache Kafka 4.x's classic group coordinator answers
+// them.
 //
 // A Coordinator owns the groups of one __consumer_offsets partition. It is a
 // state machine with no clock, no goroutines and no I/O (etcd-io/raft's
@@ -16,8 +17,11 @@
 // touches that partition's Coordinator:
 //
 //  1. Load. New returns a loading Coordinator. Pass every record of the
-//     partition, from the log start to its end and in order, to Replay
-//     (skip control batches). Then call Loaded. Until then Step answers
+//     partition, from the log start to its end and in order: records of
+//     transactional batches to ReplayTransactional with the batch's
+//     producer id, other records to Replay, and the COMMIT or ABORT marker
+//     of each control batch to ReplayTxnMarker (other control records are
+//     skipped). Then call Loaded. Until then Step answers
 //     COORDINATOR_LOAD_IN_PROGRESS.
 //  2. Serve. Give each request to Step, and call Tick when the time reaches
 //     Output.NextTick (zero: no timer). Step also fires due timers first.
@@ -29,7 +33,13 @@
 //     Output with no Records still wait for the Records of earlier Outputs.
 //     The coordinator applies every change in memory when it returns it, so
 //     later Outputs already build on earlier ones; appends may be pipelined
-//     as long as responses go out in order.
+//     as long as responses go out in order. An Output with Txn (a
+//     TxnOffsetCommit) is the exception: append its Records, then its Txn
+//     records as one transactional batch of Txn.ProducerID and
+//     Txn.ProducerEpoch (acks=all as well), before stepping anything else.
+//     If the partition refuses that producer (a stale or fenced epoch),
+//     send what TxnAppendFailed returns instead of its Responses; the
+//     coordinator stays in service.
 //  4. Failed appends. If a batch cannot be appended, call AppendFailed with
 //     the Output's Responses and the append's error code, send what it
 //     returns, and do the same for every later Output not yet answered.
@@ -38,6 +48,10 @@
 //     from the log (step 1). Kafka instead reverts its in-memory state to
 //     the last committed offset; reloading reaches the same state.
 //  5. Leadership lost. Call Unload and send the responses it returns.
+//  6. Transaction markers. When a COMMIT or ABORT marker is appended to the
+//     partition after loading (the broker writes it for WriteTxnMarkers),
+//     call TxnCompleted with its producer id and result, in log order with
+//     the driver's own appends.
 //
 // Responses to a JoinGroup or SyncGroup that waits for the rest of its group
 // come out of a later Step or Tick. A Response's Token is the Input's, so
@@ -82,8 +96,25 @@
 //   - A group becomes Dead only to be removed at once: Dead is what
 //     DescribeGroups reports for a group that does not exist.
 //   - Ties in protocol votes go to the earliest joined member's preference.
-//   - OffsetFetch's require_stable (v7+) has nothing to wait for: there are
-//     no transactional offsets yet (TxnOffsetCommit is not handled here).
+//   - TxnOffsetCommit with a negative producer id fails with
+//     INVALID_PRODUCER_ID_MAPPING, where Kafka writes a plain commit.
+//   - Transaction verification (KIP-890: asking the transaction
+//     coordinator whether the producer added the offsets partition to its
+//     transaction) is not done.
+//
+// # Transactional offsets
+//
+// TxnOffsetCommit writes offset commit records, as OffsetCommit does, in a
+// transactional batch of the producer, and keeps the offsets pending under
+// the producer id. OffsetFetch does not return them; with require_stable
+// (v7+, KIP-447) it answers UNSTABLE_OFFSET_COMMIT for a partition with a
+// pending offset, so a consumer that takes over does not start from an
+// offset about to change. The transaction's COMMIT marker makes the
+// producer's pending offsets committed, except where a plain commit was
+// written after them; an ABORT marker drops them. A tombstone (OffsetDelete,
+// DeleteGroups, topic deletion) deletes the pending offsets of its
+// partition too. Offset expiration skips partitions with pending offsets
+// and keeps groups with open transactions.
 //
 // # Offset expiration
 //

@@ -41,12 +41,14 @@ const (
 	errInvalidSessionTimeout     int16 = 26
 	errRebalanceInProgress       int16 = 27
 	errKafkaStorageError         int16 = 56
+	errInvalidProducerIDMapping  int16 = 49
 	errNonEmptyGroup             int16 = 68
 	errGroupIDNotFound           int16 = 69
 	errMemberIDRequired          int16 = 79
 	errGroupMaxSizeReached       int16 = 81
 	errFencedInstanceID          int16 = 82
 	errGroupSubscribedToTopic    int16 = 86
+	errUnstableOffsetCommit      int16 = 88
 	errUnknownTopicID            int16 = 100
 )
 

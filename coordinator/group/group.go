@@ -91,6 +91,9 @@ type group struct {
 	newMemberAdded bool
 
 	offsets map[string]map[int32]*offset // topic -> partition -> commit
+	// txns are the offsets of open transactions (TxnOffsetCommit), by
+	// producer id, invisible until the transaction's COMMIT marker.
+	txns map[int64]pendingTxn
 }
 
 // member is one member of a classic group.
@@ -129,6 +132,9 @@ type offset struct {
 	commitMs    int64
 	expireMs    int64    // -1 unless the commit asked for its own retention (v2-v4)
 	topicID     [16]byte // set when committed by topic id (v10)
+	// ordinal orders the offsets applied to the coordinator as the log
+	// orders their records (see Coordinator.nextOrdinal).
+	ordinal int64
 }
 
 func newGroup(id string, nowMs int64) *group {
@@ -143,6 +149,7 @@ func newGroup(id string, nowMs int64) *group {
 		pendingSync:    make(map[string]bool),
 		supported:      make(map[string]int),
 		offsets:        make(map[string]map[int32]*offset),
+		txns:           make(map[int64]pendingTxn),
 	}
 }
 

@@ -24,8 +24,11 @@ type harness struct {
 	now     time.Time
 	next    time.Time
 	records []Record
-	resps   map[int]kmsg.Response
-	token   int
+	// log is everything appended to the partition in order, transactional
+	// batches and markers included, for replay.
+	log   []logEntry
+	resps map[int]kmsg.Response
+	token int
 }
 
 func testConfig() Config {
@@ -48,6 +51,14 @@ func newHarness(t *testing.T, cfg Config) *harness {
 // take plays the driver for one Output.
 func (h *harness) take(out Output) Output {
 	h.records = append(h.records, out.Records...)
+	for _, r := range out.Records {
+		h.log = append(h.log, logEntry{producerID: -1, rec: r})
+	}
+	if out.Txn != nil {
+		for _, r := range out.Txn.Records {
+			h.log = append(h.log, logEntry{producerID: out.Txn.ProducerID, rec: r})
+		}
+	}
 	for _, r := range out.Responses {
 		// Every response must encode and decode at its version.
 		back := r.Body.RequestKind().ResponseKind()

@@ -102,6 +102,7 @@ func (c *Coordinator) offsetCommit(in Input, req *kmsg.OffsetCommitRequest) {
 			commitMs:    c.nowMs(),
 			expireMs:    expireMs,
 			topicID:     ids[i],
+			ordinal:     c.nextOrdinal(),
 		}
 		g.setOffset(names[i], p.Partition, o)
 		c.emit(offsetRecord(g.id, names[i], p.Partition, o))
@@ -170,7 +171,10 @@ func javaLength(s string) int {
 
 // offsetFetch handles OffsetFetch: v1-v7 for one group, v8+ for several,
 // v10 naming topics by id. Null topics (v2+) fetch every committed offset.
-// A group or partition without a commit gets offset -1 and no error.
+// A group or partition without a commit gets offset -1 and no error. With
+// require_stable (v7+, KIP-447) a partition for which an open transaction
+// committed an offset gets UNSTABLE_OFFSET_COMMIT (the client retries until
+// the transaction ends); without it, the committed offset is returned.
 func (c *Coordinator) offsetFetch(in Input, req *kmsg.OffsetFetchRequest) {
 	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
 	resp.Version = req.Version
@@ -178,7 +182,7 @@ func (c *Coordinator) offsetFetch(in Input, req *kmsg.OffsetFetchRequest) {
 
 	if req.Version >= 8 {
 		for _, rg := range req.Groups {
-			resp.Groups = append(resp.Groups, c.fetchGroup(req.Version, rg.Group, rg.Topics))
+			resp.Groups = append(resp.Groups, c.fetchGroup(req.Version, rg.Group, rg.Topics, req.RequireStable))
 		}
 		return
 	}
@@ -189,7 +193,7 @@ func (c *Coordinator) offsetFetch(in Input, req *kmsg.OffsetFetchRequest) {
 			topics = append(topics, kmsg.OffsetFetchRequestGroupTopic{Topic: t.Topic, Partitions: t.Partitions})
 		}
 	}
-	rg := c.fetchGroup(req.Version, req.Group, topics)
+	rg := c.fetchGroup(req.Version, req.Group, topics, req.Version >= 7 && req.RequireStable)
 	resp.ErrorCode = rg.ErrorCode
 	for _, t := range rg.Topics {
 		rt := kmsg.NewOffsetFetchResponseTopic()
@@ -204,8 +208,10 @@ func (c *Coordinator) offsetFetch(in Input, req *kmsg.OffsetFetchRequest) {
 	}
 }
 
-// fetchGroup answers the OffsetFetch of one group; nil topics means all.
-func (c *Coordinator) fetchGroup(version int16, groupID string, topics []kmsg.OffsetFetchRequestGroupTopic) kmsg.OffsetFetchResponseGroup {
+// fetchGroup answers the OffsetFetch of one group; nil topics means all
+// (the committed ones: partitions with only a pending transactional offset
+// are not listed, as in Kafka).
+func (c *Coordinator) fetchGroup(version int16, groupID string, topics []kmsg.OffsetFetchRequestGroupTopic, requireStable bool) kmsg.OffsetFetchResponseGroup {
 	rg := kmsg.NewOffsetFetchResponseGroup()
 	rg.Group = groupID
 	g := c.groups[groupID]
@@ -229,7 +235,11 @@ func (c *Coordinator) fetchGroup(version int16, groupID string, topics []kmsg.Of
 				rt.TopicID = id
 			}
 			for _, p := range g.sortedPartitions(t) {
-				rt.Partitions = append(rt.Partitions, fetchedPartition(p, g.offsets[t][p]))
+				rp := fetchedPartition(p, g.offsets[t][p])
+				if requireStable && g.hasPending(t, p) {
+					rp = unstablePartition(p)
+				}
+				rt.Partitions = append(rt.Partitions, rp)
 			}
 			rg.Topics = append(rg.Topics, rt)
 		}
@@ -258,6 +268,9 @@ func (c *Coordinator) fetchGroup(version int16, groupID string, topics []kmsg.Of
 			}
 			rp := fetchedPartition(p, o)
 			rp.ErrorCode = code
+			if code == errNone && requireStable && g != nil && g.hasPending(name, p) {
+				rp = unstablePartition(p)
+			}
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		rg.Topics = append(rg.Topics, rt)
@@ -273,6 +286,14 @@ func fetchedPartition(partition int32, o *offset) kmsg.OffsetFetchResponseGroupT
 		return rp
 	}
 	rp.Offset, rp.LeaderEpoch, rp.Metadata = o.offset, o.leaderEpoch, strPtr(o.metadata)
+	return rp
+}
+
+// unstablePartition is the answer for a partition an open transaction
+// committed an offset for, when the fetch requires stable offsets.
+func unstablePartition(partition int32) kmsg.OffsetFetchResponseGroupTopicPartition {
+	rp := fetchedPartition(partition, nil)
+	rp.ErrorCode = errUnstableOffsetCommit
 	return rp
 }
 
@@ -317,8 +338,13 @@ func (c *Coordinator) offsetDelete(in Input, req *kmsg.OffsetDeleteRequest) {
 				continue // the group failed: only topic errors are listed
 			case g.isSubscribedTo(t.Topic):
 				rp.ErrorCode = errGroupSubscribedToTopic
-			case g.deleteOffset(t.Topic, p.Partition):
-				c.emit(offsetTombstone(g.id, t.Topic, p.Partition))
+			default:
+				// A tombstone deletes the committed offset and those of
+				// open transactions alike.
+				committed := g.deleteOffset(t.Topic, p.Partition)
+				if g.dropPending(t.Topic, p.Partition) || committed {
+					c.emit(offsetTombstone(g.id, t.Topic, p.Partition))
+				}
 			}
 			rt.Partitions = append(rt.Partitions, rp)
 		}
@@ -330,7 +356,7 @@ func (c *Coordinator) offsetDelete(in Input, req *kmsg.OffsetDeleteRequest) {
 
 // expireOffsets runs every OffsetsRetentionCheckInterval: it deletes the
 // expired offsets of every group, and then empty groups left without
-// offsets (Kafka's cleanupGroupMetadata).
+// offsets and without open transactions (Kafka's cleanupGroupMetadata).
 func (c *Coordinator) expireOffsets() {
 	for _, id := range c.sortedGroupIDs() {
 		g := c.groups[id]
@@ -342,10 +368,15 @@ func (c *Coordinator) expireOffsets() {
 }
 
 // expireGroupOffsets deletes the group's expired offsets and reports
-// whether none is left.
+// whether none is left and no transaction that committed offsets for the
+// group is open. An offset with a pending transactional offset for its
+// partition does not expire until the transaction ends. Kafka also skips
+// the open-transaction check for a group without committed offsets; here
+// such a group is kept too, so a transaction's offsets never commit into a
+// group that was deleted under them.
 func (c *Coordinator) expireGroupOffsets(g *group) bool {
 	if len(g.offsets) == 0 {
-		return true
+		return len(g.txns) == 0
 	}
 	base := g.expirationBase()
 	if base == nil {
@@ -364,7 +395,7 @@ func (c *Coordinator) expireGroupOffsets(g *group) bool {
 			if o.expireMs >= 0 {
 				expired = now >= o.expireMs // a retention the commit asked for
 			}
-			if !expired {
+			if !expired || g.hasPending(t, p) {
 				all = false
 				continue
 			}
@@ -372,7 +403,7 @@ func (c *Coordinator) expireGroupOffsets(g *group) bool {
 			c.emit(offsetTombstone(g.id, t, p))
 		}
 	}
-	return all
+	return all && len(g.txns) == 0
 }
 
 // expirationBase returns the time an offset's retention counts from, or nil

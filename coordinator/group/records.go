@@ -101,40 +101,49 @@ func nonNil(b []byte) []byte {
 	return b
 }
 
-// Replay applies one record of the partition, in log order, while the
-// coordinator is loading. A nil value is a tombstone. Records of types the
-// classic coordinator does not use (key versions other than 0, 1 and 2, such
-// as KIP-848 consumer group records) are skipped. Control records
-// (transaction markers) are not key/value records of this kind; the driver
-// skips control batches. Transactional offset commits are not supported yet:
-// the driver must not pass records of transactional batches.
+// Replay applies one record of a non-transactional batch of the
+// partition, in log order, while the coordinator is loading. A nil value is
+// a tombstone. Records of types the classic coordinator does not use (key
+// versions other than 0, 1 and 2, such as KIP-848 consumer group records)
+// are skipped. Records of transactional batches go to ReplayTransactional
+// instead, and the COMMIT and ABORT markers of control batches to
+// ReplayTxnMarker; other control records are skipped by the driver.
 //
 // Replay keeps no reference to key or value.
 func (c *Coordinator) Replay(key, value []byte) error {
 	if c.phase != phaseLoading {
 		return ErrLoaded
 	}
+	return c.replay(key, value, -1)
+}
+
+// replay applies a record; producerID is that of its transactional batch,
+// -1 for other batches.
+func (c *Coordinator) replay(key, value []byte, producerID int64) error {
 	if len(key) < 2 {
 		return fmt.Errorf("%w: key of %d bytes", ErrCorruptRecord, len(key))
 	}
 	switch int16(binary.BigEndian.Uint16(key)) {
 	case 0, 1:
-		return c.replayOffset(key, value)
+		return c.replayOffset(key, value, producerID)
 	case groupMetadataKeyVersion:
 		return c.replayGroup(key, value)
 	}
 	return nil
 }
 
-func (c *Coordinator) replayOffset(key, value []byte) error {
+func (c *Coordinator) replayOffset(key, value []byte, producerID int64) error {
 	var k kmsg.OffsetCommitKey
 	if err := k.ReadFrom(key); err != nil {
 		return fmt.Errorf("%w: offset commit key: %w", ErrCorruptRecord, err)
 	}
 	g := c.groups[k.Group]
 	if value == nil {
+		// A tombstone deletes the committed offset and those of open
+		// transactions.
 		if g != nil {
 			g.deleteOffset(k.Topic, k.Partition)
+			g.dropPending(k.Topic, k.Partition)
 		}
 		return nil
 	}
@@ -162,6 +171,11 @@ func (c *Coordinator) replayOffset(key, value []byte) error {
 	if v.Version == 1 {
 		o.expireMs = v.ExpireTimestamp
 	}
+	if producerID >= 0 {
+		c.setPending(g, producerID, k.Topic, k.Partition, o)
+		return nil
+	}
+	o.ordinal = c.nextOrdinal()
 	g.setOffset(k.Topic, k.Partition, o)
 	return nil
 }
@@ -174,6 +188,9 @@ func (c *Coordinator) replayGroup(key, value []byte) error {
 	old := c.groups[k.Group]
 	if value == nil {
 		delete(c.groups, k.Group)
+		if old != nil {
+			c.forgetTxns(old)
+		}
 		return nil
 	}
 	var v kmsg.GroupMetadataValue
@@ -201,6 +218,7 @@ func (c *Coordinator) replayGroup(key, value []byte) error {
 	}
 	if old != nil {
 		g.offsets = old.offsets // offsets are records of their own
+		g.txns = old.txns
 	}
 	g.generation = v.Generation
 	g.protocolType = v.ProtocolType

@@ -83,6 +83,17 @@ func errorResponse(req kmsg.Request, code int16) kmsg.Response {
 		}
 	case *kmsg.OffsetDeleteResponse:
 		r.ErrorCode = code
+	case *kmsg.TxnOffsetCommitResponse:
+		for _, t := range req.(*kmsg.TxnOffsetCommitRequest).Topics {
+			rt := kmsg.NewTxnOffsetCommitResponseTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
+				rp.Partition, rp.ErrorCode = p.Partition, code
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			r.Topics = append(r.Topics, rt)
+		}
 	case *kmsg.DescribeGroupsResponse:
 		for _, g := range req.(*kmsg.DescribeGroupsRequest).Groups {
 			rg := kmsg.NewDescribeGroupsResponseGroup()
@@ -130,6 +141,13 @@ func failResponse(resp kmsg.Response, code int16) kmsg.Response {
 		f := kmsg.NewPtrOffsetDeleteResponse()
 		f.Version, f.ErrorCode = v, code
 		return f
+	case *kmsg.TxnOffsetCommitResponse:
+		for i := range r.Topics {
+			for j := range r.Topics[i].Partitions {
+				r.Topics[i].Partitions[j].ErrorCode = code
+			}
+		}
+		return r
 	case *kmsg.DeleteGroupsResponse:
 		for i := range r.Groups {
 			r.Groups[i].ErrorCode = code

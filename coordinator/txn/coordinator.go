@@ -189,6 +189,18 @@ func (c *Coordinator) Step(now time.Time, in Input) Output {
 	return c.flush()
 }
 
+// Handles reports whether Step takes requests of this API key. The
+// coordinator keeps strings of those requests, so the broker decodes them
+// into memory of their own.
+func Handles(key int16) bool {
+	switch kmsg.Key(key) {
+	case kmsg.InitProducerID, kmsg.AddPartitionsToTxn, kmsg.AddOffsetsToTxn, kmsg.EndTxn,
+		kmsg.DescribeTransactions, kmsg.ListTransactions:
+		return true
+	}
+	return false
+}
+
 // Tick fires the timers due at now: transactions past their timeout are
 // aborted with a bumped epoch, and transactional ids idle for
 // TransactionalIDExpiration are removed.

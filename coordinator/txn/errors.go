@@ -1,6 +1,10 @@
 package txn
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
 
 // Sentinel errors. Compare with errors.Is.
 var (
@@ -79,3 +83,8 @@ func fencedCode(code int16, v, fencedSince int16) int16 {
 	}
 	return code
 }
+
+// ErrorResponse answers req, at its version, with code everywhere the
+// response has room for one. The broker uses it for requests that reach no
+// coordinator (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS, ...).
+func ErrorResponse(req kmsg.Request, code int16) kmsg.Response { return errorResponse(req, code) }

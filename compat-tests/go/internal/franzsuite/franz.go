@@ -49,6 +49,10 @@ func Scenarios(log io.Writer, debug bool) []compat.Scenario {
 		compat.Scenario{Name: "broker-loggers", Run: s.brokerLoggers},
 		compat.Scenario{Name: "features", Run: s.features},
 		compat.Scenario{Name: "null-edges", Run: s.nullEdges},
+		compat.Scenario{Name: "txn-commit-read-committed", Run: s.txnCommitReadCommitted},
+		compat.Scenario{Name: "txn-abort-invisible", Run: s.txnAbortInvisible},
+		compat.Scenario{Name: "txn-consume-transform-produce", Run: s.txnConsumeTransformProduce},
+		compat.Scenario{Name: "txn-fencing", Run: s.txnFencing},
 	)
 }
 
@@ -59,7 +63,12 @@ type suite struct {
 // client returns a kgo client for the scenario's broker; the caller closes
 // it.
 func (s *suite) client(t *compat.T, opts ...kgo.Opt) (*kgo.Client, error) {
-	base := []kgo.Opt{
+	return kgo.NewClient(append(s.baseOpts(t), opts...)...)
+}
+
+// baseOpts are the options every client of a scenario starts from.
+func (s *suite) baseOpts(t *compat.T) []kgo.Opt {
+	return []kgo.Opt{
 		kgo.SeedBrokers(t.Brokers()...),
 		kgo.ClientID(clientID),
 		kgo.WithLogger(s.logger),
@@ -67,7 +76,6 @@ func (s *suite) client(t *compat.T, opts ...kgo.Opt) (*kgo.Client, error) {
 		// up to this long; the admin scenarios watch changes happen.
 		kgo.MetadataMinAge(250 * time.Millisecond),
 	}
-	return kgo.NewClient(append(base, opts...)...)
 }
 
 // createTopic creates topic with the given partitions, replication factor

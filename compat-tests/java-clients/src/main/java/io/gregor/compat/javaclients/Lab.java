@@ -97,7 +97,14 @@ final class Lab {
 
     /** A consumer with no group, for assign() and seek(). */
     KafkaConsumer<byte[], byte[]> consumer(String clientSuffix) {
-        return new KafkaConsumer<>(consumerConfig(clientSuffix));
+        return consumer(clientSuffix, Map.of());
+    }
+
+    /** A consumer with no group and configs of the scenario's own (an isolation.level, say). */
+    KafkaConsumer<byte[], byte[]> consumer(String clientSuffix, Map<String, Object> overrides) {
+        Map<String, Object> conf = consumerConfig(clientSuffix);
+        conf.putAll(overrides);
+        return new KafkaConsumer<>(conf);
     }
 
     /**

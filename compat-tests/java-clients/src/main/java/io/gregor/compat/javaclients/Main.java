@@ -43,7 +43,7 @@ public final class Main {
     private Main() {
     }
 
-    /** The scenarios in the order they run: data paths first, then groups, then admin. */
+    /** The scenarios in the order they run: data paths first, then groups, then admin, then transactions. */
     static Map<String, Scenario> scenarios() {
         Map<String, Scenario> s = new LinkedHashMap<>();
         for (String codec : List.of("none", "gzip", "snappy", "lz4", "zstd")) {
@@ -58,6 +58,10 @@ public final class Main {
         s.put("admin-configs", AdminScenarios::configs);
         s.put("admin-groups", GroupScenarios::adminGroups);
         s.put("describe-cluster", AdminScenarios::describeCluster);
+        s.put("txn-commit-read-committed", TxnScenarios::commitReadCommitted);
+        s.put("txn-abort-invisible", TxnScenarios::abortInvisible);
+        s.put("txn-consume-transform-produce", TxnScenarios::consumeTransformProduce);
+        s.put("txn-fencing", TxnScenarios::fencing);
         return s;
     }
 

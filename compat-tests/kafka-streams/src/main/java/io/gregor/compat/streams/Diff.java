@@ -11,13 +11,22 @@ final class Diff {
 
     /** E.g. "3 of 16 keys differ: kafka expected 41 got 40, join expected 7 got none, ...". */
     static String counts(Map<String, Long> expected, Map<String, Long> actual) {
+        return differences(expected, actual);
+    }
+
+    /** Like {@link #counts}, for keys mapped to lines of text. */
+    static String lines(Map<String, String> expected, Map<String, String> actual) {
+        return differences(expected, actual);
+    }
+
+    private static <V> String differences(Map<String, V> expected, Map<String, V> actual) {
         TreeSet<String> keys = new TreeSet<>(expected.keySet());
         keys.addAll(actual.keySet());
         StringBuilder sb = new StringBuilder();
         int differ = 0;
         for (String key : keys) {
-            Long want = expected.get(key);
-            Long got = actual.get(key);
+            V want = expected.get(key);
+            V got = actual.get(key);
             if (want == null ? got == null : want.equals(got)) {
                 continue;
             }

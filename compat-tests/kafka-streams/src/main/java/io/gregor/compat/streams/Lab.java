@@ -26,6 +26,9 @@ import org.apache.kafka.clients.admin.ListTopicsOptions;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.clients.admin.TopicDescription;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
@@ -33,6 +36,7 @@ import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.config.ConfigResource;
+import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
 import org.apache.kafka.streams.Topology;
 
@@ -135,9 +139,53 @@ final class Lab implements AutoCloseable {
 
     /** A reader of a counts topic from its start, closed with the lab. */
     OutputReader reader(String topic, int partitions) {
-        OutputReader reader = new OutputReader(bootstrap, topic, partitions);
+        return reader(topic, partitions, "read_uncommitted");
+    }
+
+    /** A reader of a counts topic from its start with the given isolation.level, closed with the lab. */
+    OutputReader reader(String topic, int partitions, String isolation) {
+        OutputReader reader = new OutputReader(bootstrap, topic, partitions, isolation);
         opened.push(reader::close);
         return reader;
+    }
+
+    /**
+     * Reads a topic of String keys and values from its start to its end
+     * offsets (read_committed) and returns key to value; a key read twice
+     * fails, so that a duplicate does not hide in the map.
+     */
+    Map<String, String> readLines(String topic, int partitionCount) throws Exception {
+        Properties props = new Properties();
+        props.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        props.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, false);
+        props.put(ConsumerConfig.CLIENT_ID_CONFIG, topic + "-lines");
+        props.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
+        Map<String, String> lines = new TreeMap<>();
+        try (KafkaConsumer<String, String> consumer = new KafkaConsumer<>(props, new StringDeserializer(),
+                new StringDeserializer())) {
+            List<TopicPartition> partitions = new ArrayList<>();
+            for (int p = 0; p < partitionCount; p++) {
+                partitions.add(new TopicPartition(topic, p));
+            }
+            consumer.assign(partitions);
+            consumer.seekToBeginning(partitions);
+            Map<TopicPartition, Long> end = consumer.endOffsets(partitions, Poll.STEP);
+            Poll.until("reading " + topic + " to its end offsets " + end, Poll.STEP, () -> {
+                for (ConsumerRecord<String, String> r : consumer.poll(Duration.ofMillis(100))) {
+                    if (lines.put(r.key(), r.value()) != null) {
+                        throw new ScenarioFailure(topic + ": key " + r.key() + " read twice (again at "
+                                + r.partition() + "/" + r.offset() + ")");
+                    }
+                }
+                for (TopicPartition tp : partitions) {
+                    if (consumer.position(tp, Poll.STEP) < end.get(tp)) {
+                        return false;
+                    }
+                }
+                return true;
+            }, () -> lines.size() + " lines read");
+        }
+        return lines;
     }
 
     /** Latest offsets of every partition of the topics, by ListOffsets. */

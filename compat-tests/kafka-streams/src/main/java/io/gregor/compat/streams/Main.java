@@ -55,6 +55,7 @@ public final class Main {
         SCENARIOS.put("streams-two-instances", Scenarios::twoInstances);
         SCENARIOS.put("streams-windowed-count", Scenarios::windowedCount);
         SCENARIOS.put("streams-table-join", Scenarios::tableJoin);
+        SCENARIOS.put("streams-eos-wordcount", Scenarios::eosWordCount);
     }
 
     private Main() {}

@@ -27,14 +27,25 @@ final class OutputReader implements AutoCloseable {
     private final KafkaConsumer<String, Long> consumer;
     private final List<TopicPartition> partitions = new ArrayList<>();
     private final Map<String, Long> latest = new TreeMap<>();
+    /** Every value read per key, in the order read. */
+    private final Map<String, List<Long>> history = new TreeMap<>();
     private long records;
 
     OutputReader(String bootstrap, String topic, int partitionCount) {
+        this(bootstrap, topic, partitionCount, "read_uncommitted");
+    }
+
+    /**
+     * @param isolation the consumer's isolation.level: read_committed to
+     *     read an exactly-once app's output as its downstream would
+     */
+    OutputReader(String bootstrap, String topic, int partitionCount, String isolation) {
         this.topic = topic;
         Properties props = new Properties();
         props.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
         props.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, false);
         props.put(ConsumerConfig.CLIENT_ID_CONFIG, topic + "-reader");
+        props.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, isolation);
         consumer = new KafkaConsumer<>(props, new StringDeserializer(), new LongDeserializer());
         for (int p = 0; p < partitionCount; p++) {
             partitions.add(new TopicPartition(topic, p));
@@ -51,6 +62,7 @@ final class OutputReader implements AutoCloseable {
                         + "/" + record.offset());
             }
             latest.put(record.key(), record.value());
+            history.computeIfAbsent(record.key(), k -> new ArrayList<>()).add(record.value());
             records++;
         }
     }
@@ -89,6 +101,16 @@ final class OutputReader implements AutoCloseable {
 
     Map<String, Long> latest() {
         return latest;
+    }
+
+    /** Every value read per key, in the order read (a key's updates sit on one partition, in order). */
+    Map<String, List<Long>> history() {
+        return history;
+    }
+
+    /** The end offsets of the topic's partitions, as this reader's isolation level sees them. */
+    Map<TopicPartition, Long> endOffsets() {
+        return consumer.endOffsets(partitions, Poll.STEP);
     }
 
     long records() {

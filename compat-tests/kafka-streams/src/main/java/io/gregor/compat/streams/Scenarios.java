@@ -375,6 +375,74 @@ final class Scenarios {
                 + expected + " exact in " + out.records() + " output records";
     }
 
+    /**
+     * streams-eos-wordcount: the word count with
+     * processing.guarantee=exactly_once_v2 and no record cache, so that every
+     * word read sends one update downstream. Half the lines are a backlog,
+     * half arrive while the app runs. The input reads back exactly as
+     * produced; a read_committed reader of the output sees, for every word,
+     * the counts 1, 2, ..., n each once (no update lost or repeated) ending at
+     * the true count; the output holds transaction markers (its end offsets
+     * exceed the records read); and the group's committed offsets, written
+     * inside the app's transactions, equal the input's end offsets.
+     */
+    static String eosWordCount(Lab lab) throws Exception {
+        String appId = lab.name("eos");
+        String input = appId + "-input";
+        String output = appId + "-output";
+        lab.createTopics(PARTITIONS, input, output);
+        List<String> lines = Corpus.lines(91, 300);
+        int half = lines.size() / 2;
+        lab.produceLines(input, lines.subList(0, half), 0);
+        StreamsApp app = lab.startApp("app", appId, lab.stateDir(appId), Topologies.wordCount(input, output),
+                Map.of(StreamsConfig.PROCESSING_GUARANTEE_CONFIG, StreamsConfig.EXACTLY_ONCE_V2,
+                        StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0L));
+        app.awaitRunning();
+        lab.produceLines(input, lines.subList(half, lines.size()), half);
+        Map<String, Long> expected = Corpus.counts(lines);
+        OutputReader out = lab.reader(output, PARTITIONS, "read_committed");
+        out.awaitLatest(expected, app);
+        app.close();
+
+        Map<String, String> inputRead = lab.readLines(input, PARTITIONS);
+        Map<String, String> inputWant = new TreeMap<>();
+        for (int i = 0; i < lines.size(); i++) {
+            inputWant.put("line-" + i, lines.get(i));
+        }
+        if (!inputRead.equals(inputWant)) {
+            throw new ScenarioFailure(input + " read back " + inputRead.size() + " lines, expected the "
+                    + inputWant.size() + " produced: " + Diff.lines(inputWant, inputRead));
+        }
+
+        out.readToEnd();
+        out.checkLatest(expected);
+        for (Map.Entry<String, Long> e : expected.entrySet()) {
+            List<Long> seen = out.history().get(e.getKey());
+            List<Long> want = new ArrayList<>();
+            for (long c = 1; c <= e.getValue(); c++) {
+                want.add(c);
+            }
+            if (!want.equals(seen)) {
+                throw new ScenarioFailure("updates of \"" + e.getKey() + "\" in " + output + " (read_committed): "
+                        + seen + ", expected each count from 1 to " + e.getValue() + " once");
+            }
+        }
+        long ends = out.endOffsets().values().stream().mapToLong(Long::longValue).sum();
+        if (ends <= out.records()) {
+            throw new ScenarioFailure(output + ": end offsets sum to " + ends + " for " + out.records()
+                    + " records read; an exactly-once app's transactions leave markers, expected more");
+        }
+        Map<TopicPartition, Long> inputEnds = lab.endOffsets(List.of(input));
+        Map<TopicPartition, Long> committed = filter(lab.committed(appId), input);
+        if (!committed.equals(inputEnds)) {
+            throw new ScenarioFailure("group " + appId + " committed " + committed + " on " + input
+                    + ", expected its end offsets " + inputEnds);
+        }
+        return lines.size() + " input lines read back exactly; " + Corpus.words(expected) + " words, "
+                + expected.size() + " distinct: every count 1..n once in " + out.records()
+                + " read_committed records (end offsets " + ends + " with markers); committed = input end offsets";
+    }
+
     private static void expectConfig(Lab lab, String topic, String key, String want) throws Exception {
         String got = lab.topicConfig(topic, key);
         if (!want.equals(got)) {
