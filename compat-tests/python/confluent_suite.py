@@ -598,7 +598,11 @@ def txn_producer(ctx: Context, txn_id: str) -> Producer:
     config.update({"transactional.id": txn_id, "enable.idempotence": True, "acks": "all",
                    "linger.ms": 10, "transaction.timeout.ms": 60000})
     producer = Producer(config)
-    producer.init_transactions(lab.STEP_TIMEOUT)
+    try:
+        producer.init_transactions(lab.STEP_TIMEOUT)
+    except KafkaException as e:
+        raise Failure("init_transactions (FindCoordinator, InitProducerId) for transactional.id %s: %s"
+                      % (txn_id, e.args[0] if e.args else e))
     return producer
 
 

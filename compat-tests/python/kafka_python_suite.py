@@ -546,7 +546,12 @@ def txn_producer(ctx: Context, txn_id: str) -> KafkaProducer:
     config.update({"transactional_id": txn_id, "enable_idempotence": True, "acks": "all",
                    "linger_ms": 10, "max_block_ms": STEP_MS, "transaction_timeout_ms": 60_000})
     producer = KafkaProducer(**config)
-    producer.init_transactions()
+    try:
+        producer.init_transactions()
+    except Errors.KafkaError as e:
+        producer.close(timeout=10)
+        raise Failure("init_transactions (FindCoordinator, InitProducerId) for transactional_id %s: %s: %s"
+                      % (txn_id, type(e).__name__, e))
     return producer
 
 
