@@ -374,6 +374,8 @@ def render():
         L += table(rows, COLS, extra)
         if w == "W6":
             L += [""] + ratios(g, w)
+        if w == "W7":
+            L += [""] + ratios(g, w, ("produce-txn100", "produce-txn10000"))
         if w == "W5":
             st = sorted((k, v) for k, v in g.items() if k[0] == w and k[1] == "startup")
             if st:
@@ -411,21 +413,22 @@ PAIRS = [("durable", "flush1", "equal durability: fsync before ack on every repl
          ("durable", "default", "each broker's default: Gregor fsyncs, Kafka does not")]
 
 
-def ratios(g, w):
-    """Gregor/Kafka ratios of median throughput and CPU s/GiB for w's produce phase."""
+def ratios(g, w, phases=("produce",)):
+    """Gregor/Kafka ratios of median throughput and CPU s/GiB for w's produce phases."""
     L = ["Gregor / Kafka, ratios of medians (throughput: above 1 is Gregor faster; CPU s/GiB: below 1 is Gregor cheaper):", "",
-         "| Gregor mode | Kafka mode | pairing | tool | MiB/s Gregor | MiB/s Kafka | throughput ratio | CPU s/GiB Gregor | CPU s/GiB Kafka | CPU s/GiB ratio |",
-         "|---|---|---|---|---|---|---|---|---|---|"]
-    for gm, km, what in PAIRS:
-        for tool in ("gregor-bench", "kafka-perf"):
-            gr, kr = g.get((w, "produce", "gregor", gm, tool)), g.get((w, "produce", "kafka", km, tool))
-            if not gr or not kr:
-                continue
-            gt, kt = median(gr, "mib_s"), median(kr, "mib_s")
-            gc, kc = median(gr, "cpu_per_gib"), median(kr, "cpu_per_gib")
-            rt = f"{gt / kt:.2f}" if gt and kt else "–"
-            rc = f"{gc / kc:.2f}" if gc and kc else "–"
-            L.append(f"| {gm} | {km} | {what} | {TOOL_NAMES.get(tool, tool)} | {fmt(gt)} | {fmt(kt)} | {rt} | {fmt(gc)} | {fmt(kc)} | {rc} |")
+         "| phase | Gregor mode | Kafka mode | pairing | tool | MiB/s Gregor | MiB/s Kafka | throughput ratio | CPU s/GiB Gregor | CPU s/GiB Kafka | CPU s/GiB ratio |",
+         "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for ph in phases:
+        for gm, km, what in PAIRS:
+            for tool in ("gregor-bench", "kafka-perf"):
+                gr, kr = g.get((w, ph, "gregor", gm, tool)), g.get((w, ph, "kafka", km, tool))
+                if not gr or not kr:
+                    continue
+                gt, kt = median(gr, "mib_s"), median(kr, "mib_s")
+                gc, kc = median(gr, "cpu_per_gib"), median(kr, "cpu_per_gib")
+                rt = f"{gt / kt:.2f}" if gt and kt else "–"
+                rc = f"{gc / kc:.2f}" if gc and kc else "–"
+                L.append(f"| {ph} | {gm} | {km} | {what} | {TOOL_NAMES.get(tool, tool)} | {fmt(gt)} | {fmt(kt)} | {rt} | {fmt(gc)} | {fmt(kc)} | {rc} |")
     return L
 
 
