@@ -2,15 +2,14 @@ package broker
 
 // TxnOffsetCommit against an in-process broker, with raw requests: the
 // offsets stay invisible to OffsetFetch (UNSTABLE_OFFSET_COMMIT with
-// require_stable) until a COMMIT marker for the producer is in the
-// partition and groupTxnCompleted has told the coordinator; an ABORT drops
+// require_stable) until WriteTxnMarkers writes a COMMIT marker for the
+// producer to the partition (its handler tells the coordinator through
+// groupTxnCompleted); an ABORT drops
 // them; a stale producer epoch fails the request alone; and across broker
 // restarts the pending offsets are restored by replaying the partition,
-// then completed by a marker written later. The markers are written by
-// WriteTxnMarkers requests, as a transaction coordinator sends them.
+// then completed by a marker written later.
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"testing"
@@ -93,8 +92,8 @@ func fetchWire(t *testing.T, w *wireConn, groupID, topic string, n int32, requir
 
 // writeMarker has the broker write a transaction marker to the group's
 // __consumer_offsets partition with WriteTxnMarkers, as a transaction
-// coordinator does, and calls groupTxnCompleted as the handler is to
-// (until it does, then the second call finds nothing pending).
+// coordinator does; the handler hands it to the group coordinator
+// (groupTxnCompleted) before it answers.
 func writeMarker(t *testing.T, w *wireConn, b *Broker, groupID string, pid int64, epoch int16, commit bool) {
 	t.Helper()
 	partition := group.PartitionFor(groupID, b.cfg.OffsetsTopicNumPartitions)
@@ -110,59 +109,6 @@ func writeMarker(t *testing.T, w *wireConn, b *Broker, groupID string, pid int64
 	if c := resp.Markers[0].Topics[0].Partitions[0].ErrorCode; c != 0 {
 		t.Fatalf("WriteTxnMarkers: error %s", protocol.ErrorCode(c))
 	}
-	b.groupTxnCompleted(partition, pid, commit)
-}
-
-// txnBroker is a broker that serves TxnOffsetCommit whether or not the
-// broker advertises it (see 28_txn_offset_commit.go), restartable on the
-// same data dir.
-type txnBroker struct{ grpRestartable }
-
-func startTxnBroker(t *testing.T) *txnBroker {
-	t.Helper()
-	cfg := DefaultConfig()
-	cfg.Listeners = []string{"PLAINTEXT://127.0.0.1:0"}
-	cfg.LogDirs = []string{t.TempDir()}
-	cfg.AdminListener = ""
-	cfg.EtcdClientAddr, cfg.EtcdPeerAddr = "127.0.0.1:0", "127.0.0.1:0"
-	fastGroups(&cfg)
-	rb := &txnBroker{grpRestartable{cfg: cfg}}
-	rb.start(t)
-	t.Cleanup(func() { rb.close(t) })
-	return rb
-}
-
-func (r *txnBroker) restart(t *testing.T) {
-	t.Helper()
-	r.close(t)
-	r.start(t)
-}
-
-func (r *txnBroker) start(t *testing.T) {
-	t.Helper()
-	b, err := New(r.cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	serveTxnOffsetCommit(b)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := b.Start(ctx); err != nil {
-		t.Fatalf("start broker on %s: %v", r.cfg.LogDirs[0], err)
-	}
-	r.b = b
-}
-
-// serveTxnOffsetCommit registers the TxnOffsetCommit handler on a broker
-// made by New and not started yet, unless the broker's API list has it.
-func serveTxnOffsetCommit(b *Broker) {
-	if _, ok := b.apis.Lookup(txnOffsetCommitAPI.key); ok {
-		return
-	}
-	h := txnOffsetCommitAPI
-	b.apis.Register(h.key, h.min, h.max)
-	b.handlers[h.key] = &h
-	b.apiMetrics[h.key] = b.metrics.forAPI(h.key, h.min, h.max)
 }
 
 // findGroupCoordinator asks for the group's coordinator until this broker
@@ -191,7 +137,7 @@ func TestTxnOffsetCommit(t *testing.T) {
 	t.Parallel()
 	const topic, groupID = "txo-topic", "txo-group"
 	unstable := -int64(protocol.UnstableOffsetCommit)
-	rb := startTxnBroker(t)
+	rb := startGrpRestartable(t, false)
 	ctx := testContext(t, 2*time.Minute)
 	grpCreateTopic(ctx, t, kadm.NewClient(newClient(t, rb.b)), topic, 2)
 	w := dialWire(t, rb.b)
@@ -275,7 +221,7 @@ func intsOf(codes []int16) []int64 {
 // a coordinator here is nothing to do.
 func TestTxnOffsetCommitNotCoordinator(t *testing.T) {
 	t.Parallel()
-	b := startTxnBroker(t).b
+	b := startBroker(t, fastGroups)
 	w := dialWire(t, b)
 	for v := int16(0); v <= 5; v++ {
 		req := kmsg.NewPtrTxnOffsetCommitRequest()
@@ -298,7 +244,7 @@ func TestTxnOffsetCommitNotCoordinator(t *testing.T) {
 func TestTxnOffsetCommitConcurrent(t *testing.T) {
 	t.Parallel()
 	const topic, groupID, rounds = "txo-conc", "txo-conc-group", 40
-	rb := startTxnBroker(t)
+	rb := startGrpRestartable(t, false)
 	ctx := testContext(t, 2*time.Minute)
 	grpCreateTopic(ctx, t, kadm.NewClient(newClient(t, rb.b)), topic, 2)
 	txw, plainw := dialWire(t, rb.b), dialWire(t, rb.b)
