@@ -16,7 +16,7 @@
 //
 // When the group's committed offsets reach the input's end, the output is
 // read back with read_committed: it must hold each input value exactly
-// once (count and checksum), and a read_uncommitted pass counts what the
+// once (count and a sum of CRC-32s), and a read_uncommitted pass counts what the
 // aborted transactions left in the log, which read_committed must not
 // have returned. Exit status 1 on a missing, duplicated or foreign
 // output record, 2 when the harness could not run.
@@ -168,7 +168,7 @@ func run(ctx context.Context, o options) (bool, error) {
 		}
 		done := true
 		ends.Each(func(e kadm.ListedOffset) {
-			if o, ok := offs.Lookup(inTopic, e.Partition); !ok || o.At < e.Offset {
+			if o, ok := offs.Lookup(inTopic, e.Partition); e.Offset > 0 && (!ok || o.At < e.Offset) {
 				done = false
 			}
 		})
@@ -195,6 +195,14 @@ func run(ctx context.Context, o options) (bool, error) {
 
 	rctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
+	// The last kill's broker may still be starting: read once every
+	// partition of the output answers ListOffsets (read_committed).
+	if !lab.Poll(rctx, 2*time.Minute, 500*time.Millisecond, func() bool {
+		ends, err := adm.ListCommittedOffsets(rctx, outTopic)
+		return err == nil && ends.Error() == nil
+	}) {
+		return false, errors.New("the output's partitions did not all answer ListOffsets within 2m")
+	}
 	got, err := readAll(rctx, c.Seeds(), kgo.ReadCommitted())
 	if err != nil {
 		return false, err
@@ -210,7 +218,8 @@ func run(ctx context.Context, o options) (bool, error) {
 func value(i int) string { return fmt.Sprintf("in-%08d", i) }
 
 func writeInput(ctx context.Context, seeds []string, n int) error {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic(inTopic), kgo.RequiredAcks(kgo.AllISRAcks()))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic(inTopic), kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
 	if err != nil {
 		return err
 	}
@@ -349,7 +358,7 @@ func pickVictim(ctx context.Context, c *lab.Cluster, adm *kadm.Client, rng *rand
 	return c.Brokers[rng.IntN(len(c.Brokers))], "a random broker"
 }
 
-// readAll reads the output topic from the start until five seconds pass
+// readAll reads the output topic from the start until ten seconds pass
 // without a record (the pipeline has stopped; every partition ends with a
 // transaction marker, which a consumer never sees, so its end offset is
 // no stop condition).
@@ -362,7 +371,7 @@ func readAll(ctx context.Context, seeds []string, iso kgo.IsolationLevel) ([]str
 	defer cl.Close()
 	var out []string
 	for {
-		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		fs := cl.PollFetches(pctx)
 		cancel()
 		if err := ctx.Err(); err != nil {
@@ -385,20 +394,20 @@ func readAll(ctx context.Context, seeds []string, iso kgo.IsolationLevel) ([]str
 func check(n int, got, all []string) bool {
 	seen := make(map[string]int, n)
 	foreign := 0
-	var sum uint32
+	var sum uint64
 	for _, v := range got {
 		if !strings.HasPrefix(v, "out-in-") {
 			foreign++
 			continue
 		}
 		seen[v]++
-		sum ^= crc32.ChecksumIEEE([]byte(v))
+		sum += uint64(crc32.ChecksumIEEE([]byte(v)))
 	}
-	var want uint32
+	var want uint64
 	missing, dup := 0, 0
 	for i := range n {
 		v := "out-" + value(i)
-		want ^= crc32.ChecksumIEEE([]byte(v))
+		want += uint64(crc32.ChecksumIEEE([]byte(v)))
 		switch seen[v] {
 		case 0:
 			missing++
@@ -413,7 +422,7 @@ func check(n int, got, all []string) bool {
 			}
 		}
 	}
-	logf("read_committed: %d records (want %d), missing %d, duplicated %d, foreign %d, checksum %08x (want %08x); read_uncommitted: %d records (%d from aborted transactions)",
+	logf("read_committed: %d records (want %d), missing %d, duplicated %d, foreign %d, checksum %x (want %x, sums of CRC-32s); read_uncommitted: %d records (%d from aborted transactions)",
 		len(got), n, missing, dup, foreign, sum, want, len(all), len(all)-len(got))
 	ok := len(got) == n && missing == 0 && dup == 0 && foreign == 0 && sum == want
 	if ok {
