@@ -123,6 +123,10 @@ failover-test: build ## kill -9 a partition leader of three brokers FAILOVER_CYC
 	cd compat-tests/go && $(GO) test -count=1 ./internal/lab/ ./cmd/failover/
 	FAILOVER_CYCLES=$(FAILOVER_CYCLES) bash compat-tests/failover/run.sh
 
+.PHONY: eos-test
+eos-test: build ## Exactly once under kill -9: a transactional consume-transform-produce pipeline over EOS_BROKERS (default 3) brokers killed EOS_KILLS times (default 6); the output must hold each input once.
+	bash compat-tests/eos/run.sh
+
 .PHONY: chaos chaos-broken chaos-summary
 CHAOS_DURATION ?= 10m
 CHAOS_CYCLES ?= 0
