@@ -79,7 +79,11 @@ type produceVerification struct {
 // which answers them.
 func (b *Broker) verifyProduce(ctx context.Context, req *kmsg.ProduceRequest, byID bool) produceVerification {
 	var out produceVerification
-	if !b.cfg.TransactionPartitionVerification {
+	if !b.cfg.TransactionPartitionVerification || req.TransactionID == nil {
+		// Only a request naming a transaction carries writes to verify
+		// (so plain produce does not parse its batches twice); one that
+		// carries transactional records without naming one is refused
+		// by the append, which finds no guard: INVALID_TXN_STATE.
 		return out
 	}
 	type pending struct {
@@ -120,11 +124,6 @@ func (b *Broker) verifyProduce(ctx context.Context, req *kmsg.ProduceRequest, by
 			out.errs[t.at] = code
 		}
 		return out
-	}
-	if req.TransactionID == nil {
-		// Transactional records from a request that names no
-		// transaction: nothing to verify them against.
-		return fail(protocol.InvalidTxnState)
 	}
 	codes, err := b.askVerification(ctx, *req.TransactionID, pid, epoch, func(yield func(string, int32) bool) {
 		for _, t := range todo {
