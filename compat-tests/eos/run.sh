@@ -6,7 +6,8 @@
 # under it; the output must hold each input exactly once.
 #
 # Settings (environment): EOS_BROKERS, EOS_RECORDS (default 20000),
-# EOS_KILLS (default 6), EOS_KILL_EVERY (default 6s), EOS_SEED, EOS_KEEP=1
+# EOS_KILLS (default 6), EOS_KILL_EVERY (default 6s), EOS_ABORT_RATE (share of
+# transactions aborted on purpose, default 0.1), EOS_SEED, EOS_KEEP=1
 # (keep the run directory), GREGOR_BIN (default bin/gregor).
 set -euo pipefail
 
@@ -35,4 +36,4 @@ trap 'exit 130' INT TERM
 
 (cd "$root/compat-tests/go" && go build -o "$work/eos" ./cmd/eos)
 "$work/eos" -gregor "$bin" -dir "$work" -brokers "${EOS_BROKERS:-3}" -records "${EOS_RECORDS:-20000}" \
-	-kills "${EOS_KILLS:-6}" -kill-every "${EOS_KILL_EVERY:-6s}" -seed "${EOS_SEED:-0}"
+	-kills "${EOS_KILLS:-6}" -kill-every "${EOS_KILL_EVERY:-6s}" -abort-rate "${EOS_ABORT_RATE:-0.1}" -seed "${EOS_SEED:-0}"

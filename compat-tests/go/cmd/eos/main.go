@@ -12,14 +12,20 @@
 // partition, or of the pipeline's group or transaction coordinator; with
 // one, the broker) and restarted -down later, -kills times. A session
 // whose commit fails is closed and made again (the new one fences the
-// old and its transaction is aborted), as an application would.
+// old and its transaction is aborted), as an application would. Besides
+// the aborts the kills cause, the pipeline aborts a share of its
+// transactions on purpose (-abort-rate) after flushing their records, so
+// that aborted records are surely in the log; the input they consumed
+// comes again in a later transaction. Every output record carries the id
+// of its transaction in a header.
 //
 // When the group's committed offsets reach the input's end, the output is
 // read back with read_committed: it must hold each input value exactly
-// once (count and a sum of CRC-32s), and a read_uncommitted pass counts what the
-// aborted transactions left in the log, which read_committed must not
-// have returned. Exit status 1 on a missing, duplicated or foreign
-// output record, 2 when the harness could not run.
+// once (count and a sum of CRC-32s) and no record of a transaction known
+// to be aborted; a read_uncommitted pass must hold every record of the
+// transactions aborted on purpose (acknowledged with acks=all before the
+// abort). Exit status 1 on a missing, duplicated, foreign or aborted
+// output record, or a lost aborted one; 2 when the harness could not run.
 package main
 
 import (
@@ -33,6 +39,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -59,6 +66,7 @@ type options struct {
 	killEvery      time.Duration
 	down           time.Duration
 	sessionTimeout time.Duration
+	abortRate      float64
 	seed           uint64
 }
 
@@ -72,7 +80,8 @@ func main() {
 	flag.DurationVar(&o.killEvery, "kill-every", 6*time.Second, "time between kills")
 	flag.DurationVar(&o.down, "down", 2*time.Second, "how long a killed broker stays down")
 	flag.DurationVar(&o.sessionTimeout, "session-timeout", 4*time.Second, "brokers' broker.session.timeout.ms")
-	flag.Uint64Var(&o.seed, "seed", 0, "seed of the victims' choice (0: from the clock)")
+	flag.Float64Var(&o.abortRate, "abort-rate", 0.1, "share of transactions the pipeline aborts on purpose")
+	flag.Uint64Var(&o.seed, "seed", 0, "seed of the victims' and the aborts' choice (0: from the clock)")
 	flag.Parse()
 	if o.dir == "" || (o.brokers != 1 && o.brokers != 3) || o.records < 1 {
 		flag.Usage()
@@ -151,9 +160,10 @@ func run(ctx context.Context, o options) (bool, error) {
 	// the killer until its kills are done.
 	pctx, stopPipe := context.WithCancel(ctx)
 	defer stopPipe()
-	var committed, sessions, aborted atomic.Int64
+	led := newLedger()
+	pipeRng := rand.New(rand.NewPCG(o.seed^0x5bd1e995, o.seed))
 	pipeDone := make(chan error, 1)
-	go func() { pipeDone <- pipeline(pctx, c.Seeds(), &committed, &sessions, &aborted) }()
+	go func() { pipeDone <- pipeline(pctx, c.Seeds(), led, o.abortRate, pipeRng) }()
 	killsDone := make(chan int, 1)
 	go func() { killsDone <- killer(pctx, o, c, adm, rng) }()
 
@@ -177,7 +187,10 @@ func run(ctx context.Context, o options) (bool, error) {
 	kills := <-killsDone // the killer ends its kills first
 	if !finished {
 		stopPipe()
-		return true, fmt.Errorf("the pipeline did not commit the whole input within 10m (%d records committed)", committed.Load())
+		led.mu.Lock()
+		n := led.committedRecs
+		led.mu.Unlock()
+		return true, fmt.Errorf("the pipeline did not commit the whole input within 10m (%d records committed)", n)
 	}
 	stopPipe()
 	if err := <-pipeDone; err != nil && !errors.Is(err, context.Canceled) {
@@ -190,8 +203,11 @@ func run(ctx context.Context, o options) (bool, error) {
 			}
 		}
 	}
-	logf("pipeline done: %d kills, %d sessions, %d records in committed transactions, %d in aborted ones",
-		kills, sessions.Load(), committed.Load(), aborted.Load())
+	led.mu.Lock()
+	logf("pipeline done: %d kills, %d sessions; transactions: %d committed (%d records), %d aborted on purpose (%d records), %d other aborted or unknown (%d records)",
+		kills, led.sessions, len(led.committed), led.committedRecs, len(led.purposed), led.purposedRecs,
+		len(led.aborted)-len(led.purposed), led.otherRecs)
+	led.mu.Unlock()
 
 	rctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
@@ -211,7 +227,7 @@ func run(ctx context.Context, o options) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	return check(o.records, got, all), nil
+	return check(o.records, got, all, led), nil
 }
 
 // value is the input value of record i.
@@ -241,10 +257,30 @@ func writeInput(ctx context.Context, seeds []string, n int) error {
 	return nil
 }
 
+// txnHeader names the header that carries an output record's transaction
+// id (s<session>-t<transaction>).
+const txnHeader = "txn"
+
+// ledger is what the pipeline knows of its transactions' outcomes.
+type ledger struct {
+	mu        sync.Mutex
+	committed map[string]bool // committed (End said so)
+	aborted   map[string]int  // known aborted: records each wrote (0 when none may have reached the log)
+	purposed  map[string]bool // aborted on purpose, after a flush every record of which was acknowledged
+	// records counts input records per outcome: committed, aborted on
+	// purpose, aborted otherwise or unknown.
+	committedRecs, purposedRecs, otherRecs int64
+	sessions                               int64
+}
+
+func newLedger() *ledger {
+	return &ledger{committed: map[string]bool{}, aborted: map[string]int{}, purposed: map[string]bool{}}
+}
+
 // pipeline runs the transactional consume-transform-produce loop, making
 // a new session whenever one fails, until ctx ends.
-func pipeline(ctx context.Context, seeds []string, committed, sessions, aborted *atomic.Int64) error {
-	for ctx.Err() == nil {
+func pipeline(ctx context.Context, seeds []string, led *ledger, abortRate float64, rng *rand.Rand) error {
+	for session := 1; ctx.Err() == nil; session++ {
 		sess, err := kgo.NewGroupTransactSession(kgo.SeedBrokers(seeds...), kgo.TransactionalID(txnID),
 			kgo.ConsumerGroup(group), kgo.ConsumeTopics(inTopic), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 			kgo.RequireStableFetchOffsets(), kgo.DefaultProduceTopic(outTopic), kgo.TransactionTimeout(20*time.Second),
@@ -253,8 +289,10 @@ func pipeline(ctx context.Context, seeds []string, committed, sessions, aborted 
 		if err != nil {
 			return err
 		}
-		sessions.Add(1)
-		err = serve(ctx, sess, committed, aborted)
+		led.mu.Lock()
+		led.sessions++
+		led.mu.Unlock()
+		err = serve(ctx, sess, session, led, abortRate, rng)
 		sess.Close()
 		if err != nil && ctx.Err() == nil {
 			logf("session ended: %v; starting a new one", err)
@@ -264,8 +302,8 @@ func pipeline(ctx context.Context, seeds []string, committed, sessions, aborted 
 	return ctx.Err()
 }
 
-func serve(ctx context.Context, sess *kgo.GroupTransactSession, committed, aborted *atomic.Int64) error {
-	for {
+func serve(ctx context.Context, sess *kgo.GroupTransactSession, session int, led *ledger, abortRate float64, rng *rand.Rand) error {
+	for txn := 1; ; txn++ {
 		fs := sess.PollRecords(ctx, 500)
 		if err := ctx.Err(); err != nil {
 			return err
@@ -279,23 +317,68 @@ func serve(ctx context.Context, sess *kgo.GroupTransactSession, committed, abort
 		if n == 0 {
 			continue
 		}
+		id := fmt.Sprintf("s%d-t%d", session, txn)
 		if err := sess.Begin(); err != nil {
 			return fmt.Errorf("begin: %w", err)
 		}
 		fs.EachRecord(func(r *kgo.Record) {
-			sess.Produce(ctx, &kgo.Record{Key: r.Value, Value: append([]byte("out-"), r.Value...)}, nil)
+			sess.Produce(ctx, &kgo.Record{Key: r.Value, Value: append([]byte("out-"), r.Value...),
+				Headers: []kgo.RecordHeader{{Key: txnHeader, Value: []byte(id)}}}, nil)
 		})
+		if rng.Float64() < abortRate {
+			// Flushed first, so every record of the transaction is
+			// acknowledged (acks=all) and in the log before the abort.
+			if err := sess.Client().Flush(ctx); err != nil {
+				led.record(id, n, false, false)
+				_, _ = sess.End(ctx, kgo.TryAbort)
+				return fmt.Errorf("flush: %w", err)
+			}
+			if _, err := sess.End(ctx, kgo.TryAbort); err != nil {
+				led.record(id, n, false, false)
+				return fmt.Errorf("end (abort): %w", err)
+			}
+			led.record(id, n, false, true)
+			continue
+		}
 		ok, err := sess.End(ctx, kgo.TryCommit)
 		switch {
 		case err != nil:
-			aborted.Add(int64(n))
+			led.record(id, n, false, false) // outcome unknown
 			return fmt.Errorf("end: %w", err)
 		case ok:
-			committed.Add(int64(n))
+			led.record(id, n, true, false)
 		default:
-			aborted.Add(int64(n)) // the session aborted it (a rebalance or a failed flush): its records come again
+			// The session aborted it (a rebalance or a failed flush):
+			// its records come again.
+			led.abortedKnown(id, n)
 		}
 	}
+}
+
+// record notes the outcome of transaction id of n input records:
+// committed, aborted on purpose, or (both false) unknown.
+func (l *ledger) record(id string, n int, committed, purposed bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case committed:
+		l.committed[id] = true
+		l.committedRecs += int64(n)
+	case purposed:
+		l.aborted[id] = n
+		l.purposed[id] = true
+		l.purposedRecs += int64(n)
+	default:
+		l.otherRecs += int64(n)
+	}
+}
+
+// abortedKnown notes a transaction End reported aborted (not on purpose).
+func (l *ledger) abortedKnown(id string, n int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.aborted[id] = 0
+	l.otherRecs += int64(n)
 }
 
 // killer kills a broker -kills times, every -kill-every, and restarts it
@@ -358,18 +441,21 @@ func pickVictim(ctx context.Context, c *lab.Cluster, adm *kadm.Client, rng *rand
 	return c.Brokers[rng.IntN(len(c.Brokers))], "a random broker"
 }
 
+// output is one record read back: its value and its transaction's id.
+type output struct{ value, txn string }
+
 // readAll reads the output topic from the start until ten seconds pass
 // without a record (the pipeline has stopped; every partition ends with a
 // transaction marker, which a consumer never sees, so its end offset is
 // no stop condition).
-func readAll(ctx context.Context, seeds []string, iso kgo.IsolationLevel) ([]string, error) {
+func readAll(ctx context.Context, seeds []string, iso kgo.IsolationLevel) ([]output, error) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumeTopics(outTopic), kgo.FetchIsolationLevel(iso),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	if err != nil {
 		return nil, err
 	}
 	defer cl.Close()
-	var out []string
+	var out []output
 	for {
 		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		fs := cl.PollFetches(pctx)
@@ -379,7 +465,13 @@ func readAll(ctx context.Context, seeds []string, iso kgo.IsolationLevel) ([]str
 		}
 		n := 0
 		fs.EachRecord(func(r *kgo.Record) {
-			out = append(out, string(r.Value))
+			o := output{value: string(r.Value)}
+			for _, h := range r.Headers {
+				if h.Key == txnHeader {
+					o.txn = string(h.Value)
+				}
+			}
+			out = append(out, o)
 			n++
 		})
 		if n == 0 && pctx.Err() != nil {
@@ -389,19 +481,28 @@ func readAll(ctx context.Context, seeds []string, iso kgo.IsolationLevel) ([]str
 }
 
 // check verifies exactly once: got (read_committed) holds out-<value> for
-// every input value once; all (read_uncommitted) may hold more, from
-// aborted transactions.
-func check(n int, got, all []string) bool {
+// every input value once and nothing from a transaction known aborted; all
+// (read_uncommitted) holds, besides, every record of the transactions
+// aborted on purpose.
+func check(n int, got, all []output, led *ledger) bool {
+	led.mu.Lock()
+	defer led.mu.Unlock()
 	seen := make(map[string]int, n)
-	foreign := 0
+	foreign, abortedRead := 0, 0
 	var sum uint64
-	for _, v := range got {
-		if !strings.HasPrefix(v, "out-in-") {
+	for _, o := range got {
+		if _, ok := led.aborted[o.txn]; ok {
+			abortedRead++
+			if abortedRead <= 10 {
+				logf("PROBLEM %s of aborted transaction %s was read with read_committed", o.value, o.txn)
+			}
+		}
+		if !strings.HasPrefix(o.value, "out-in-") {
 			foreign++
 			continue
 		}
-		seen[v]++
-		sum += uint64(crc32.ChecksumIEEE([]byte(v)))
+		seen[o.value]++
+		sum += uint64(crc32.ChecksumIEEE([]byte(o.value)))
 	}
 	var want uint64
 	missing, dup := 0, 0
@@ -422,9 +523,30 @@ func check(n int, got, all []string) bool {
 			}
 		}
 	}
-	logf("read_committed: %d records (want %d), missing %d, duplicated %d, foreign %d, checksum %x (want %x, sums of CRC-32s); read_uncommitted: %d records (%d from aborted transactions)",
-		len(got), n, missing, dup, foreign, sum, want, len(all), len(all)-len(got))
-	ok := len(got) == n && missing == 0 && dup == 0 && foreign == 0 && sum == want
+	// Every record of a transaction aborted on purpose was acknowledged
+	// before the abort: read_uncommitted must return it.
+	inLog := map[string]int{}
+	for _, o := range all {
+		if led.purposed[o.txn] {
+			inLog[o.txn]++
+		}
+	}
+	var purposedInLog int
+	lostAborted := 0
+	for id := range led.purposed {
+		purposedInLog += inLog[id]
+		if inLog[id] < led.aborted[id] {
+			lostAborted++
+			if lostAborted <= 10 {
+				logf("PROBLEM aborted transaction %s wrote %d acknowledged records; read_uncommitted returned %d", id, led.aborted[id], inLog[id])
+			}
+		}
+	}
+	logf("read_committed: %d records (want %d), missing %d, duplicated %d, foreign %d, from aborted transactions %d, checksum %x (want %x, sums of CRC-32s)",
+		len(got), n, missing, dup, foreign, abortedRead, sum, want)
+	logf("read_uncommitted: %d records, %d of them from the %d transactions aborted on purpose (%d of which lack records)",
+		len(all), purposedInLog, len(led.purposed), lostAborted)
+	ok := len(got) == n && missing == 0 && dup == 0 && foreign == 0 && abortedRead == 0 && sum == want && lostAborted == 0
 	if ok {
 		fmt.Println("eos: PASS")
 	} else {
