@@ -49,6 +49,8 @@ var handlers = []handler{
 	listTransactionsAPI,
 	offsetForLeaderEpochAPI,
 	createPartitionsAPI,
+	alterPartitionReassignmentsAPI,
+	listPartitionReassignmentsAPI,
 	describeClusterAPI,
 	unregisterBrokerAPI,
 	findCoordinatorAPI,

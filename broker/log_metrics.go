@@ -19,6 +19,7 @@ type logCollector struct {
 	// of each of their followers, and the cluster's leaderless partitions
 	// as this broker's metadata shows them.
 	leaders, underReplicated, underMinISR, followerLag, clusterOffline *prometheus.Desc
+	reassigning                                                        *prometheus.Desc
 }
 
 func newLogCollector(b *Broker) *logCollector {
@@ -48,7 +49,9 @@ func newLogCollector(b *Broker) *logCollector {
 		leaders: prometheus.NewDesc("gregor_partitions_led",
 			"Partitions this broker leads.", nil, nil),
 		underReplicated: prometheus.NewDesc("gregor_partitions_under_replicated",
-			"Partitions this broker leads whose ISR is smaller than their replica set.", nil, nil),
+			"Partitions this broker leads whose ISR is smaller than their replica set (its original replicas while a reassignment is in flight, as Kafka counts).", nil, nil),
+		reassigning: prometheus.NewDesc("gregor_partitions_reassigning",
+			"Partitions this broker leads with a reassignment in flight (Kafka's ReassigningPartitions).", nil, nil),
 		underMinISR: prometheus.NewDesc("gregor_partitions_under_min_isr",
 			"Partitions this broker leads whose ISR is below min.insync.replicas (capped at the replica count): acks=all writes to them fail.", nil, nil),
 		followerLag: prometheus.NewDesc("gregor_replica_lag_records",
@@ -72,6 +75,7 @@ func (lc *logCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- lc.leaders
 	ch <- lc.underReplicated
 	ch <- lc.underMinISR
+	ch <- lc.reassigning
 	ch <- lc.followerLag
 	ch <- lc.clusterOffline
 }
@@ -93,8 +97,9 @@ func (lc *logCollector) Collect(ch chan<- prometheus.Metric) {
 	if t == nil {
 		return
 	}
-	offline, led, under, underMin := 0, 0, 0, 0
+	offline, led, under, underMin, reassigning := 0, 0, 0, 0, 0
 	defer func() {
+		ch <- prometheus.MustNewConstMetric(lc.reassigning, prometheus.GaugeValue, float64(reassigning))
 		ch <- prometheus.MustNewConstMetric(lc.partsOffline, prometheus.GaugeValue, float64(offline))
 		ch <- prometheus.MustNewConstMetric(lc.leaders, prometheus.GaugeValue, float64(led))
 		ch <- prometheus.MustNewConstMetric(lc.underReplicated, prometheus.GaugeValue, float64(under))
@@ -134,8 +139,11 @@ func (lc *logCollector) Collect(ch chan<- prometheus.Metric) {
 			}
 			led++
 			st := p.state.Load()
-			if len(st.ISR) < len(st.Replicas) {
+			if len(st.ISR) < len(st.OriginalReplicas()) {
 				under++
+			}
+			if st.Reassigning() {
+				reassigning++
 			}
 			if int32(len(st.ISR)) < p.effectiveMinISR() {
 				underMin++

@@ -54,6 +54,9 @@ type metrics struct {
 	// ISRs of partitions this broker leads.
 	isrShrinks prometheus.Counter
 	isrExpands prometheus.Counter
+	// reassignBytesIn counts the bytes this broker's replica fetchers
+	// appended to partitions a reassignment is adding it to.
+	reassignBytesIn prometheus.Counter
 
 	// The transaction coordinators' (txn_drivers.go, txn_markers.go).
 	txnOngoing       prometheus.Gauge
@@ -174,6 +177,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "gregor_isr_expands_total",
 			Help: "Replicas that joined the ISR of a partition this broker leads (caught up).",
 		}),
+		reassignBytesIn: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "gregor_reassignment_bytes_in_total",
+			Help: "Record batch bytes this broker fetched as a follower into partitions a reassignment is adding it to (Kafka's ReassignmentBytesInPerSec).",
+		}),
 		txnOngoing: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "gregor_txn_ongoing",
 			Help: "Transactions in progress (Ongoing, PrepareCommit or PrepareAbort) at the transaction coordinators this broker runs.",
@@ -203,7 +210,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	if reg != nil {
 		reg.MustRegister(m.requests, m.failures, m.errorCodes, m.latency, m.queueTime, m.localTime, m.fetchWait, m.produceWait, m.connections, m.connCreated, m.connClosed,
 			m.bytesIn, m.recordsIn, m.bytesOut, m.fsync, m.groupCommit, m.syncRecords, m.etcdLatency, m.etcdErrors, m.sessionUp, m.activeController,
-			m.isrShrinks, m.isrExpands, m.txnOngoing, m.txnCommits, m.txnAborts, m.txnTimeoutAborts, m.txnMarkerErrors)
+			m.isrShrinks, m.isrExpands, m.reassignBytesIn, m.txnOngoing, m.txnCommits, m.txnAborts, m.txnTimeoutAborts, m.txnMarkerErrors)
 	}
 	return m
 }

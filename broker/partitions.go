@@ -412,6 +412,7 @@ func (b *Broker) syncPartitions(md *cluster.Metadata) error {
 			errs = append(errs, err)
 		}
 	}
+	b.retireDropped(old, next)
 	for _, l := range b.logs.Logs() {
 		tp := l.TopicPartition()
 		if keep[tp] {

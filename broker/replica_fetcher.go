@@ -363,6 +363,7 @@ func (b *Broker) applyPartition(fp followed, rp *kmsg.FetchResponseTopicPartitio
 			return false, aerr
 		}
 		needsFlush = res.NeedsFlush
+		b.countReassignmentBytes(p.state.Load(), len(whole))
 	}
 	if err != nil {
 		return needsFlush, err

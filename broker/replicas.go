@@ -65,10 +65,24 @@ func (b *Broker) applyRole(p *partition, st *cluster.PartitionState) error {
 	}
 	lr := p.lead.Load()
 	if lr == nil || lr.epoch != st.LeaderEpoch || !slices.Equal(lr.replicas, st.Replicas) {
-		lr = &leaderRepl{epoch: st.LeaderEpoch, replicas: slices.Clone(st.Replicas)}
-		lr.mu.st = replication.NewLeader(b.cfg.NodeID, st.Replicas, st.ISR, p.log.LogEndOffset(), p.log.HighWatermark(), time.Now())
-		lr.mu.from = *st
-		lr.mu.seenISR = slices.Clone(st.ISR)
+		// A new leadership, or a new replica set under this one (a
+		// reassignment starting, replaced, cancelled or completed): the
+		// replication state starts afresh for the replicas st names, so
+		// that a replica added is a follower whose fetches count and a
+		// replica removed is not. The ISR's followers count from their
+		// next fetch; the high watermark holds until then.
+		next := &leaderRepl{epoch: st.LeaderEpoch, replicas: slices.Clone(st.Replicas)}
+		next.mu.st = replication.NewLeader(b.cfg.NodeID, st.Replicas, st.ISR, p.log.LogEndOffset(), p.log.HighWatermark(), time.Now())
+		next.mu.from = *st
+		next.mu.seenISR = slices.Clone(st.ISR)
+		if lr != nil && lr.epoch == st.LeaderEpoch {
+			// Same leadership: the ISR change that came with the new
+			// replica set counts in the ISR metrics.
+			lr.mu.Lock()
+			b.countISRChange(lr.mu.seenISR, st.ISR)
+			lr.mu.Unlock()
+		}
+		lr = next
 		p.lead.Store(lr)
 	} else {
 		lr.mu.Lock()
@@ -84,16 +98,7 @@ func (b *Broker) applyRole(p *partition, st *cluster.PartitionState) error {
 		pending := lr.mu.st.Pending() != nil
 		// Every change of a led partition's ISR counts, whoever wrote
 		// it (this leader, or the controller dropping a dead broker).
-		for _, r := range st.ISR {
-			if !slices.Contains(lr.mu.seenISR, r) {
-				b.metrics.isrExpands.Inc()
-			}
-		}
-		for _, r := range lr.mu.seenISR {
-			if !slices.Contains(st.ISR, r) {
-				b.metrics.isrShrinks.Inc()
-			}
-		}
+		b.countISRChange(lr.mu.seenISR, st.ISR)
 		lr.mu.seenISR = slices.Clone(st.ISR)
 		lr.mu.Unlock()
 		if pending {
@@ -109,6 +114,21 @@ func (b *Broker) applyRole(p *partition, st *cluster.PartitionState) error {
 		b.advanceHW(p)
 	}
 	return nil
+}
+
+// countISRChange counts the members that joined and left a led
+// partition's ISR, from seen to isr, in the ISR metrics.
+func (b *Broker) countISRChange(seen, isr []int32) {
+	for _, r := range isr {
+		if !slices.Contains(seen, r) {
+			b.metrics.isrExpands.Inc()
+		}
+	}
+	for _, r := range seen {
+		if !slices.Contains(isr, r) {
+			b.metrics.isrShrinks.Inc()
+		}
+	}
 }
 
 // advanceHW moves a led partition's high watermark to what its ISR holds.

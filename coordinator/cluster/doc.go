@@ -49,10 +49,13 @@
 //	P/topic_ids/<topic id>       {"name":"<name>"}
 //	    Index from id to name; its create-if-absent compare keeps ids unique.
 //	P/partitions/<name>/<p>      {"leader":1,"leader_epoch":0,"isr":[1,2],
-//	                              "partition_epoch":0,"replicas":[1,2]}
+//	                              "partition_epoch":0,"replicas":[1,2],
+//	                              "adding_replicas":[3],"removing_replicas":[1]}
 //	    Partition state: replicas (preferred leader first), leader (-1: none),
 //	    leader epoch, in-sync replicas, and the partition epoch that every
-//	    change of this state increments and compares.
+//	    change of this state increments and compares. adding_replicas and
+//	    removing_replicas (sorted; absent when empty) are set while a
+//	    reassignment is in flight (see Reassignment).
 //	P/configs/topics/<name>      {"config":{"retention.ms":"86400000"}}
 //	P/configs/brokers/<node id>  {"config":{...}}
 //	P/configs/brokers/default    {"config":{...}}
@@ -110,6 +113,38 @@
 // revision, so a decision made on a stale view writes nothing and is made
 // again. Every leader.imbalance.check.interval.seconds it also gives
 // partitions back to their preferred leader (decidePreferred).
+//
+// # Reassignment
+//
+// A partition reassignment (Kafka's KIP-455) lives in the partition state,
+// so it survives any restart of brokers and controller. Starting one to
+// target T (AlterReassignments, whichever broker serves the request,
+// compare-and-swap on the partition key's mod revision like the other
+// registry writes) sets replicas to T followed by the original replicas
+// not in T, adding_replicas to T minus the original, removing_replicas to
+// the original minus T, and bumps the partition epoch; ISR and leader
+// stay. A new target replaces one in flight starting from the original
+// replicas (replicas minus adding): adding replicas the new target drops
+// leave the ISR, and the leadership if one had it. Cancelling goes back to
+// the original replicas, in the order they have in the replica list, the
+// adding replicas leaving the ISR (a new leader from the rest if one led).
+// Either refuses (INVALID_REPLICA_ASSIGNMENT) to leave an empty ISR
+// unless unclean leader election is on. The brokers act on the state
+// alone: one added opens the log and fetches from the leader, which
+// proposes it for the ISR once caught up (AlterISR); one removed deletes
+// its log.
+//
+// The controller completes a reassignment (decideReassignments, with
+// decideLeaders in one pass: one change per partition and view, leaders
+// first) once the ISR without the removing replicas holds the whole
+// target, as Kafka requires: replicas become the target, the removing
+// replicas leave the ISR, adding and removing are cleared; the leader
+// stays if it is in the target and eligible, else the first eligible
+// target replica leads (leader epoch bump). A reassignment that needs no
+// catching up (a new order, a shrink to in-sync replicas) completes in the
+// request that starts it. An adding replica is elected leader only once in
+// the ISR: decideLeaders elects from the ISR, and its unclean elections
+// skip adding replicas.
 //
 // # ISR
 //

@@ -70,4 +70,12 @@ var (
 	// did not reach its revision before the deadline (REQUEST_TIMED_OUT, as
 	// Kafka answers when a change outlives the request's timeout).
 	ErrNotVisible = errors.New("cluster: write committed but not yet visible in the metadata cache")
+
+	// ErrNoReassignment is a cancellation of a partition with no
+	// reassignment in flight (NO_REASSIGNMENT_IN_PROGRESS).
+	ErrNoReassignment = errors.New("cluster: no partition reassignment is in progress")
+
+	// ErrInvalidReplicationFactor is a reassignment that would change the
+	// replication factor, asked not to (KIP-860; INVALID_REPLICATION_FACTOR).
+	ErrInvalidReplicationFactor = errors.New("cluster: invalid replication factor")
 )

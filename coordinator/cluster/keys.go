@@ -188,6 +188,10 @@ type partitionRecord struct {
 	ISR            []int32 `json:"isr"`
 	PartitionEpoch int32   `json:"partition_epoch"`
 	Replicas       []int32 `json:"replicas"`
+	// AddingReplicas and RemovingReplicas are set while a reassignment is
+	// in flight (PartitionState).
+	AddingReplicas   []int32 `json:"adding_replicas,omitempty"`
+	RemovingReplicas []int32 `json:"removing_replicas,omitempty"`
 }
 
 // configRecord is the value of prefix/configs/topics/<name> and

@@ -45,7 +45,8 @@ type leaderChange struct {
 // cluster-wide dynamic default, else uncleanDefault), a partition with no
 // eligible ISR member and no live leader gets its first eligible replica
 // as leader, alone in the ISR: available again, at the cost of what the
-// ISR held and it lacks.
+// ISR held and it lacks. A replica that a reassignment in flight is adding
+// is elected only once it is in the ISR, never uncleanly.
 func decideLeaders(md *Metadata, uncleanDefault bool) []leaderChange {
 	live := func(id int32) bool { _, ok := md.Broker(id); return ok }
 	var out []leaderChange
@@ -54,7 +55,9 @@ func decideLeaders(md *Metadata, uncleanDefault bool) []leaderChange {
 		next := st
 		if len(inSync) == 0 && (st.Leader < 0 || !live(st.Leader)) && uncleanEnabled(md, name, uncleanDefault) {
 			for _, r := range st.Replicas {
-				if md.eligible(r) {
+				// A replica a reassignment is adding has never been in
+				// sync: it may hold nothing at all.
+				if md.eligible(r) && !slices.Contains(st.AddingReplicas, r) {
 					next.Leader, next.ISR = r, []int32{r}
 					next.LeaderEpoch++
 					next.PartitionEpoch++
@@ -171,7 +174,8 @@ const changesPerTxn = 60
 
 // controlLoop is the controller's work loop, run by every node for the
 // Cluster's life: while this node is the controller, it decides on each
-// new metadata view (and on election) and writes the decisions, fenced by
+// new metadata view (and on election) and writes the decisions
+// (decideControl: leaders and ISRs, completed reassignments), fenced by
 // its epoch and compared on each partition state's mod revision. A write
 // that loses a race is decided again on the next view. Every
 // LeaderRebalanceInterval it also gives partitions back to their
@@ -183,7 +187,7 @@ func (c *Cluster) controlLoop() {
 		defer t.Stop()
 		rebalance = t.C
 	}
-	decide := decideLeaders
+	decide := decideControl
 	for {
 		changed := c.Changed()
 		if _, ok := c.ControllerEpoch(); ok {
@@ -198,7 +202,7 @@ func (c *Cluster) controlLoop() {
 				continue
 			}
 		}
-		decide = decideLeaders
+		decide = decideControl
 		select {
 		case <-c.ctx.Done():
 			return
@@ -206,7 +210,7 @@ func (c *Cluster) controlLoop() {
 		case <-c.electedKick:
 		case <-rebalance:
 			decide = func(md *Metadata, unclean bool) []leaderChange {
-				return append(decideLeaders(md, unclean), decidePreferred(md)...)
+				return mergeDecisions(decideControl(md, unclean), decidePreferred(md))
 			}
 		}
 	}
@@ -236,11 +240,15 @@ func (c *Cluster) applyDecisions(ctx context.Context, changes []leaderChange) er
 				continue
 			}
 			what := "partition leader changed"
-			if ch.next.Leader == ch.prev.Leader {
+			switch {
+			case ch.prev.Reassigning() && !ch.next.Reassigning():
+				what = "partition reassignment completed"
+			case ch.next.Leader == ch.prev.Leader:
 				what = "partition ISR changed"
 			}
 			c.log.Info(what, "topic", ch.topic, "partition", ch.partition,
-				"from", ch.prev.Leader, "to", ch.next.Leader, "leader_epoch", ch.next.LeaderEpoch, "isr", ch.next.ISR)
+				"from", ch.prev.Leader, "to", ch.next.Leader, "leader_epoch", ch.next.LeaderEpoch, "isr", ch.next.ISR,
+				"replicas", ch.next.Replicas)
 		}
 	}
 	return nil

@@ -97,12 +97,20 @@ type ControllerInfo struct {
 // ISR; ISR is a subset of Replicas; LeaderEpoch rises with every leader
 // change; PartitionEpoch rises with every change of this state, so that a
 // writer can compare it (compare-and-swap) before changing the state.
+//
+// While a reassignment is in flight (KIP-455), Replicas is the target
+// followed by the original replicas that are not in it, AddingReplicas the
+// target's replicas that were not original, RemovingReplicas the original
+// ones not in the target (both sorted, both subsets of Replicas); outside a
+// reassignment both are empty. See reassign.go.
 type PartitionState struct {
-	Leader         int32
-	LeaderEpoch    int32
-	ISR            []int32
-	PartitionEpoch int32
-	Replicas       []int32
+	Leader           int32
+	LeaderEpoch      int32
+	ISR              []int32
+	PartitionEpoch   int32
+	Replicas         []int32
+	AddingReplicas   []int32
+	RemovingReplicas []int32
 }
 
 // Topic is one topic as the cache sees it. Partitions is indexed by
