@@ -182,6 +182,26 @@ var brokerDefs = []*Def{
 		Name: "replica.high.watermark.checkpoint.interval.ms", Type: TypeLong, Default: "5000",
 		Doc: "How often each partition's high watermark is written to disk.",
 	},
+	// Replication throttles (Kafka's QuotaConfig.brokerQuotaConfigs): set
+	// only dynamically, per broker or as the cluster default, in bytes per
+	// second; Long.MAX_VALUE, the default, throttles nothing. They apply to
+	// the replicas topics list in leader.replication.throttled.replicas
+	// and follower.replication.throttled.replicas.
+	{
+		Name: "leader.replication.throttled.rate", Type: TypeLong, Default: maxInt64, check: atLeast(0),
+		Update: UpdateClusterWide, DynamicOnly: true,
+		Doc: "Upper bound, in bytes per second, of what this broker sends as leader to followers that are out of sync and listed in their topic's leader.replication.throttled.replicas. Set only dynamically.",
+	},
+	{
+		Name: "follower.replication.throttled.rate", Type: TypeLong, Default: maxInt64, check: atLeast(0),
+		Update: UpdateClusterWide, DynamicOnly: true,
+		Doc: "Upper bound, in bytes per second, of what this broker fetches as an out-of-sync follower for replicas listed in their topic's follower.replication.throttled.replicas. Set only dynamically.",
+	},
+	{
+		Name: "replica.alter.log.dirs.io.max.bytes.per.second", Type: TypeLong, Default: maxInt64, check: atLeast(0),
+		Update: UpdateClusterWide, DynamicOnly: true,
+		Doc: "Upper bound, in bytes per second, of the disk I/O moving replicas between this broker's log directories. Gregor does not move replicas between log directories (no AlterReplicaLogDirs): the value is accepted and not used. Set only dynamically.",
+	},
 	{
 		Name: "unclean.leader.election.enable", Type: TypeBoolean, Default: "false", Update: UpdateClusterWide,
 		Doc: "Default for topics: whether a replica outside the in-sync set may become leader as a last resort, at the risk of losing data.",
