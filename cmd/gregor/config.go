@@ -608,6 +608,9 @@ func (l *configLoader) ignored() []string {
 	warn := func(name, where string) {
 		if d, ok := configs.Broker(name); ok && d.Unused {
 			out = append(out, fmt.Sprintf("%s (%s) is a Kafka broker config Gregor does not act on; ignored", name, where))
+		} else if ok && d.DynamicOnly {
+			// As in Kafka, whose server.properties cannot set them either.
+			out = append(out, fmt.Sprintf("%s (%s) can only be set dynamically (IncrementalAlterConfigs on the broker, as kafka-configs --alter --entity-type brokers does); ignored", name, where))
 		} else if ok {
 			out = append(out, fmt.Sprintf("%s (%s) is a Kafka broker config Gregor does not support yet; ignored", name, where))
 		} else {
