@@ -127,3 +127,28 @@ func TestReplicationQuotaHoldsCatchUp(t *testing.T) {
 		}
 	}
 }
+
+// TestReplicationQuotaAllocs: the throttle's checks on the fetch paths
+// allocate nothing, without a throttle (no bound, no throttled partition
+// in a response) and with one.
+func TestReplicationQuotaAllocs(t *testing.T) {
+	b := &Broker{replQuotas: newReplicationQuotas(nil)}
+	results := make([]fetchResult, 8)
+	now := quotaAt(0)
+	if n := testing.AllocsPerRun(100, func() {
+		b.recordLeaderThrottle(results, now)
+		_ = b.replQuotas.follower.exceeded(now)
+	}); n != 0 {
+		t.Errorf("unthrottled checks: %g allocations per fetch", n)
+	}
+	q := b.replQuotas.leader
+	q.bound.Store(1 << 20)
+	ms := int64(0)
+	if n := testing.AllocsPerRun(1000, func() {
+		ms += 100 // through every sample of the ring and around it
+		q.record(4096, quotaAt(ms))
+		_ = q.exceeded(quotaAt(ms))
+	}); n != 0 {
+		t.Errorf("throttled accounting: %g allocations per fetch", n)
+	}
+}
