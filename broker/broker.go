@@ -181,7 +181,7 @@ func New(cfg Config) (*Broker, error) {
 		return nil, err
 	}
 	b.quotas, b.slots = quotas, make(requestSlots, cfg.QueuedMaxRequests)
-	b.replQuotas = newReplicationQuotas(cfg.Registerer)
+	b.replQuotas = newReplicationQuotas(cfg.Registerer, int(cfg.ReplicationQuotaWindowNum), cfg.ReplicationQuotaWindowSize)
 	b.groups = newGroupDrivers(b)
 	b.txns = newTxnDrivers(b)
 	if cfg.Registerer != nil {

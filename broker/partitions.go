@@ -318,6 +318,8 @@ func (b *Broker) staticConfigs() map[string]string {
 
 		"auto.leader.rebalance.enable":            fmt.Sprint(b.cfg.AutoLeaderRebalanceEnable),
 		"leader.imbalance.check.interval.seconds": fmt.Sprint(int64(b.cfg.LeaderImbalanceCheckInterval.Seconds())),
+		"replication.quota.window.num":            fmt.Sprint(b.cfg.ReplicationQuotaWindowNum),
+		"replication.quota.window.size.seconds":   fmt.Sprint(int64(b.cfg.ReplicationQuotaWindowSize / time.Second)),
 
 		"log.retention.check.interval.ms": fmt.Sprint(b.cfg.LogRetentionCheckInterval.Milliseconds()),
 		"log.cleaner.enable":              fmt.Sprint(b.cfg.LogCleanerEnable),

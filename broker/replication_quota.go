@@ -33,11 +33,10 @@ package broker
 //     or a new leader or epoch, is not in sync).
 //
 // The rate is measured as Kafka's replication quota sensor measures it (a
-// SimpleRate over a WindowedSum): replication.quota.window.num samples (11)
-// of replication.quota.window.size.seconds (1 s) each; the rate is the sum
-// of the samples over the time since the oldest one started, at least one
-// window. Kafka's defaults are fixed here: Gregor does not read the window
-// settings.
+// SimpleRate over a WindowedSum): replication.quota.window.num samples
+// (default 11) of replication.quota.window.size.seconds (default 1 s) each,
+// static broker settings; the rate is the sum of the samples over the time
+// since the oldest one started, at least one window.
 //
 // Kafka counts the size of a throttled partition's whole response entry on
 // the leader; Gregor counts its records' bytes, as the follower does in both.
@@ -54,13 +53,6 @@ import (
 
 	"github.com/gregor-io/gregor/broker/configs"
 	"github.com/gregor-io/gregor/coordinator/cluster"
-)
-
-// Kafka's replication quota window: replication.quota.window.num samples of
-// replication.quota.window.size.seconds.
-const (
-	replicationQuotaSamples = 11
-	replicationQuotaWindow  = time.Second
 )
 
 // rateSample is one sample of a byteRate.
@@ -153,10 +145,10 @@ type replicationQuota struct {
 	bytes, heldBack, heldSeconds prometheus.Counter
 }
 
-func newReplicationQuota() *replicationQuota {
+func newReplicationQuota(samples int, window time.Duration) *replicationQuota {
 	q := &replicationQuota{}
 	q.bound.Store(configs.Unthrottled)
-	q.mu.rate = newByteRate(replicationQuotaSamples, replicationQuotaWindow)
+	q.mu.rate = newByteRate(samples, window)
 	return q
 }
 
@@ -212,9 +204,10 @@ const (
 	throttleFollower = "follower"
 )
 
-// newReplicationQuotas makes the two quotas, unbounded, and registers their
-// metrics with reg (nil: none).
-func newReplicationQuotas(reg prometheus.Registerer) replicationQuotas {
+// newReplicationQuotas makes the two quotas, unbounded, measuring their
+// rates over samples windows of window each, and registers their metrics
+// with reg (nil: none).
+func newReplicationQuotas(reg prometheus.Registerer, samples int, window time.Duration) replicationQuotas {
 	side := []string{"side"}
 	bytes := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "gregor_replication_throttled_bytes_total",
@@ -228,7 +221,7 @@ func newReplicationQuotas(reg prometheus.Registerer) replicationQuotas {
 		Name: "gregor_replication_throttled_seconds_total",
 		Help: "Time fetches held partitions back for the replication throttle, by side: on the leader the handling time (long poll included) of follower fetches answered without some throttled partitions, on the follower the fetch rounds (pauses included) that left some out.",
 	}, side)
-	qs := replicationQuotas{leader: newReplicationQuota(), follower: newReplicationQuota()}
+	qs := replicationQuotas{leader: newReplicationQuota(samples, window), follower: newReplicationQuota(samples, window)}
 	for name, q := range map[string]*replicationQuota{throttleLeader: qs.leader, throttleFollower: qs.follower} {
 		q.bytes, q.heldBack, q.heldSeconds = bytes.WithLabelValues(name), held.WithLabelValues(name), heldTime.WithLabelValues(name)
 	}
@@ -236,7 +229,7 @@ func newReplicationQuotas(reg prometheus.Registerer) replicationQuotas {
 		rate := func(name string, q *replicationQuota) prometheus.Collector {
 			return prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 				Name:        "gregor_replication_throttle_byte_rate",
-				Help:        "Measured rate, in bytes per second, of the replication traffic of throttled replicas (Kafka's LeaderReplication / FollowerReplication byte-rate), over replication.quota.window.num (11) windows of 1 s, by side.",
+				Help:        "Measured rate, in bytes per second, of the replication traffic of throttled replicas (Kafka's LeaderReplication / FollowerReplication byte-rate), over replication.quota.window.num windows of replication.quota.window.size.seconds, by side.",
 				ConstLabels: prometheus.Labels{"side": name},
 			}, func() float64 { return q.rate(time.Now()) })
 		}

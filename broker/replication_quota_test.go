@@ -50,7 +50,7 @@ func quotaAt(ms int64) time.Time { return time.UnixMilli(1_700_000_000_000 + ms)
 // rate is above the bound (equal is within it), never without a bound; the
 // bytes recorded count whatever the state.
 func TestReplicationQuotaExceeded(t *testing.T) {
-	qs := newReplicationQuotas(nil)
+	qs := newReplicationQuotas(nil, 11, time.Second)
 	q := qs.leader
 	q.record(3000, quotaAt(0))
 	if q.exceeded(quotaAt(0)) {
@@ -97,7 +97,7 @@ func TestReplicationQuotaHoldsCatchUp(t *testing.T) {
 		{rate: 10 << 20, fetch: 1 << 20, roundMs: 50, tight: true},
 		{rate: 100 << 10, fetch: 1 << 20, roundMs: 250},
 	} {
-		q := newReplicationQuotas(nil).follower
+		q := newReplicationQuotas(nil, 11, time.Second).follower
 		q.bound.Store(c.rate)
 		var fetched int64
 		held := 0
@@ -132,7 +132,7 @@ func TestReplicationQuotaHoldsCatchUp(t *testing.T) {
 // allocate nothing, without a throttle (no bound, no throttled partition
 // in a response) and with one.
 func TestReplicationQuotaAllocs(t *testing.T) {
-	b := &Broker{replQuotas: newReplicationQuotas(nil)}
+	b := &Broker{replQuotas: newReplicationQuotas(nil, 11, time.Second)}
 	results := make([]fetchResult, 8)
 	now := quotaAt(0)
 	if n := testing.AllocsPerRun(100, func() {
@@ -150,5 +150,39 @@ func TestReplicationQuotaAllocs(t *testing.T) {
 		_ = q.exceeded(quotaAt(ms))
 	}); n != 0 {
 		t.Errorf("throttled accounting: %g allocations per fetch", n)
+	}
+}
+
+// TestReplicationQuotaWindowConfig: replication.quota.window.num and
+// replication.quota.window.size.seconds are validated and shape the rate.
+func TestReplicationQuotaWindowConfig(t *testing.T) {
+	base := DefaultConfig()
+	if err := base.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		num  int32
+		size time.Duration
+		ok   bool
+	}{{1, time.Second, true}, {30, 5 * time.Second, true}, {0, time.Second, false},
+		{11, 0, false}, {11, 1500 * time.Millisecond, false}, {11, 500 * time.Millisecond, false}} {
+		cfg := base
+		cfg.ReplicationQuotaWindowNum, cfg.ReplicationQuotaWindowSize = c.num, c.size
+		if err := cfg.Validate(); (err == nil) != c.ok {
+			t.Errorf("window num %d size %s: Validate %v, want ok=%v", c.num, c.size, err, c.ok)
+		}
+	}
+	q := newReplicationQuotas(nil, 2, 5*time.Second).leader
+	q.bound.Store(100)
+	q.record(1000, quotaAt(0))
+	// Over one window of 5 s: 200 B/s; over two: 100 B/s; the sample
+	// expires after two windows.
+	for _, c := range []struct {
+		ms       int64
+		exceeded bool
+	}{{0, true}, {5000, true}, {9999, true}, {10000, false}} {
+		if got := q.exceeded(quotaAt(c.ms)); got != c.exceeded {
+			t.Errorf("2 windows of 5 s, 1000 bytes at 0 against 100 B/s: exceeded at %d ms = %v, want %v", c.ms, got, c.exceeded)
+		}
 	}
 }

@@ -203,6 +203,14 @@ var brokerDefs = []*Def{
 		Doc: "Upper bound, in bytes per second, of the disk I/O moving replicas between this broker's log directories. Gregor does not move replicas between log directories (no AlterReplicaLogDirs): the value is accepted and not used. Set only dynamically.",
 	},
 	{
+		Name: "replication.quota.window.num", Type: TypeInt, Default: "11", check: atLeast(1),
+		Doc: "Number of samples the replication throttles measure their rate over.",
+	},
+	{
+		Name: "replication.quota.window.size.seconds", Type: TypeInt, Default: "1", check: atLeast(1),
+		Doc: "Length of each sample the replication throttles measure their rate over, in seconds.",
+	},
+	{
 		Name: "unclean.leader.election.enable", Type: TypeBoolean, Default: "false", Update: UpdateClusterWide,
 		Doc: "Default for topics: whether a replica outside the in-sync set may become leader as a last resort, at the risk of losing data.",
 	},

@@ -389,6 +389,15 @@ follower.replication.throttled.rate: 1000
 	}
 }
 
+func TestReplicationQuotaWindowKeys(t *testing.T) {
+	clearEnv(t)
+	c := mustLoad(t, "--config", writeConfig(t, "replication.quota.window.num: 5\nreplication.quota.window.size.seconds: 2\n"))
+	if c.broker.ReplicationQuotaWindowNum != 5 || c.broker.ReplicationQuotaWindowSize != 2*time.Second || len(c.warnings) != 0 {
+		t.Errorf("window num %d size %s, warnings %q; want 5, 2s, none",
+			c.broker.ReplicationQuotaWindowNum, c.broker.ReplicationQuotaWindowSize, c.warnings)
+	}
+}
+
 func TestNestedYAML(t *testing.T) {
 	clearEnv(t)
 	c := mustLoad(t, "--config", writeConfig(t, "node:\n  id: 9\nlog:\n  dirs: /nested\n  retention:\n    hours: 3\n"))
