@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -200,10 +201,14 @@ func (b *Broker) runFetcher(ctx context.Context, rf *replicaFetcher) {
 				backoff[fp.p] = now.Add(replicaFetchBackoff / 10)
 				continue
 			}
-			if set := fp.p.settings.Load(); !set.followerThrottled.Empty() && set.followerThrottled.Has(fp.p.tp.Partition) && !inSync[fp] {
+			if set := fp.p.settings.Load(); !set.followerThrottled.Empty() && set.followerThrottled.Has(fp.p.tp.Partition) &&
+				!inSync[fp] && !slices.Contains(fp.p.isr(), b.cfg.NodeID) {
 				// As Kafka's shouldFollowerThrottle: an out-of-sync
 				// follower leaves its throttled partitions out of the
-				// request while the follower quota is exceeded.
+				// request while the follower quota is exceeded. A
+				// member of the ISR counts as in sync too: after a
+				// leader change its lag is not known yet, and acks=all
+				// produce waits for it.
 				if !checked {
 					checked, exceeded = true, b.replQuotas.follower.exceeded(now)
 				}

@@ -30,7 +30,10 @@ package broker
 //     shrink the ISR. On the leader, in sync means in the partition's ISR; on
 //     the follower, as in Kafka's fetcher, that its last fetch of the
 //     partition reached the leader's high watermark (unknown after a start,
-//     or a new leader or epoch, is not in sync).
+//     or a new leader or epoch, is not in sync), or, unlike Kafka's, that
+//     the follower is in the ISR: after a leader change Kafka's fetcher
+//     throttles an ISR member whose lag it does not know yet, and acks=all
+//     produce waits for it.
 //
 // The rate is measured as Kafka's replication quota sensor measures it (a
 // SimpleRate over a WindowedSum): replication.quota.window.num samples

@@ -134,6 +134,7 @@ func testReplicationThrottle(t *testing.T, side string) {
 	}
 
 	// Broker 2 stops; 8 MB goes to brokers 1 and 3 with acks=all.
+	base := bs[1].parts.Load().byName["moving"][0].log.Size()
 	if err := bs[1].Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +164,6 @@ func testReplicationThrottle(t *testing.T, side string) {
 	start := time.Now()
 	b2 := restartBroker(t, bs[1])
 	l2 := b2.parts.Load().byName["moving"][0].log
-	base := l2.Size()
 	if backlog-base < 8e6 {
 		t.Fatalf("broker 2 restarted %d bytes behind, want 8 MB", backlog-base)
 	}

@@ -17,10 +17,14 @@ package configs
 // type and default, read-only, refused as a dynamic change ("Cannot update
 // these configs dynamically") and ignored with a warning at start. Among
 // them: KRaft and the controller quorum (Gregor keeps cluster metadata in
-// etcd), replication and its quotas, TLS, SASL and delegation tokens,
+// etcd), replica fetcher tuning and the client quotas, TLS, SASL and delegation tokens,
 // transactions, share groups and the newer group protocols, tiered storage,
 // the log cleaner's threads and I/O tuning, limits Gregor does not enforce,
 // socket tuning, purgatories, metrics reporters, policies and plugins.
+//
+// The replication throttle rates are not among the configs Kafka reports:
+// they exist only as dynamic configs (Def.DynamicOnly), and are described
+// where set.
 //
 // Names Kafka does not know are custom configs: accepted and stored as they
 // are in broker configs, as Kafka does, but not validated.
