@@ -24,8 +24,8 @@ package broker
 // fetch offset is the follower's log end for the high watermark and the
 // ISR (replicas.go); while the leader replication throttle is exceeded, a
 // follower out of the ISR gets no records for the partitions this broker
-// leader-throttles (replication_quota.go). A consumer's fetch from v11 may be served by a
-// follower, up to its own high watermark; with the rack-aware
+// leader-throttles (replication_quota.go). A consumer's fetch from v11 may
+// be served by a follower, up to its own high watermark; with the rack-aware
 // replica.selector.class the leader answers a consumer in a follower's rack
 // with that follower as its preferred read replica and no records
 // (KIP-392).
