@@ -22,14 +22,17 @@ package broker
 // fetches (a replica id >= 0, from a replica of the partition; any other
 // broker is told NOT_LEADER_OR_FOLLOWER) read up to the log end, and their
 // fetch offset is the follower's log end for the high watermark and the
-// ISR (replicas.go). A consumer's fetch from v11 may be served by a
-// follower, up to its own high watermark; with the rack-aware
+// ISR (replicas.go); while the leader replication throttle is exceeded, a
+// follower out of the ISR gets no records for the partitions this broker
+// leader-throttles (replication_quota.go). A consumer's fetch from v11 may
+// be served by a follower, up to its own high watermark; with the rack-aware
 // replica.selector.class the leader answers a consumer in a follower's rack
 // with that follower as its preferred read replica and no records
 // (KIP-392).
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -57,6 +60,11 @@ type fetchResult struct {
 	// (KIP-392), when hasPreferred.
 	preferred    int32
 	hasPreferred bool
+	// throttled: a follower's fetch of a partition this broker
+	// leader-throttles (replication_quota.go); its bytes count against
+	// the leader quota. heldBack: it was left without records, the
+	// follower out of the ISR and the quota exceeded.
+	throttled, heldBack bool
 }
 
 // maxFetchWait bounds a fetch's MaxWaitMillis. A connection reads its next
@@ -165,6 +173,9 @@ func (b *Broker) handleFetch(ctx context.Context, c *conn, hdr protocol.RequestH
 		c.addParked(waited)
 	}
 	b.metrics.fetchWait.Observe(waited.Seconds())
+	if replicaID >= 0 {
+		b.recordLeaderThrottle(results, now)
+	}
 
 	// The records stay in the segment files: the response carries a marker
 	// for each, replaced by the file bytes when the frame is written.
@@ -236,6 +247,29 @@ func (b *Broker) handleFetch(ctx context.Context, c *conn, hdr protocol.RequestH
 		sess.rotateLocked(served)
 	}
 	return zc, nil
+}
+
+// recordLeaderThrottle counts, against the leader quota, the record bytes
+// a follower fetch's response carries for leader-throttled partitions (in
+// sync or not, as Kafka counts them), and the partitions it held back.
+// start is when the fetch began.
+func (b *Broker) recordLeaderThrottle(results []fetchResult, start time.Time) {
+	var n int64
+	held := 0
+	for i := range results {
+		res := &results[i]
+		if res.throttled && res.held {
+			n += res.read.Len
+		}
+		if res.heldBack {
+			held++
+		}
+	}
+	if n > 0 || held > 0 {
+		now := time.Now()
+		b.replQuotas.leader.record(n, now)
+		b.replQuotas.leader.held(held, now.Sub(start))
+	}
 }
 
 // addFetchEndpoint adds a leader's endpoint to a fetch response's node
@@ -331,6 +365,17 @@ func (b *Broker) fetchRound(items []*sessionPartition, req *kmsg.FetchRequest, b
 			res.hw = l.HighWatermark()
 			res.lso = min(l.LastStableOffset(), res.hw)
 			maxOffset = l.LogEndOffset()
+			if set := p.settings.Load(); !set.leaderThrottled.Empty() && set.leaderThrottled.Has(p.tp.Partition) {
+				res.throttled = true
+				// As Kafka's shouldLeaderThrottle: only a follower out of
+				// the ISR is held back, and only while the quota is
+				// exceeded; it gets no records this time, and they do
+				// not count toward min_bytes.
+				if !slices.Contains(p.isr(), replicaID) && b.replQuotas.leader.exceeded(time.Now()) {
+					res.heldBack = true
+					continue
+				}
+			}
 		}
 		limit := min(int64(max(it.maxBytes, 0)), budget)
 		committed := req.IsolationLevel == 1 && replicaID < 0

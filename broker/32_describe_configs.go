@@ -8,7 +8,8 @@ package broker
 // defaults and the static config (configs.Resolve); an illegal name is
 // INVALID_TOPIC_EXCEPTION, an unknown topic UNKNOWN_TOPIC_OR_PARTITION. A
 // BROKER resource named by this broker's id lists every broker config of the
-// catalogue and every other name set at some level; the empty name, the
+// catalogue (but the dynamic-only replication throttle rates, listed only
+// where set, as Kafka lists them) and every other name set at some level; the empty name, the
 // cluster-wide default, lists only the names set there (configs.ResolveBroker).
 // Another broker's id, or a name that is not a number, is INVALID_REQUEST
 // with Kafka's message.
@@ -159,7 +160,11 @@ func (b *Broker) describeBrokerConfigs(md *cluster.Metadata, rr kmsg.DescribeCon
 	levels := []map[string]string{clusterDefault}
 	if perBroker {
 		for _, d := range configs.Brokers() {
-			names[d.Name] = true
+			// Dynamic-only configs (the replication throttle rates) are
+			// listed where they are set, as Kafka lists them.
+			if !d.DynamicOnly {
+				names[d.Name] = true
+			}
 		}
 		levels = append(levels, dynamic, static)
 	}
@@ -191,7 +196,10 @@ func (b *Broker) describeBrokerConfigs(md *cluster.Metadata, rr kmsg.DescribeCon
 		c.Source = kmsg.ConfigSource(src)
 		c.IsDefault = src == configs.SourceDefault
 		c.IsSensitive = sensitive
-		c.ReadOnly = !known || d.Update == configs.UpdateReadOnly
+		// Kafka reports its dynamic-only configs read-only too: its
+		// DescribeConfigs checks the reconfigurable KafkaConfig settings,
+		// which they are not among.
+		c.ReadOnly = !known || d.Update == configs.UpdateReadOnly || d.DynamicOnly
 		c.ConfigType = kmsg.ConfigTypeUnknown
 		if known {
 			c.ConfigType = kmsg.ConfigType(d.Type)

@@ -128,6 +128,8 @@ type Broker struct {
 	// use them to let a leader take records its followers do not have.
 	pauseFetchers   atomic.Bool
 	fetchesInFlight atomic.Int32
+	// replQuotas are the replication throttles (replication_quota.go).
+	replQuotas replicationQuotas
 
 	producerIDs struct {
 		sync.Mutex
@@ -181,6 +183,7 @@ func New(cfg Config) (*Broker, error) {
 		return nil, err
 	}
 	b.quotas, b.slots = quotas, make(requestSlots, cfg.QueuedMaxRequests)
+	b.replQuotas = newReplicationQuotas(cfg.Registerer, int(cfg.ReplicationQuotaWindowNum), cfg.ReplicationQuotaWindowSize)
 	b.groups = newGroupDrivers(b)
 	b.txns = newTxnDrivers(b)
 	if cfg.Registerer != nil {

@@ -73,6 +73,12 @@ type Config struct {
 	// (auto.leader.rebalance.enable, leader.imbalance.check.interval.seconds).
 	AutoLeaderRebalanceEnable    bool
 	LeaderImbalanceCheckInterval time.Duration
+	// ReplicationQuotaWindowNum and ReplicationQuotaWindowSize are the
+	// samples the replication throttles measure their rate over, and the
+	// length of each (replication.quota.window.num,
+	// replication.quota.window.size.seconds; whole seconds).
+	ReplicationQuotaWindowNum  int32
+	ReplicationQuotaWindowSize time.Duration
 
 	// NumPartitions is the partition count of auto-created topics and of
 	// CreateTopics requests with -1 (num.partitions).
@@ -263,6 +269,8 @@ func DefaultConfig() Config {
 		ReplicaFetchWaitMax:          500 * time.Millisecond,
 		AutoLeaderRebalanceEnable:    true,
 		LeaderImbalanceCheckInterval: 300 * time.Second,
+		ReplicationQuotaWindowNum:    11,
+		ReplicationQuotaWindowSize:   time.Second,
 
 		NumPartitions:            1,
 		DefaultReplicationFactor: 1,
@@ -375,6 +383,10 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: replica.fetch.wait.max.ms must be at least 0 and below replica.lag.time.max.ms", ErrInvalidConfig)
 	case c.AutoLeaderRebalanceEnable && c.LeaderImbalanceCheckInterval < time.Second:
 		return fmt.Errorf("%w: leader.imbalance.check.interval.seconds below 1", ErrInvalidConfig)
+	case c.ReplicationQuotaWindowNum < 1:
+		return fmt.Errorf("%w: replication.quota.window.num %d below 1", ErrInvalidConfig, c.ReplicationQuotaWindowNum)
+	case c.ReplicationQuotaWindowSize < time.Second || c.ReplicationQuotaWindowSize%time.Second != 0:
+		return fmt.Errorf("%w: replication.quota.window.size.seconds must be a whole number of seconds, at least 1", ErrInvalidConfig)
 	case c.NumPartitions < 1:
 		return fmt.Errorf("%w: num.partitions %d below 1", ErrInvalidConfig, c.NumPartitions)
 	case c.DefaultReplicationFactor < 1:

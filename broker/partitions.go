@@ -62,7 +62,12 @@ type topicSettings struct {
 	// elected, so a follower may have to cut records below its high
 	// watermark.
 	uncleanLeaderElection bool
-	log                   storage.Config
+	// leaderThrottled and followerThrottled are the topic's partitions
+	// whose replication this broker throttles as leader and as follower
+	// (leader.replication.throttled.replicas and
+	// follower.replication.throttled.replicas; replication_quota.go).
+	leaderThrottled, followerThrottled configs.ThrottledReplicas
+	log                                storage.Config
 }
 
 // partitionTable is an immutable index of the local partitions, replaced
@@ -249,6 +254,12 @@ func (b *Broker) resolveSettings(t *cluster.Topic, md *cluster.Metadata) (*topic
 	ts, err := v.String("message.timestamp.type")
 	errs = append(errs, err)
 	s.logAppendTime = ts == "LogAppendTime"
+	s.leaderThrottled, err = configs.ParseThrottledReplicas("leader.replication.throttled.replicas",
+		v["leader.replication.throttled.replicas"], b.cfg.NodeID)
+	errs = append(errs, err)
+	s.followerThrottled, err = configs.ParseThrottledReplicas("follower.replication.throttled.replicas",
+		v["follower.replication.throttled.replicas"], b.cfg.NodeID)
+	errs = append(errs, err)
 	policy, err := v.List("cleanup.policy")
 	errs = append(errs, err)
 	s.compacted = slices.Contains(policy, "compact")
@@ -307,6 +318,8 @@ func (b *Broker) staticConfigs() map[string]string {
 
 		"auto.leader.rebalance.enable":            fmt.Sprint(b.cfg.AutoLeaderRebalanceEnable),
 		"leader.imbalance.check.interval.seconds": fmt.Sprint(int64(b.cfg.LeaderImbalanceCheckInterval.Seconds())),
+		"replication.quota.window.num":            fmt.Sprint(b.cfg.ReplicationQuotaWindowNum),
+		"replication.quota.window.size.seconds":   fmt.Sprint(int64(b.cfg.ReplicationQuotaWindowSize / time.Second)),
 
 		"log.retention.check.interval.ms": fmt.Sprint(b.cfg.LogRetentionCheckInterval.Milliseconds()),
 		"log.cleaner.enable":              fmt.Sprint(b.cfg.LogCleanerEnable),
@@ -436,6 +449,7 @@ func (b *Broker) syncPartitions(md *cluster.Metadata) error {
 			errs = append(errs, err)
 		}
 	}
+	b.updateReplicationQuotas(md)
 	b.parts.Store(next)
 	b.markApplied(md.Revision)
 	b.syncFollowers(next)

@@ -7,7 +7,9 @@ package broker
 // and epochs, fsyncing it before the next fetch (the fetch offset is what
 // the leader counts in the high watermark, and Gregor acknowledges only
 // what every ISR member has on disk), and truncating where the leader
-// reports the logs diverge (KIP-279).
+// reports the logs diverge (KIP-279). While the follower replication
+// throttle is exceeded, partitions this broker follower-throttles and is
+// not in sync with are left out of the fetches (replication_quota.go).
 
 import (
 	"context"
@@ -15,6 +17,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -126,6 +129,14 @@ func (b *Broker) runFetcher(ctx context.Context, rf *replicaFetcher) {
 		corr    int32
 		buf     []byte
 		backoff = map[*partition]time.Time{}
+		// inSync holds the partitions whose last fetch reached the
+		// leader's high watermark, under the leader and epoch fetched
+		// from: the follower throttle never holds them back.
+		inSync = map[followed]bool{}
+		// held is how many partitions the follower throttle left out of
+		// the round that began at roundStart.
+		held       int
+		roundStart time.Time
 		// open is the connection in use, closed when ctx ends so that a
 		// fetch waiting at the leader ends with it.
 		open struct {
@@ -157,14 +168,23 @@ func (b *Broker) runFetcher(ctx context.Context, rf *replicaFetcher) {
 	}
 	for ctx.Err() == nil {
 		now := time.Now()
+		if held > 0 {
+			b.replQuotas.follower.held(held, now.Sub(roundStart))
+		}
+		held, roundStart = 0, now
 		if b.pauseFetchers.Load() {
 			if !pause(replicaFetchBackoff / 10) {
 				return
 			}
 			continue
 		}
+		all := *rf.parts.Load()
+		if len(inSync) > len(all) {
+			pruneInSync(inSync, all)
+		}
 		var parts []followed
-		for _, fp := range *rf.parts.Load() {
+		checked, exceeded := false, false
+		for _, fp := range all {
 			if until, ok := backoff[fp.p]; ok && now.Before(until) {
 				continue
 			}
@@ -180,6 +200,22 @@ func (b *Broker) runFetcher(ctx context.Context, rf *replicaFetcher) {
 				l.FlushAsync()
 				backoff[fp.p] = now.Add(replicaFetchBackoff / 10)
 				continue
+			}
+			if set := fp.p.settings.Load(); !set.followerThrottled.Empty() && set.followerThrottled.Has(fp.p.tp.Partition) &&
+				!inSync[fp] && !slices.Contains(fp.p.isr(), b.cfg.NodeID) {
+				// As Kafka's shouldFollowerThrottle: an out-of-sync
+				// follower leaves its throttled partitions out of the
+				// request while the follower quota is exceeded. A
+				// member of the ISR counts as in sync too: after a
+				// leader change its lag is not known yet, and acks=all
+				// produce waits for it.
+				if !checked {
+					checked, exceeded = true, b.replQuotas.follower.exceeded(now)
+				}
+				if exceeded {
+					held++
+					continue
+				}
 			}
 			parts = append(parts, fp)
 		}
@@ -233,8 +269,22 @@ func (b *Broker) runFetcher(ctx context.Context, rf *replicaFetcher) {
 			}
 			continue
 		}
-		b.applyFetched(ctx, log, parts, fresp, backoff)
+		b.applyFetched(ctx, log, parts, fresp, backoff, inSync)
 		b.fetchesInFlight.Add(-1)
+	}
+}
+
+// pruneInSync drops from inSync the partitions no longer fetched under the
+// same leader and epoch.
+func pruneInSync(inSync map[followed]bool, current []followed) {
+	keep := make(map[followed]bool, len(current))
+	for _, fp := range current {
+		keep[fp] = true
+	}
+	for fp := range inSync {
+		if !keep[fp] {
+			delete(inSync, fp)
+		}
 	}
 }
 
@@ -281,12 +331,16 @@ func (b *Broker) replicaFetchRequest(parts []followed) *kmsg.FetchRequest {
 
 // applyFetched writes a fetch answer to the followed logs, then fsyncs
 // what was appended (in one group commit) before the next fetch reports
-// the new log ends to the leader.
-func (b *Broker) applyFetched(ctx context.Context, log *slog.Logger, parts []followed, resp *kmsg.FetchResponse, backoff map[*partition]time.Time) {
+// the new log ends to the leader. It records in inSync which partitions
+// reached the leader's high watermark, and counts the bytes of
+// follower-throttled partitions against the follower quota.
+func (b *Broker) applyFetched(ctx context.Context, log *slog.Logger, parts []followed, resp *kmsg.FetchResponse,
+	backoff map[*partition]time.Time, inSync map[followed]bool) {
 	byKey := map[storage.TopicPartition]followed{}
 	for _, fp := range parts {
 		byKey[fp.p.tp] = fp
 	}
+	var throttled int64
 	var flush []storage.FlushTarget
 	for i := range resp.Topics {
 		rt := &resp.Topics[i]
@@ -302,10 +356,21 @@ func (b *Broker) applyFetched(ctx context.Context, log *slog.Logger, parts []fol
 				log.Debug("replica fetch of a partition not applied", "partition", fp.p.tp.String(), "err", err)
 				continue
 			}
+			// Kafka's fetcher counts a partition in sync once a fetch
+			// brings it to the leader's high watermark.
+			inSync[fp] = rp.HighWatermark-fp.p.log.LogEndOffset() <= 0
+			if set := fp.p.settings.Load(); !set.followerThrottled.Empty() && set.followerThrottled.Has(fp.p.tp.Partition) {
+				// In sync or not: the throttle bounds all of the
+				// partition's replication traffic, as in Kafka.
+				throttled += int64(len(rp.RecordBatches))
+			}
 			if appended {
 				flush = append(flush, storage.FlushTarget{Log: fp.p.log, UpTo: fp.p.log.LogEndOffset()})
 			}
 		}
+	}
+	if throttled > 0 {
+		b.replQuotas.follower.record(throttled, time.Now())
 	}
 	if len(flush) > 0 {
 		storage.StartFlush(flush).Wait(ctx)

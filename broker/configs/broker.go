@@ -17,10 +17,14 @@ package configs
 // type and default, read-only, refused as a dynamic change ("Cannot update
 // these configs dynamically") and ignored with a warning at start. Among
 // them: KRaft and the controller quorum (Gregor keeps cluster metadata in
-// etcd), replication and its quotas, TLS, SASL and delegation tokens,
+// etcd), replica fetcher tuning and the client quotas, TLS, SASL and delegation tokens,
 // transactions, share groups and the newer group protocols, tiered storage,
 // the log cleaner's threads and I/O tuning, limits Gregor does not enforce,
 // socket tuning, purgatories, metrics reporters, policies and plugins.
+//
+// The replication throttle rates are not among the configs Kafka reports:
+// they exist only as dynamic configs (Def.DynamicOnly), and are described
+// where set.
 //
 // Names Kafka does not know are custom configs: accepted and stored as they
 // are in broker configs, as Kafka does, but not validated.
@@ -181,6 +185,34 @@ var brokerDefs = []*Def{
 	{
 		Name: "replica.high.watermark.checkpoint.interval.ms", Type: TypeLong, Default: "5000",
 		Doc: "How often each partition's high watermark is written to disk.",
+	},
+	// Replication throttles (Kafka's QuotaConfig.brokerQuotaConfigs): set
+	// only dynamically, per broker or as the cluster default, in bytes per
+	// second; Long.MAX_VALUE, the default, throttles nothing. They apply to
+	// the replicas topics list in leader.replication.throttled.replicas
+	// and follower.replication.throttled.replicas.
+	{
+		Name: "leader.replication.throttled.rate", Type: TypeLong, Default: maxInt64, check: atLeast(0),
+		Update: UpdateClusterWide, DynamicOnly: true,
+		Doc: "Upper bound, in bytes per second, of what this broker sends as leader to followers that are out of sync and listed in their topic's leader.replication.throttled.replicas. Set only dynamically.",
+	},
+	{
+		Name: "follower.replication.throttled.rate", Type: TypeLong, Default: maxInt64, check: atLeast(0),
+		Update: UpdateClusterWide, DynamicOnly: true,
+		Doc: "Upper bound, in bytes per second, of what this broker fetches as an out-of-sync follower for replicas listed in their topic's follower.replication.throttled.replicas. Set only dynamically.",
+	},
+	{
+		Name: "replica.alter.log.dirs.io.max.bytes.per.second", Type: TypeLong, Default: maxInt64, check: atLeast(0),
+		Update: UpdateClusterWide, DynamicOnly: true,
+		Doc: "Upper bound, in bytes per second, of the disk I/O moving replicas between this broker's log directories. Gregor does not move replicas between log directories (no AlterReplicaLogDirs): the value is accepted and not used. Set only dynamically.",
+	},
+	{
+		Name: "replication.quota.window.num", Type: TypeInt, Default: "11", check: atLeast(1),
+		Doc: "Number of samples the replication throttles measure their rate over.",
+	},
+	{
+		Name: "replication.quota.window.size.seconds", Type: TypeInt, Default: "1", check: atLeast(1),
+		Doc: "Length of each sample the replication throttles measure their rate over, in seconds.",
 	},
 	{
 		Name: "unclean.leader.election.enable", Type: TypeBoolean, Default: "false", Update: UpdateClusterWide,

@@ -150,6 +150,13 @@ type Def struct {
 	// described with Kafka's default, read-only, and ignored (with a
 	// warning) when given at start.
 	Unused bool
+	// DynamicOnly configs exist only as dynamic broker configs (Kafka's
+	// DynamicConfig.Broker quota settings, such as
+	// leader.replication.throttled.rate): a broker describes them only
+	// where they are set, with no DEFAULT_CONFIG synonym, and, as Kafka's
+	// DescribeConfigs does, reports them read-only although they are
+	// changed dynamically only.
+	DynamicOnly bool
 
 	check validator
 	// syns are the topic config's broker synonyms with their conversions.

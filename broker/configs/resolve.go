@@ -100,7 +100,7 @@ func TopicValues(topic, brokerDynamic, brokerDefault, brokerStatic map[string]st
 // config's own value at the first level that sets it (per-broker dynamic,
 // cluster default, static) or its default, which may be null. Synonyms are
 // the setting's names (Def.Synonyms, or just name) set at each level, then
-// their defaults as DEFAULT_CONFIG, with every entry before the first one
+// their defaults as DEFAULT_CONFIG (none for DynamicOnly configs), with every entry before the first one
 // called name dropped; the source is the first remaining synonym's, else
 // DEFAULT_CONFIG. So log.retention.ms reports null from DEFAULT_CONFIG when
 // only log.retention.hours is set, as in Kafka.
@@ -126,7 +126,7 @@ func ResolveBroker(name string, perBroker bool, brokerDynamic, brokerDefault, br
 		}
 	}
 	for _, n := range family {
-		if b, ok := brokerByName[n]; ok && !b.NullDefault {
+		if b, ok := brokerByName[n]; ok && !b.NullDefault && !b.DynamicOnly {
 			all = append(all, Synonym{Name: n, Value: b.Default, Source: SourceDefault})
 		}
 	}

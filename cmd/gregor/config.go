@@ -122,6 +122,11 @@ var keys = []key{
 		func(c *serveConfig) *bool { return &c.broker.AutoLeaderRebalanceEnable }),
 	secondsField("leader.imbalance.check.interval.seconds", "how often the controller looks for partitions to give back to their preferred leader",
 		func(c *serveConfig) *time.Duration { return &c.broker.LeaderImbalanceCheckInterval }),
+	intField("replication.quota.window.num", "N",
+		"samples the replication throttles (leader/follower.replication.throttled.rate) measure their rate over",
+		func(c *serveConfig) *int32 { return &c.broker.ReplicationQuotaWindowNum }),
+	secondsField("replication.quota.window.size.seconds", "length of each sample the replication throttles measure their rate over",
+		func(c *serveConfig) *time.Duration { return &c.broker.ReplicationQuotaWindowSize }),
 	intField("num.partitions", "N", "partition count of topics created automatically or without a partition count",
 		func(c *serveConfig) *int32 { return &c.broker.NumPartitions }),
 	intField("default.replication.factor", "N",
@@ -608,6 +613,9 @@ func (l *configLoader) ignored() []string {
 	warn := func(name, where string) {
 		if d, ok := configs.Broker(name); ok && d.Unused {
 			out = append(out, fmt.Sprintf("%s (%s) is a Kafka broker config Gregor does not act on; ignored", name, where))
+		} else if ok && d.DynamicOnly {
+			// As in Kafka, whose server.properties cannot set them either.
+			out = append(out, fmt.Sprintf("%s (%s) can only be set dynamically (IncrementalAlterConfigs on the broker, as kafka-configs --alter --entity-type brokers does); ignored", name, where))
 		} else if ok {
 			out = append(out, fmt.Sprintf("%s (%s) is a Kafka broker config Gregor does not support yet; ignored", name, where))
 		} else {

@@ -369,13 +369,15 @@ node.id: 2
 foo.bar: 1
 num.io.threads: 4
 log.cleaner.threads: 2
+follower.replication.throttled.rate: 1000
 `)
 	c := mustLoad(t, "--config", file)
 	if c.broker.NodeID != 2 {
 		t.Errorf("node.id = %d, want 2", c.broker.NodeID)
 	}
 	want := []string{"foo.bar", "num.io.threads", "GREGOR_NO_SUCH_THING", "GREGOR_NUM_REPLICA_FETCHERS",
-		"log.cleaner.threads (config file " + file + ") is a Kafka broker config Gregor does not act on; ignored"}
+		"log.cleaner.threads (config file " + file + ") is a Kafka broker config Gregor does not act on; ignored",
+		"follower.replication.throttled.rate (config file " + file + ") can only be set dynamically"}
 	all := strings.Join(c.warnings, "\n")
 	for _, w := range want {
 		if !strings.Contains(all, w) {
@@ -384,6 +386,15 @@ log.cleaner.threads: 2
 	}
 	if len(c.warnings) != len(want) {
 		t.Errorf("got %d warnings %q, want %d", len(c.warnings), c.warnings, len(want))
+	}
+}
+
+func TestReplicationQuotaWindowKeys(t *testing.T) {
+	clearEnv(t)
+	c := mustLoad(t, "--config", writeConfig(t, "replication.quota.window.num: 5\nreplication.quota.window.size.seconds: 2\n"))
+	if c.broker.ReplicationQuotaWindowNum != 5 || c.broker.ReplicationQuotaWindowSize != 2*time.Second || len(c.warnings) != 0 {
+		t.Errorf("window num %d size %s, warnings %q; want 5, 2s, none",
+			c.broker.ReplicationQuotaWindowNum, c.broker.ReplicationQuotaWindowSize, c.warnings)
 	}
 }
 
