@@ -37,7 +37,8 @@ DescribeLogDirs). It is the same for the same cluster.
 
 With --execute the moves are submitted (--batch at a time), their progress
 is shown until they are done, the preferred leaders are elected and the
-throttle, if any, is removed. --throttle limits the replication traffic of
+throttle, if any, is removed. With nothing to move, --execute still elects
+the preferred leader of partitions led by another replica. --throttle limits the replication traffic of
 the moves, in bytes/s, on the brokers they involve (Kafka's
 leader.replication.throttled.rate and follower.replication.throttled.rate,
 applied to the moving replicas only).
@@ -137,14 +138,18 @@ type op struct {
 	adm     *kadm.Client
 	timeout time.Duration
 	close   func()
+	// warn receives warnings; warned holds the brokers whose sizes could
+	// not be read, said once each.
+	warn   io.Writer
+	warned map[int32]bool
 }
 
-func (o *clientOptions) newOp() (*op, error) {
+func (o *clientOptions) newOp(cmd *cobra.Command) (*op, error) {
 	cl, err := o.newClient()
 	if err != nil {
 		return nil, err
 	}
-	return &op{adm: kadm.NewClient(cl), timeout: o.timeout, close: cl.Close}, nil
+	return &op{adm: kadm.NewClient(cl), timeout: o.timeout, close: cl.Close, warn: cmd.ErrOrStderr(), warned: map[int32]bool{}}, nil
 }
 
 // req returns the context of one request: ctx bounded by --timeout.
@@ -171,7 +176,10 @@ func (p *op) metadata(ctx context.Context, topics ...string) (kadm.Metadata, err
 
 // sizes returns the size of each replica of the partitions of s, by
 // topic, partition and broker; replicas being moved between a broker's log
-// dirs count once (the current one).
+// dirs count once (the current one). A broker that does not answer (one
+// that is gone, say, and being decommissioned) is warned about, and its
+// replicas are missing from the result; when none answers, that is an
+// error.
 func (p *op) sizes(ctx context.Context, s kadm.TopicsSet) (map[string]map[int32]map[int32]int64, error) {
 	out := map[string]map[int32]map[int32]int64{}
 	if len(s) == 0 {
@@ -180,7 +188,21 @@ func (p *op) sizes(ctx context.Context, s kadm.TopicsSet) (map[string]map[int32]
 	ctx, cancel := p.req(ctx)
 	defer cancel()
 	all, err := p.adm.DescribeAllLogDirs(ctx, s)
-	if err != nil {
+	var se *kadm.ShardErrors
+	if errors.As(err, &se) && len(all) > 0 {
+		for _, e := range se.Errs {
+			id := e.Broker.NodeID
+			if p.warned[id] {
+				continue
+			}
+			p.warned[id] = true
+			from := fmt.Sprintf("broker %d", id)
+			if id < 0 {
+				from = "brokers not in the cluster"
+			}
+			fmt.Fprintf(p.warn, "gregor: warning: no replica sizes from %s (%v): their replicas count as empty\n", from, e.Err)
+		}
+	} else if err != nil {
 		return nil, fmt.Errorf("describe log dirs: %w", err)
 	}
 	for _, dirs := range all {
@@ -201,6 +223,35 @@ func (p *op) sizes(ctx context.Context, s kadm.TopicsSet) (map[string]map[int32]
 		})
 	}
 	return out, nil
+}
+
+// reassignable reports whether the cluster serves partition reassignment:
+// whether every broker that answers ApiVersions advertises
+// AlterPartitionReassignments and ListPartitionReassignments. A cluster
+// that does not can have no move in flight, and cannot make one.
+func (p *op) reassignable(ctx context.Context) (bool, error) {
+	rctx, cancel := p.req(ctx)
+	defer cancel()
+	vs, err := p.adm.ApiVersions(rctx)
+	if err != nil {
+		return false, fmt.Errorf("api versions: %w", err)
+	}
+	answered := false
+	for _, v := range vs {
+		if v.Err != nil {
+			continue
+		}
+		answered = true
+		_, alter := v.KeyMaxVersion(kmsg.AlterPartitionAssignments.Int16())
+		_, list := v.KeyMaxVersion(kmsg.ListPartitionReassignments.Int16())
+		if !alter || !list {
+			return false, nil
+		}
+	}
+	if !answered {
+		return false, errors.New("api versions: no broker answered")
+	}
+	return true, nil
 }
 
 // leaderSize is the size of a partition's data: its leader's replica, or
@@ -242,6 +293,11 @@ type movePlan struct {
 	// Failed are the moves that the cluster refused or that ended
 	// elsewhere than planned.
 	Failed []moveFailure `json:"failed,omitempty"`
+
+	// reassignable is whether the cluster can carry out moves.
+	reassignable bool
+	// unpreferred are the partitions not led by their first replica.
+	unpreferred kadm.TopicsSet
 }
 
 type moveFailure struct {
@@ -293,13 +349,33 @@ func readPlan(ctx context.Context, p *op, topics []string, leaving int32) (moveP
 		// A broker that is gone, with replicas left to move.
 		brokers = append(brokers, planBroker{ID: leaving, Leaving: true})
 	}
+	// During a move the metadata lists the old and the new replicas
+	// together: a plan made then would be wrong.
+	ok, err := p.reassignable(ctx)
+	if err != nil {
+		return movePlan{}, err
+	}
+	if ok {
+		x := &execution{op: p}
+		inFlight, err := x.listReassignments(ctx, set)
+		if err != nil {
+			return movePlan{}, err
+		}
+		if n := countReassignments(inFlight); n > 0 {
+			return movePlan{}, fmt.Errorf("%d partitions are being moved: wait for them or cancel them, then plan again (see 'gregor cluster reassignments')", n)
+		}
+	}
 	sizes, err := p.sizes(ctx, set)
 	if err != nil {
 		return movePlan{}, err
 	}
 	var parts []planPartition
+	unpreferred := kadm.TopicsSet{}
 	for _, t := range names {
 		for _, pd := range md.Topics[t].Partitions.Sorted() {
+			if len(pd.Replicas) > 0 && pd.Leader != pd.Replicas[0] {
+				unpreferred.Add(t, pd.Partition)
+			}
 			parts = append(parts, planPartition{
 				Topic: t, Partition: pd.Partition, Replicas: pd.Replicas, Leader: pd.Leader,
 				Size: leaderSize(sizes[t][pd.Partition], pd.Leader, pd.Replicas),
@@ -313,7 +389,7 @@ func readPlan(ctx context.Context, p *op, topics []string, leaving int32) (moveP
 		}
 		return movePlan{}, fmt.Errorf("plan: %w", err)
 	}
-	plan := movePlan{Moves: moves, Brokers: loads(brokers, parts, moves)}
+	plan := movePlan{Moves: moves, Brokers: loads(brokers, parts, moves), reassignable: ok, unpreferred: unpreferred}
 	if plan.Moves == nil {
 		plan.Moves = []partitionMove{}
 	}
@@ -422,7 +498,7 @@ func moveReplicas(cmd *cobra.Command, o *clientOptions, m *moveOptions, leaving 
 			return errors.New("--topics: empty topic name")
 		}
 	}
-	p, err := o.newOp()
+	p, err := o.newOp(cmd)
 	if err != nil {
 		return err
 	}
@@ -433,6 +509,14 @@ func moveReplicas(cmd *cobra.Command, o *clientOptions, m *moveOptions, leaving 
 		return err
 	}
 	out, errOut := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	if m.execute && len(plan.Moves) == 0 && len(plan.unpreferred) > 0 {
+		// Nothing to move, but leaders to put back where they belong
+		// (after an interrupted execution, or a broker's restart).
+		x := &execution{op: p, out: errOut}
+		if err := x.electPreferred(ctx, plan.unpreferred); err != nil {
+			return err
+		}
+	}
 	if !m.execute || len(plan.Moves) == 0 {
 		if o.json {
 			return writeJSON(out, plan)
@@ -452,6 +536,9 @@ func moveReplicas(cmd *cobra.Command, o *clientOptions, m *moveOptions, leaving 
 			return err
 		}
 		fmt.Fprintln(out)
+	}
+	if !plan.reassignable {
+		return errors.New("the cluster does not serve partition reassignment (AlterPartitionReassignments and ListPartitionReassignments): it cannot make these moves")
 	}
 
 	ictx, stop := interruptible(ctx)
@@ -602,11 +689,11 @@ func (x *execution) run(ctx context.Context, moves []partitionMove) ([]moveFailu
 		if len(running) == 0 && len(pending) == 0 {
 			break
 		}
+		if len(running) == 0 {
+			continue // the next batch now
+		}
 		if err := x.progress(ctx, start, running, len(pending), len(moves)); err != nil {
 			return nil, err
-		}
-		if len(pending) > 0 && len(running) == 0 {
-			continue // the next batch now
 		}
 		select {
 		case <-ctx.Done():
@@ -691,7 +778,7 @@ func (x *execution) submit(ctx context.Context, moves []partitionMove) (ok []par
 			ok = append(ok, m)
 		}
 	}
-	fmt.Fprintf(x.out, "submitted %d moves (%d refused)\n", len(moves), len(bad))
+	fmt.Fprintf(x.out, "submitted %d more moves (%d refused)\n", len(moves), len(bad))
 	return ok, bad, nil
 }
 
@@ -830,7 +917,7 @@ func (x *execution) electPreferred(ctx context.Context, s kadm.TopicsSet) error 
 	if err != nil {
 		return fmt.Errorf("elect preferred leaders: %w", err)
 	}
-	elected, failed := 0, 0
+	elected, already, failed := 0, 0, 0
 	for _, t := range slices.Sorted(maps.Keys(rs)) {
 		for _, p := range slices.Sorted(maps.Keys(rs[t])) {
 			r := rs[t][p]
@@ -838,13 +925,14 @@ func (x *execution) electPreferred(ctx context.Context, s kadm.TopicsSet) error 
 			case r.Err == nil:
 				elected++
 			case errors.Is(r.Err, kerr.ElectionNotNeeded):
+				already++
 			default:
 				failed++
 				fmt.Fprintf(x.out, "gregor: warning: electing the preferred leader of %s-%d: %v\n", t, p, kafkaErr(r.Err, r.ErrMessage))
 			}
 		}
 	}
-	fmt.Fprintf(x.out, "elected the preferred leader of %d partitions (%d failed)\n", elected, failed)
+	fmt.Fprintf(x.out, "preferred leaders: %d elected, %d leading already, %d failed\n", elected, already, failed)
 	return nil
 }
 
@@ -910,7 +998,7 @@ func (x *execution) setThrottle(ctx context.Context, moves []partitionMove) erro
 			return fmt.Errorf("set the throttle: %w", err)
 		}
 	}
-	fmt.Fprintf(x.out, "throttled the moves' replication to %s/s on brokers %s\n", formatBytes(x.rate), int32s(brokers))
+	fmt.Fprintf(x.out, "throttled the moves' replication to %d bytes/s (%s/s) on brokers %s\n", x.rate, formatBytes(x.rate), int32s(brokers))
 	return nil
 }
 
@@ -1034,7 +1122,7 @@ func newClusterReassignmentsCmd(o *clientOptions) *cobra.Command {
 				}
 				only = ps
 			}
-			p, err := o.newOp()
+			p, err := o.newOp(cmd)
 			if err != nil {
 				return err
 			}
