@@ -76,6 +76,10 @@ const (
 	followerThrottleReplica = "follower.replication.throttled.replicas"
 )
 
+// errNotReassignable is the error of commands that need the reassignment
+// APIs of a cluster that does not serve them.
+var errNotReassignable = errors.New("the cluster does not serve partition reassignment (AlterPartitionReassignments and ListPartitionReassignments)")
+
 // moveOptions are the flags of rebalance and decommission.
 type moveOptions struct {
 	topics   []string
@@ -362,7 +366,7 @@ func readPlan(ctx context.Context, p *op, topics []string, leaving int32) (moveP
 			return movePlan{}, err
 		}
 		if n := countReassignments(inFlight); n > 0 {
-			return movePlan{}, fmt.Errorf("%d partitions are being moved: wait for them or cancel them, then plan again (see 'gregor cluster reassignments')", n)
+			return movePlan{}, fmt.Errorf("%s being moved: wait for them or cancel them, then plan again (see 'gregor cluster reassignments')", plural(n, "partition is", "partitions are"))
 		}
 	}
 	sizes, err := p.sizes(ctx, set)
@@ -469,7 +473,8 @@ func printPlan(w io.Writer, plan movePlan) error {
 	if err := tb.flush(); err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "\n%d partitions to move, %d replicas to copy, %s in all.\n", len(plan.Moves), copies, formatBytes(plan.Bytes))
+	fmt.Fprintf(w, "\n%s to move, %s to copy, %s in all.\n", plural(len(plan.Moves), "partition", "partitions"),
+		plural(copies, "replica", "replicas"), formatBytes(plan.Bytes))
 	return nil
 }
 
@@ -538,7 +543,7 @@ func moveReplicas(cmd *cobra.Command, o *clientOptions, m *moveOptions, leaving 
 		fmt.Fprintln(out)
 	}
 	if !plan.reassignable {
-		return errors.New("the cluster does not serve partition reassignment (AlterPartitionReassignments and ListPartitionReassignments): it cannot make these moves")
+		return errNotReassignable
 	}
 
 	ictx, stop := interruptible(ctx)
@@ -586,9 +591,10 @@ type execution struct {
 	batch    int       // moves in flight at most, 0 for all
 	interval time.Duration
 
-	// What run has done so far, for interrupted.
+	// What run has done so far, for leftBehind.
 	throttled bool
 	submitted int
+	done      bool // all moves ended
 }
 
 // settleTime is how long a move that has left the reassignment list may
@@ -610,7 +616,7 @@ func (x *execution) run(ctx context.Context, moves []partitionMove) ([]moveFailu
 		return nil, err
 	}
 	if n := countReassignments(inFlight); n > 0 {
-		return nil, fmt.Errorf("%d of these partitions are being moved already: see 'gregor cluster reassignments'", n)
+		return nil, fmt.Errorf("%s being moved already: see 'gregor cluster reassignments'", plural(n, "of these partitions is", "of these partitions are"))
 	}
 	if x.rate > 0 {
 		x.throttled = true
@@ -701,6 +707,7 @@ func (x *execution) run(ctx context.Context, moves []partitionMove) ([]moveFailu
 		case <-tick.C:
 		}
 	}
+	x.done = true
 	fmt.Fprintf(x.out, "[%s] all moves done\n", since(start))
 
 	elect := kadm.TopicsSet{}
@@ -732,17 +739,22 @@ func (x *execution) run(ctx context.Context, moves []partitionMove) ([]moveFailu
 func (x *execution) leftBehind(why string, total int) {
 	w := x.out
 	fmt.Fprintln(w)
-	if x.submitted > 0 {
-		fmt.Fprintf(w, "%s: %d moves were submitted and go on in the cluster", why, x.submitted)
+	switch {
+	case x.done:
+		fmt.Fprintf(w, "%s after the moves were done.\n", why)
+	case x.submitted > 0:
+		fmt.Fprintf(w, "%s: the cluster goes on with the %s submitted", why, plural(x.submitted, "move", "moves"))
 		if total > x.submitted {
-			fmt.Fprintf(w, "; %d were not started", total-x.submitted)
+			fmt.Fprintf(w, "; %d not started", total-x.submitted)
 		}
 		fmt.Fprintln(w, ".")
 		fmt.Fprintln(w, "  see them:    gregor cluster reassignments")
 		fmt.Fprintln(w, "  cancel them: gregor cluster reassignments --cancel")
-		fmt.Fprintln(w, "Preferred leaders were not elected: once the moves are done, run this command again to finish.")
-	} else {
+	default:
 		fmt.Fprintf(w, "%s before any move was submitted.\n", why)
+	}
+	if x.submitted > 0 {
+		fmt.Fprintln(w, "Preferred leaders may not be elected yet: once the moves are done, run this command again to finish.")
 	}
 	if x.throttled {
 		fmt.Fprintln(w, "The replication throttle stays set; once the moves are done, remove it with")
@@ -778,7 +790,7 @@ func (x *execution) submit(ctx context.Context, moves []partitionMove) (ok []par
 			ok = append(ok, m)
 		}
 	}
-	fmt.Fprintf(x.out, "submitted %d more moves (%d refused)\n", len(moves), len(bad))
+	fmt.Fprintf(x.out, "submitted %s (%d refused)\n", plural(len(moves), "move", "moves"), len(bad))
 	return ok, bad, nil
 }
 
@@ -1089,16 +1101,16 @@ func (x *execution) checkEmpty(ctx context.Context, id int32) error {
 		}
 	}
 	if len(left) > 0 {
-		return fmt.Errorf("broker %d still holds replicas of %d partitions (%s): do not stop it yet", id, len(left), strings.Join(left, ", "))
+		return fmt.Errorf("broker %d still holds replicas of %s (%s): do not stop it yet", id, plural(len(left), "partition", "partitions"), strings.Join(left, ", "))
 	}
 	return nil
 }
 
 func newClusterReassignmentsCmd(o *clientOptions) *cobra.Command {
 	var (
-		cancel, clear bool
-		topic         string
-		partitions    string
+		cancel, clearThr bool
+		topic            string
+		partitions       string
 	)
 	cmd := &cobra.Command{
 		Use:   "reassignments [--cancel [--topic T [--partition 0,1]]] [--clear-throttles]",
@@ -1128,7 +1140,7 @@ func newClusterReassignmentsCmd(o *clientOptions) *cobra.Command {
 			}
 			defer p.close()
 			ctx, out := cmd.Context(), cmd.OutOrStdout()
-			if clear && !cancel {
+			if clearThr && !cancel {
 				t, err := clearAllThrottles(ctx, p)
 				if err != nil {
 					return err
@@ -1139,12 +1151,17 @@ func newClusterReassignmentsCmd(o *clientOptions) *cobra.Command {
 				t.print(out)
 				return nil
 			}
+			if ok, err := p.reassignable(ctx); err != nil {
+				return err
+			} else if !ok {
+				return errNotReassignable
+			}
 			ps, err := listAllReassignments(ctx, p)
 			if err != nil {
 				return err
 			}
 			if cancel {
-				return cancelReassignments(cmd, o, p, ps, topic, only, clear)
+				return cancelReassignments(cmd, o, p, ps, topic, only, clearThr)
 			}
 			if o.json {
 				return writeJSON(out, ps)
@@ -1156,7 +1173,7 @@ func newClusterReassignmentsCmd(o *clientOptions) *cobra.Command {
 	f.BoolVar(&cancel, "cancel", false, "cancel the moves in flight (all, or those of --topic and --partition)")
 	f.StringVar(&topic, "topic", "", "with --cancel: cancel the moves of `TOPIC` only")
 	f.StringVar(&partitions, "partition", "", "with --cancel and --topic: cancel the moves of these `PARTITIONS` (0,1,...) only")
-	f.BoolVar(&clear, "clear-throttles", false, "remove the replication throttles from every broker and topic")
+	f.BoolVar(&clearThr, "clear-throttles", false, "remove the replication throttles from every broker and topic")
 	return cmd
 }
 
@@ -1204,7 +1221,7 @@ func printReassignments(w io.Writer, ps []moveProgress) error {
 	if err := tb.flush(); err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "\n%d moves in flight, %s to copy.\n", len(ps), formatBytes(left))
+	fmt.Fprintf(w, "\n%s in flight, %s to copy.\n", plural(len(ps), "move", "moves"), formatBytes(left))
 	return nil
 }
 
@@ -1232,9 +1249,9 @@ func (t throttlesRemoved) print(w io.Writer) {
 }
 
 // cancelReassignments cancels the moves of ps (those of topic and
-// partitions only, when given) and, when none is left in flight or clear
-// is set, removes the throttles.
-func cancelReassignments(cmd *cobra.Command, o *clientOptions, p *op, ps []moveProgress, topic string, partitions []int32, clear bool) error {
+// partitions only, when given) and, when none is left in flight or
+// clearThr is set, removes the throttles.
+func cancelReassignments(cmd *cobra.Command, o *clientOptions, p *op, ps []moveProgress, topic string, partitions []int32, clearThr bool) error {
 	ctx, out, errOut := cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr()
 	var (
 		req    kadm.AlterPartitionAssignmentsReq
@@ -1277,7 +1294,7 @@ func cancelReassignments(cmd *cobra.Command, o *clientOptions, p *op, ps []moveP
 		return err
 	}
 	res.StillInFlight = len(left)
-	if len(left) == 0 || clear {
+	if len(left) == 0 || clearThr {
 		t, err := clearAllThrottles(ctx, p)
 		if err != nil {
 			return err
@@ -1287,7 +1304,7 @@ func cancelReassignments(cmd *cobra.Command, o *clientOptions, p *op, ps []moveP
 			t.print(out)
 		}
 	} else if !o.json {
-		fmt.Fprintf(out, "%d moves are still in flight: the throttles stay.\n", len(left))
+		fmt.Fprintf(out, "%s still in flight: the throttles stay.\n", plural(len(left), "move is", "moves are"))
 	}
 	if o.json {
 		if err := writeJSON(out, res); err != nil {
@@ -1367,6 +1384,15 @@ func parseByteRate(s string) (int64, error) {
 		return 0, fmt.Errorf("--throttle %q: want a rate in bytes/s above 0, such as 50000000, 50MB or 48MiB", s)
 	}
 	return n * mult, nil
+}
+
+// plural is n and the noun that goes with it: "1 move", "2 moves"; the
+// nouns may carry a verb ("move is", "moves are").
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return strconv.Itoa(n) + " " + many
 }
 
 // formatBytes formats n bytes for people: "512 B", "1.5 KiB", "3.0 GiB".

@@ -81,17 +81,6 @@ func (m partitionMove) added() []int32 {
 	return out
 }
 
-// removed returns the brokers of From that are not in To.
-func (m partitionMove) removed() []int32 {
-	var out []int32
-	for _, b := range m.From {
-		if !slices.Contains(m.To, b) {
-			out = append(out, b)
-		}
-	}
-	return out
-}
-
 // planner is the state of one planMoves call.
 type planner struct {
 	staying []int32          // staying broker ids, sorted
