@@ -136,10 +136,25 @@ func newClusterDecommissionCmd(o *clientOptions) *cobra.Command {
 	return cmd
 }
 
+// reassignAdmin is what the move commands ask of a cluster: a
+// *kadm.Client, or a simulated cluster in tests.
+type reassignAdmin interface {
+	Metadata(ctx context.Context, topics ...string) (kadm.Metadata, error)
+	DescribeAllLogDirs(ctx context.Context, s kadm.TopicsSet) (kadm.DescribedAllLogDirs, error)
+	ApiVersions(ctx context.Context) (kadm.BrokersApiVersions, error)
+	AlterPartitionAssignments(ctx context.Context, req kadm.AlterPartitionAssignmentsReq) (kadm.AlterPartitionAssignmentsResponses, error)
+	ListPartitionReassignments(ctx context.Context, s kadm.TopicsSet) (kadm.ListPartitionReassignmentsResponses, error)
+	ElectLeaders(ctx context.Context, how kadm.ElectLeadersHow, s kadm.TopicsSet) (kadm.ElectLeadersResults, error)
+	AlterBrokerConfigs(ctx context.Context, configs []kadm.AlterConfig, brokers ...int32) (kadm.AlterConfigsResponses, error)
+	AlterTopicConfigs(ctx context.Context, configs []kadm.AlterConfig, topics ...string) (kadm.AlterConfigsResponses, error)
+	DescribeBrokerConfigs(ctx context.Context, brokers ...int32) (kadm.ResourceConfigs, error)
+	DescribeTopicConfigs(ctx context.Context, topics ...string) (kadm.ResourceConfigs, error)
+}
+
 // op is a long-running admin command: unlike newAdmin's, its context is
 // not bounded by --timeout as a whole; each request is.
 type op struct {
-	adm     *kadm.Client
+	adm     reassignAdmin
 	timeout time.Duration
 	close   func()
 	// warn receives warnings; warned holds the brokers whose sizes could
@@ -591,6 +606,11 @@ type execution struct {
 	batch    int       // moves in flight at most, 0 for all
 	interval time.Duration
 
+	// settle is how long a move that has left the reassignment list may
+	// show other replicas in the metadata before it counts as failed;
+	// settleTime when 0.
+	settle time.Duration
+
 	// What run has done so far, for leftBehind.
 	throttled bool
 	submitted int
@@ -684,7 +704,7 @@ func (x *execution) run(ctx context.Context, moves []partitionMove) ([]moveFailu
 			if _, ok := unsettled[k]; !ok {
 				unsettled[k] = time.Now()
 			}
-			if time.Since(unsettled[k]) < settleTime {
+			if time.Since(unsettled[k]) < cmp.Or(x.settle, settleTime) {
 				still = append(still, m)
 				continue
 			}
