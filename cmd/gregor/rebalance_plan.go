@@ -27,7 +27,8 @@ import (
 //     then of one already being moved (fewer moves).
 //  4. Preferred leaders: while leader counts differ by more than one, a
 //     partition's replicas are reordered so that another of its replicas
-//     comes first. That moves no data (the reassignment completes at once
+//     comes first (or a chain of such reorders, through brokers that keep
+//     their counts, when the two brokers share no partition). That moves no data (the reassignment completes at once
 //     and the preferred-leader election does the rest); partitions already
 //     being moved are reordered first, so that few partitions are touched.
 //
@@ -381,49 +382,75 @@ func (pl *planner) balanceLeaders() {
 	}
 }
 
-// moveOneLeader makes a broker with at least two fewer preferred
-// leaderships than another the first replica of one of that one's
-// partitions, by swapping the two in the replica list.
+// leaderHop is one step of a chain of reorders: the partition whose first
+// replica (on broker from) trades places with its replica at index i.
+type leaderHop struct {
+	from int32
+	s    *planState
+	i    int
+}
+
+// moveOneLeader takes one preferred leadership off a broker and gives it
+// to one with at least two fewer. Two brokers that share no partition
+// cannot trade directly, so it searches, breadth first, for the shortest
+// chain of reorders from the fullest broker it can: each hop makes the
+// next broker first in a partition the previous one leads, so that the
+// brokers in between keep their counts. Among partitions for a hop it
+// prefers those already moving, then those whose current leader becomes
+// first (no leader change at all).
 func (pl *planner) moveOneLeader(bs []int32) bool {
 	for _, from := range bs {
-		for k := len(bs) - 1; k >= 0; k-- {
-			to := bs[k]
-			if pl.leaders[to] > pl.leaders[from]-2 {
-				break
-			}
-			var (
-				best  *planState
-				bestI int
-				score int
-			)
-			for _, s := range pl.parts {
-				if len(s.now) == 0 || s.now[0] != from {
+		prev := map[int32]leaderHop{}
+		seen := map[int32]bool{from: true}
+		queue := []int32{from}
+		for len(queue) > 0 {
+			u := queue[0]
+			queue = queue[1:]
+			for _, h := range pl.hopsFrom(u) {
+				v := h.s.now[h.i]
+				if seen[v] {
 					continue
 				}
-				i := slices.Index(s.now, to)
-				if i < 0 {
-					continue
+				seen[v], prev[v] = true, h
+				if pl.leaders[v] <= pl.leaders[from]-2 {
+					for w := v; w != from; {
+						h := prev[w]
+						h.s.now[0], h.s.now[h.i] = h.s.now[h.i], h.s.now[0]
+						w = h.from
+					}
+					pl.leaders[from]--
+					pl.leaders[v]++
+					return true
 				}
-				// Prefer partitions already moving, then those whose
-				// current leader is to (no leader change at all).
-				sc := 0
-				if s.moved() {
-					sc += 2
-				}
-				if s.p.Leader == to {
-					sc++
-				}
-				if best == nil || sc > score {
-					best, bestI, score = s, i, sc
-				}
-			}
-			if best != nil {
-				best.now[0], best.now[bestI] = to, from
-				pl.leaders[from]--
-				pl.leaders[to]++
-				return true
+				queue = append(queue, v)
 			}
 		}
 	}
 	return false
+}
+
+// hopsFrom returns the reorders that hand a preferred leadership of
+// broker u to another broker, best first (see moveOneLeader).
+func (pl *planner) hopsFrom(u int32) []leaderHop {
+	var hops []leaderHop
+	score := func(h leaderHop) int {
+		sc := 0
+		if h.s.moved() {
+			sc += 2
+		}
+		if h.s.p.Leader == h.s.now[h.i] {
+			sc++
+		}
+		return sc
+	}
+	for _, s := range pl.parts {
+		if len(s.now) == 0 || s.now[0] != u {
+			continue
+		}
+		for i := 1; i < len(s.now); i++ {
+			hops = append(hops, leaderHop{from: u, s: s, i: i})
+		}
+	}
+	slices.SortStableFunc(hops, func(a, b leaderHop) int { return cmp.Compare(score(b), score(a)) })
+	return hops
 }

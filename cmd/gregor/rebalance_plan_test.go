@@ -394,3 +394,46 @@ func TestPlanRefuses(t *testing.T) {
 		}
 	}
 }
+
+// Leaders can need a chain of reorders: here (racks a, b, a, b and every
+// partition on both racks) brokers 2 and 4 share no partition, so broker
+// 4's extra leadership reaches broker 2 through broker 1 or 3. The
+// assignment is the one a decommission of broker 4 left on Kafka, with
+// broker 4 back and empty.
+func TestPlanLeaderChain(t *testing.T) {
+	t.Parallel()
+	brokers := racked("a", "b", "a", "b")
+	sizes := []int64{3156650, 2104294, 2104293, 2104301, 1051940, 2881784, 2104308, 2104292,
+		1051977, 3156645, 1051916, 1051960, 2104298, 1051931, 3156641, 2104290}
+	var parts []planPartition
+	for i, reps := range [][]int32{
+		{1, 2}, {3, 2}, {2, 1}, {3, 2}, {1, 2}, {3, 2}, {1, 2}, {2, 3},
+		{1, 2}, {2, 3}, {1, 2}, {2, 3}, {3, 2}, {2, 1}, {3, 2}, {2, 1},
+	} {
+		parts = append(parts, planPartition{Topic: "events", Partition: int32(i), Replicas: reps, Leader: reps[0], Size: sizes[i]})
+	}
+	moves, err := planMoves(brokers, parts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, reps := range checkPlan(t, brokers, parts, moves) {
+		if n := len(racksOn(brokers, reps)); n != 2 {
+			t.Errorf("%s on %v: %d racks, want 2", k, reps, n)
+		}
+	}
+}
+
+// BenchmarkPlan plans a cluster of 20 brokers growing to 25, with 5,000
+// partitions of replication factor 3.
+func BenchmarkPlan(b *testing.B) {
+	parts := roundRobin("big", 5000, 3, 20, 0)
+	for i := range parts {
+		parts[i].Size = int64(i%97) << 20
+	}
+	brokers := brokersOf(25)
+	for b.Loop() {
+		if _, err := planMoves(brokers, parts); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
