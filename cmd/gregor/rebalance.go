@@ -403,7 +403,7 @@ func readPlan(ctx context.Context, p *op, topics []string, leaving int32) (moveP
 	}
 	moves, err := planMoves(brokers, parts)
 	if err != nil {
-		if leaving < 0 && strings.Contains(err.Error(), "not in the cluster") {
+		if errors.Is(err, errUnknownBroker) {
 			err = fmt.Errorf("%w (if that broker is gone for good, 'gregor cluster decommission' moves its replicas)", err)
 		}
 		return movePlan{}, fmt.Errorf("plan: %w", err)
@@ -586,7 +586,7 @@ func moveReplicas(cmd *cobra.Command, o *clientOptions, m *moveOptions, leaving 
 			return err
 		}
 	} else {
-		fmt.Fprintf(out, "Moved %d of %d partitions (%s) in %s.\n", len(plan.Moves)-len(failed), len(plan.Moves),
+		fmt.Fprintf(out, "Moved %d of %s (%s) in %s.\n", len(plan.Moves)-len(failed), plural(len(plan.Moves), "partition", "partitions"),
 			formatBytes(plan.Bytes), time.Since(start).Round(100*time.Millisecond))
 		if plan.Decommission != nil && leftErr == nil {
 			fmt.Fprintf(out, "Broker %d holds no replicas: it can be stopped.\n", leaving)

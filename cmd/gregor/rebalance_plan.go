@@ -2,6 +2,7 @@ package main
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"slices"
 )
@@ -37,6 +38,10 @@ import (
 //
 // Racks count only when every staying broker has one, as Kafka's
 // rack-aware assignment refuses a mix of brokers with and without racks.
+
+// errUnknownBroker is the error of a plan with a replica on a broker that
+// is not among the brokers given.
+var errUnknownBroker = errors.New("that broker is not in the cluster")
 
 // planBroker is a broker the planner may place replicas on, or must empty.
 type planBroker struct {
@@ -151,7 +156,7 @@ func planMoves(brokers []planBroker, parts []planPartition) ([]partitionMove, er
 		}
 		for i, b := range p.Replicas {
 			if !known[b] {
-				return nil, fmt.Errorf("%s-%d has a replica on broker %d, which is not in the cluster", p.Topic, p.Partition, b)
+				return nil, fmt.Errorf("%s-%d has a replica on broker %d: %w", p.Topic, p.Partition, b, errUnknownBroker)
 			}
 			if slices.Contains(p.Replicas[:i], b) {
 				return nil, fmt.Errorf("%s-%d lists broker %d twice", p.Topic, p.Partition, b)

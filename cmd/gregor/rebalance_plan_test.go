@@ -383,7 +383,7 @@ func TestPlanRefuses(t *testing.T) {
 		want    string
 	}{
 		{"too few brokers", brokersOf(3, 3), roundRobin("t", 1, 3, 3, 1), "t-0 has 3 replicas but only 2 brokers would remain"},
-		{"unknown broker", brokersOf(2), roundRobin("t", 3, 1, 3, 1), "not in the cluster"},
+		{"unknown broker", brokersOf(2), roundRobin("t", 3, 1, 3, 1), "t-2 has a replica on broker 3: that broker is not in the cluster"},
 		{"all leaving", brokersOf(1, 1), nil, "no broker would remain"},
 		{"broker twice", append(brokersOf(2), planBroker{ID: 1}), nil, "broker 1 is listed twice"},
 		{"replica twice", brokersOf(2), []planPartition{{Topic: "t", Replicas: []int32{1, 1}}}, "lists broker 1 twice"},
