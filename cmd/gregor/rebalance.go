@@ -715,8 +715,8 @@ func (x *execution) run(ctx context.Context, moves []partitionMove) ([]moveFailu
 		if len(running) == 0 && len(pending) == 0 {
 			break
 		}
-		if len(running) == 0 {
-			continue // the next batch now
+		if len(pending) > 0 && (x.batch == 0 || len(running) < x.batch) {
+			continue // room for more: submit them now
 		}
 		if err := x.progress(ctx, start, running, len(pending), len(moves)); err != nil {
 			return nil, err
