@@ -125,6 +125,7 @@ func TestCLI(t *testing.T) {
 		{"produce-consume", testProduceConsume},
 		{"groups", testGroups},
 		{"bench", testBench},
+		{"rebalance", testRebalance},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()

@@ -13,12 +13,12 @@ func newClusterCmd() *cobra.Command {
 	o := &clientOptions{}
 	cmd := &cobra.Command{
 		Use:   "cluster",
-		Short: "Show the cluster: its id, controller, brokers and their configs",
+		Short: "Show the cluster; move replicas between its brokers (rebalance, decommission)",
 		Args:  cobra.NoArgs,
 	}
 	o.addFlags(cmd)
 	o.addTimeoutFlag(cmd)
-	cmd.AddCommand(newClusterInfoCmd(o))
+	cmd.AddCommand(newClusterInfoCmd(o), newClusterRebalanceCmd(o), newClusterDecommissionCmd(o), newClusterReassignmentsCmd(o))
 	return cmd
 }
 
