@@ -81,6 +81,17 @@
 #     group-commit-resume     a group member reads part and commits; a new
 #                             member resumes exactly after it
 #     admin-groups            the group-* scenarios above, in one
+#     admin-transactions      kafka-transactions list, describe,
+#                             describe-producers, find-hanging and abort
+#                             against a transaction TxnTool.java leaves open
+#     admin-leader-election   kafka-leader-election PREFERRED / UNCLEAN on a
+#                             partition and --all-topic-partitions (on a
+#                             cluster after making its leader non-preferred
+#                             by reordering its replicas)
+#     admin-reassign          kafka-reassign-partitions --generate,
+#                             --execute --throttle, --verify (throttles
+#                             cleared), --list, and on a cluster --cancel of
+#                             a throttled move in flight
 #   kcat (version: kcat -V, with its librdkafka)
 #     produce-consume-<codec> -P -z <codec> -H ... -Z, read back with -C -e
 #                             and a -f format with %h (headers) and %S
@@ -1755,9 +1766,16 @@ lab_admin_transactions() {
 }
 
 # reassign_cmd, election_cmd OUT ARGS...: kafka-reassign-partitions and
-# kafka-leader-election, as tool_cmd runs the others.
-reassign_cmd() { tool_cmd "$REASSIGN" kafka-reassign-partitions "$@"; }
-election_cmd() { tool_cmd "$LEADER_ELECTION" kafka-leader-election "$@"; }
+# kafka-leader-election, as tool_cmd runs the others; both print their
+# errors to stdout, which a failure quotes.
+reassign_cmd() { stdout_tool_cmd "$REASSIGN" kafka-reassign-partitions "$@"; }
+election_cmd() { stdout_tool_cmd "$LEADER_ELECTION" kafka-leader-election "$@"; }
+stdout_tool_cmd() {
+	local class=$1 name=$2 out=$3 rc=0
+	shift 3
+	kafka_java "$class" --bootstrap-server "$bs" "$@" </dev/null >"$out" 2>"$out.err" || rc=$?
+	((rc == 0)) || fail "$name $* exited with status $rc, printing: $(grep -v '^\s*at ' "$out" | head -n 3 | tr '\n' ' ' | head -c 400)" "$out.err"
+}
 
 # brokers_given: how many brokers the bootstrap list names (the lab numbers
 # a cluster's nodes 1..N, compat-tests/README.md).
