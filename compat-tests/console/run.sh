@@ -1845,7 +1845,12 @@ lab_admin_leader_election() {
 	! grep -q 'Error' "$out.all" ||
 		fail "kafka-leader-election --election-type PREFERRED --all-topic-partitions reported an error: $(lines_of "$out.all")" "$out.all.err"
 	if ((nb == 1)); then
-		say "  PREFERRED and UNCLEAN on $topic-0: valid replica already elected; PREFERRED --all-topic-partitions: exit 0, $(grep -c . "$out.all") lines, no error"
+		# Electing for all partitions, Kafka leaves out those that already
+		# have their leader (ReplicationControlManager.electLeaders): on one
+		# broker, every one, so the tool prints nothing.
+		[[ ! -s $out.all ]] ||
+			fail "kafka-leader-election --election-type PREFERRED --all-topic-partitions on one broker: expected no output (every partition already has its preferred leader, which the answer leaves out), it printed: $(lines_of "$out.all")"
+		say "  PREFERRED and UNCLEAN on $topic-0: valid replica already elected; PREFERRED --all-topic-partitions: exit 0, nothing to elect"
 	else
 		say "  $topic-0 reassigned 1,2,3 -> 2,1,3 (leader 1); PREFERRED: elected 2; again, and UNCLEAN: valid replica already elected; --all-topic-partitions: exit 0, no error"
 	fi
