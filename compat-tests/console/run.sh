@@ -81,6 +81,17 @@
 #     group-commit-resume     a group member reads part and commits; a new
 #                             member resumes exactly after it
 #     admin-groups            the group-* scenarios above, in one
+#     admin-transactions      kafka-transactions list, describe,
+#                             describe-producers, find-hanging and abort
+#                             against a transaction TxnTool.java leaves open
+#     admin-leader-election   kafka-leader-election PREFERRED / UNCLEAN on a
+#                             partition and --all-topic-partitions (on a
+#                             cluster after making its leader non-preferred
+#                             by reordering its replicas)
+#     admin-reassign          kafka-reassign-partitions --generate,
+#                             --execute --throttle, --verify (throttles
+#                             cleared), --list, and on a cluster --cancel of
+#                             a throttled move in flight
 #   kcat (version: kcat -V, with its librdkafka)
 #     produce-consume-<codec> -P -z <codec> -H ... -Z, read back with -C -e
 #                             and a -f format with %h (headers) and %S
@@ -1594,6 +1605,380 @@ lab_kcat_metadata() {
 	kcat_metadata
 }
 
+# --- admin tools: kafka-transactions, kafka-leader-election,
+# kafka-reassign-partitions ---------------------------------------------------
+
+TRANSACTIONS=org.apache.kafka.tools.TransactionsCommand # kafka-transactions
+LEADER_ELECTION=org.apache.kafka.tools.LeaderElectionCommand # kafka-leader-election
+REASSIGN=org.apache.kafka.tools.reassign.ReassignPartitionsCommand # kafka-reassign-partitions
+txns_cmd() { tool_cmd "$TRANSACTIONS" kafka-transactions "$@"; }
+
+# txn_tool OUT MODE ARGS...: compat-tests/console/TxnTool.java (a
+# single-file program on the tools' kafka-clients) with stdout to OUT.
+txn_tool() {
+	local out=$1
+	shift
+	timeout -k 5 "$TOOL_TIMEOUT" java "${JAVA_OPTS[@]}" -cp "$libs/*" "$here/TxnTool.java" "$1" "$bs" "${@:2}" \
+		</dev/null >"$out" 2>"$out.err" || fail "TxnTool.java $* exited with status $?" "$out.err"
+}
+
+# table_header FILE: the column names of a kafka-transactions table.
+table_header() { awk 'NR == 1 { $1 = $1; print }' "$1"; }
+
+# table_col FILE KEYCOL KEY COL: column COL (1-based) of the table row whose
+# column KEYCOL is KEY.
+table_col() { awk -v kc="$2" -v k="$3" -v c="$4" 'NR > 1 && $kc == k { print $c; exit }' "$1"; }
+
+# hw_lso FILE P: "high-watermark last-stable-offset" of partition P in
+# TxnTool offsets' output.
+hw_lso() { awk -v p="$2" '$1 == p { print $2, $3 }' "$1"; }
+
+# kafka-transactions (TransactionsCommand) on a 2-partition topic: producer
+# txn-open (TxnTool open) writes 5 records to each partition in a
+# transaction and halts without committing or aborting (the transaction's
+# timeout is 120 s); producer txn-done then writes 5 records to partition 0
+# and commits. The last stable offset of both partitions stays at the open
+# transaction's first offset (0). Then, checked column by column against
+# Kafka's tables:
+#   list                shows txn-open Ongoing and txn-done CompleteCommit;
+#   describe            txn-open: Ongoing, timeout 120000, a start time,
+#                       TopicPartitions T-0 and T-1, its list ProducerId;
+#   describe-producers  partition 0: txn-open's producer with
+#                       CurrentTransactionStartOffset 0, txn-done's with None;
+#   find-hanging        --topic T, then --broker-id <partition 0's
+#                       leader>, each with --max-transaction-timeout 0 (minutes; 0 is accepted
+#                       and makes every open transaction a candidate at
+#                       once): no row for the topic, as the coordinator
+#                       knows the open transaction and its partitions (a
+#                       transaction is hanging only when a partition holds
+#                       it open that its coordinator does not list, which
+#                       no client can bring about on a 4.x broker);
+#   abort               --topic T --partition 0 --start-offset 0 writes the
+#                       abort marker: partition 0's last stable offset moves
+#                       to its high watermark, partition 1's stays at 0, a
+#                       read_committed console consumer reads txn-done's 5
+#                       records from partition 0 and describe-producers
+#                       shows no open transaction for txn-open there.
+lab_admin_transactions() {
+	need_java
+	local topic=${P}admin-txn open=${P}txn-open done=${P}txn-done out=$work/admin-txn
+	local got want pid_open pid_done leader start hl
+	create_topic "$topic" 2
+	txn_tool "$out.open" open "$topic" "$open"
+	[[ $(sort "$out.open" | paste -sd ' ' -) == "open 0 0 open 1 0" ]] ||
+		fail "TxnTool open: expected its first records at offset 0 of partitions 0 and 1, it printed: $(lines_of "$out.open")" "$out.open.err"
+	txn_tool "$out.done" commit "$topic" "$done"
+	[[ $(cat "$out.done") == "commit 0 5" ]] ||
+		fail "TxnTool commit: expected its first record at offset 5 of partition 0, it printed: $(lines_of "$out.done")" "$out.done.err"
+	txn_tool "$out.offsets1" offsets "$topic"
+	hl=$(hw_lso "$out.offsets1" 0)
+	[[ $hl == "11 0" ]] ||
+		fail "partition 0 with an open transaction from offset 0 and a committed one at 5-9 (marker at 10): expected high watermark 11 and last stable offset 0, got '$hl'"
+	hl=$(hw_lso "$out.offsets1" 1)
+	[[ $hl == "5 0" ]] || fail "partition 1 with an open transaction at 0-4: expected high watermark 5 and last stable offset 0, got '$hl'"
+
+	# list: the commit's state reaches CompleteCommit once its markers are
+	# written, which may be a moment after commitTransaction returned.
+	start=$SECONDS
+	while :; do
+		txns_cmd "$out.list" list
+		[[ $(table_col "$out.list" 1 "$done" 4) == CompleteCommit ]] && break
+		((SECONDS < start + 20)) || break
+		sleep 1
+	done
+	got=$(table_header "$out.list")
+	[[ $got == "TransactionalId Coordinator ProducerId TransactionState" ]] ||
+		fail "kafka-transactions list: expected the columns TransactionalId Coordinator ProducerId TransactionState, got '$got'"
+	got="$(table_col "$out.list" 1 "$open" 4) $(table_col "$out.list" 1 "$done" 4)"
+	[[ $got == "Ongoing CompleteCommit" ]] ||
+		fail "kafka-transactions list: expected $open Ongoing and $done CompleteCommit, got states '$got': $(grep -E "$open|$done" "$out.list" | tr -s ' ' | paste -sd ';' -)"
+	pid_open=$(table_col "$out.list" 1 "$open" 3)
+	pid_done=$(table_col "$out.list" 1 "$done" 3)
+	[[ $pid_open =~ ^[0-9]+$ && $pid_done =~ ^[0-9]+$ && $pid_open != "$pid_done" ]] ||
+		fail "kafka-transactions list: expected two different producer ids, got $open: '$pid_open', $done: '$pid_done'"
+
+	txns_cmd "$out.describe" describe --transactional-id "$open"
+	got=$(table_header "$out.describe")
+	[[ $got == "CoordinatorId TransactionalId ProducerId ProducerEpoch TransactionState TransactionTimeoutMs CurrentTransactionStartTimeMs TransactionDurationMs TopicPartitions" ]] ||
+		fail "kafka-transactions describe: unexpected columns '$got'"
+	got=$(awk 'NR == 2 { print $2, $3, $5, $6 }' "$out.describe")
+	[[ $got == "$open $pid_open Ongoing 120000" ]] ||
+		fail "kafka-transactions describe --transactional-id $open: expected TransactionalId, ProducerId, TransactionState, TransactionTimeoutMs '$open $pid_open Ongoing 120000', got '$got'"
+	got=$(awk 'NR == 2 { print $7, $8 }' "$out.describe")
+	[[ $got =~ ^[0-9]{13}\ [0-9]+$ ]] ||
+		fail "kafka-transactions describe: expected a start time (ms since the epoch) and a duration for the open transaction, got '$got'"
+	got=$(awk 'NR == 2 { print $9 }' "$out.describe" | tr ',' '\n' | sort | paste -sd ',' -)
+	[[ $got == "$topic-0,$topic-1" ]] ||
+		fail "kafka-transactions describe: expected TopicPartitions $topic-0,$topic-1, got '$got'"
+
+	txns_cmd "$out.producers" describe-producers --topic "$topic" --partition 0
+	got=$(table_header "$out.producers")
+	[[ $got == "ProducerId ProducerEpoch LatestCoordinatorEpoch LastSequence LastTimestamp CurrentTransactionStartOffset" ]] ||
+		fail "kafka-transactions describe-producers: unexpected columns '$got'"
+	got="$(table_col "$out.producers" 1 "$pid_open" 6) $(table_col "$out.producers" 1 "$pid_done" 6)"
+	[[ $got == "0 None" ]] ||
+		fail "kafka-transactions describe-producers --partition 0: expected CurrentTransactionStartOffset 0 for $open (producer $pid_open) and None for $done (producer $pid_done), got '$got': $(lines_of "$out.producers")"
+	# The open transaction's producer: epoch 0, sequences 0-4, no marker
+	# yet (coordinator epoch -1). (The committed one's row is past its
+	# marker: Kafka 4.x, transaction version 2, shows it with the epoch the
+	# commit bumped and LastSequence -1, so its sequence is not checked.)
+	got=$(awk -v k="$pid_open" 'NR > 1 && $1 == k { print $2, $3, $4; exit }' "$out.producers")
+	[[ $got == "0 -1 4" ]] ||
+		fail "kafka-transactions describe-producers --partition 0: expected ProducerEpoch 0, LatestCoordinatorEpoch -1 and LastSequence 4 for $open (producer $pid_open; 5 records, no marker yet), got '$got'"
+
+	topics_cmd "$out.topic" --describe --topic "$topic"
+	leader=$(sed -nE 's/.*Partition: 0[[:space:]]+Leader: ([0-9]+).*/\1/p' "$out.topic")
+	txns_cmd "$out.hanging-topic" find-hanging --topic "$topic" --max-transaction-timeout 0
+	got=$(awk 'NR > 1' "$out.hanging-topic" | grep -c . || true)
+	[[ $got == 0 ]] ||
+		fail "kafka-transactions find-hanging --topic $topic: $open's transaction is known to its coordinator, so not hanging, but it listed: $(awk 'NR > 1' "$out.hanging-topic" | tr -s ' \t' '  ' | paste -sd ';' -)"
+	# With --broker-id the tool asks that broker about every partition it
+	# holds a replica of, led or followed (internal topics included).
+	txns_cmd "$out.hanging" find-hanging --broker-id "$leader" --max-transaction-timeout 0
+	got=$(table_header "$out.hanging")
+	[[ $got == "Topic Partition ProducerId ProducerEpoch CoordinatorEpoch StartOffset LastTimestamp Duration(min)" ]] ||
+		fail "kafka-transactions find-hanging: unexpected columns '$got'"
+	! awk -v t="$topic" 'NR > 1 && $1 == t { f = 1 } END { exit !f }' "$out.hanging" ||
+		fail "kafka-transactions find-hanging --broker-id $leader: $open's transaction is known to its coordinator, so not hanging, but it listed: $(grep -F "$topic" "$out.hanging" | tr -s ' ' | paste -sd ';' -)"
+
+	txns_cmd "$out.abort" abort --topic "$topic" --partition 0 --start-offset 0
+	start=$SECONDS
+	while :; do
+		txn_tool "$out.offsets2" offsets "$topic"
+		hl=$(hw_lso "$out.offsets2" 0)
+		[[ $hl == "12 12" ]] && break
+		((SECONDS < start + 15)) || fail "kafka-transactions abort --partition 0 --start-offset 0: expected partition 0's high watermark and last stable offset at 12 (the abort marker at 11), got '$hl'"
+		sleep 1
+	done
+	hl=$(hw_lso "$out.offsets2" 1)
+	[[ $hl == "5 0" ]] || fail "after the abort of partition 0 only, partition 1 should keep its open transaction (high watermark 5, last stable offset 0), got '$hl'"
+	kafka_java "$CONSUMER" --bootstrap-server "$bs" --topic "$topic" --partition 0 --offset earliest \
+		--isolation-level read_committed --max-messages 5 --timeout-ms 20000 --formatter-property print.offset=true \
+		</dev/null >"$out.rc" 2>"$out.rc.err" || fail "read_committed console consumer on partition 0 exited with status $?" "$out.rc.err"
+	want=$(for i in 0 1 2 3 4; do echo "Offset:$((5 + i))${tab}$done value $i"; done)
+	[[ $(cat "$out.rc") == "$want" ]] ||
+		fail "read_committed console consumer on partition 0 after the abort: expected $done's 5 records at offsets 5-9, got: $(lines_of "$out.rc")" "$out.rc.err"
+	txns_cmd "$out.producers2" describe-producers --topic "$topic" --partition 0
+	got=$(table_col "$out.producers2" 1 "$pid_open" 6)
+	[[ $got == None ]] ||
+		fail "kafka-transactions describe-producers --partition 0 after the abort: expected CurrentTransactionStartOffset None for $open, got '$got'"
+	say "  list: $open Ongoing, $done CompleteCommit; describe: Ongoing on $topic-0,$topic-1; describe-producers: start offset 0; find-hanging --broker-id $leader --max-transaction-timeout 0: none; abort --partition 0 --start-offset 0: LSO 0 -> 12, read_committed reads $done's 5 records"
+}
+
+# reassign_cmd, election_cmd OUT ARGS...: kafka-reassign-partitions and
+# kafka-leader-election, as tool_cmd runs the others; both print their
+# errors to stdout, which a failure quotes.
+reassign_cmd() { stdout_tool_cmd "$REASSIGN" kafka-reassign-partitions "$@"; }
+election_cmd() { stdout_tool_cmd "$LEADER_ELECTION" kafka-leader-election "$@"; }
+stdout_tool_cmd() {
+	local class=$1 name=$2 out=$3 rc=0
+	shift 3
+	kafka_java "$class" --bootstrap-server "$bs" "$@" </dev/null >"$out" 2>"$out.err" || rc=$?
+	((rc == 0)) || fail "$name $* exited with status $rc, printing: $(grep -v '^\s*at ' "$out" | head -n 3 | tr '\n' ' ' | head -c 400)" "$out.err"
+}
+
+# brokers_given: how many brokers the bootstrap list names (the lab numbers
+# a cluster's nodes 1..N, compat-tests/README.md).
+brokers_given() { tr ',' '\n' <<<"$bs" | grep -c .; }
+
+# partition_row FILE P: "leader replicas isr" of partition P in a
+# kafka-topics --describe output.
+partition_row() {
+	sed -nE "s/.*Partition: $2[[:space:]]+Leader: ([0-9-]+)[[:space:]]+Replicas: ([0-9,]+)[[:space:]]+Isr: ([0-9,]*).*/\1 \2 \3/p" "$1" | head -n 1
+}
+
+# wait_reassigned JSON OUT: kafka-reassign-partitions --verify (which also
+# clears the throttles once nothing moves) until it says every partition of
+# JSON is completed, within 60 s.
+wait_reassigned() {
+	local json=$1 out=$2 start=$SECONDS
+	while :; do
+		reassign_cmd "$out" --verify --reassignment-json-file "$json"
+		! grep -q 'is still in progress' "$out" && grep -q 'is completed' "$out" && return 0
+		((SECONDS < start + 60)) || fail "kafka-reassign-partitions --verify still shows a reassignment in progress after 60s: $(lines_of "$out")"
+		sleep 1
+	done
+}
+
+# kafka-leader-election (LeaderElectionCommand). On one broker every
+# partition already has its preferred (only) leader: --election-type
+# PREFERRED --topic T --partition 0, UNCLEAN on the same partition, and
+# PREFERRED --all-topic-partitions all exit 0, the first two saying "Valid
+# replica already elected for partitions T-0" (ELECTION_NOT_NEEDED), none
+# reporting an error. On a cluster a partition created on replicas 1,2,3
+# (leader 1) is reassigned to 2,1,3 (same replicas, new order, so broker 1
+# stays leader while 2 is now preferred; no broker is stopped): the
+# PREFERRED election on it says "Successfully completed leader election
+# (PREFERRED) for partitions T-0" and kafka-topics --describe then shows
+# leader 2; a second one says the valid replica is already elected; and
+# --all-topic-partitions exits 0 with no error.
+lab_admin_leader_election() {
+	need_java
+	local topic=${P}admin-election out=$work/admin-election got nb
+	nb=$(brokers_given)
+	if ((nb == 1)); then
+		create_topic "$topic" 2
+	else
+		topics_cmd "$out.create" --create --topic "$topic" --replica-assignment 1:2:3
+		printf '{"version":1,"partitions":[{"topic":"%s","partition":0,"replicas":[2,1,3]}]}\n' "$topic" >"$out.json"
+		reassign_cmd "$out.execute" --execute --reassignment-json-file "$out.json"
+		wait_reassigned "$out.json" "$out.verify"
+		topics_cmd "$out.before" --describe --topic "$topic"
+		got=$(partition_row "$out.before" 0)
+		[[ $got == "1 2,1,3 "* ]] ||
+			fail "after reassigning $topic-0 from 1,2,3 to 2,1,3: expected leader 1 (not the preferred one) and replicas 2,1,3, kafka-topics --describe shows leader, replicas, isr '$got'"
+		election_cmd "$out.preferred" --election-type PREFERRED --topic "$topic" --partition 0
+		grep -Fxq "Successfully completed leader election (PREFERRED) for partitions $topic-0" "$out.preferred" ||
+			fail "kafka-leader-election --election-type PREFERRED --topic $topic --partition 0 with leader 1 and preferred 2: expected 'Successfully completed leader election (PREFERRED) for partitions $topic-0', it printed: $(lines_of "$out.preferred")" "$out.preferred.err"
+		topics_cmd "$out.after" --describe --topic "$topic"
+		got=$(partition_row "$out.after" 0)
+		[[ $got == "2 2,1,3 "* ]] ||
+			fail "after the preferred election: expected leader 2, kafka-topics --describe shows leader, replicas, isr '$got'"
+	fi
+	election_cmd "$out.noop" --election-type PREFERRED --topic "$topic" --partition 0
+	grep -Fxq "Valid replica already elected for partitions $topic-0" "$out.noop" ||
+		fail "kafka-leader-election --election-type PREFERRED --topic $topic --partition 0 on its preferred leader: expected 'Valid replica already elected for partitions $topic-0', it printed: $(lines_of "$out.noop")" "$out.noop.err"
+	election_cmd "$out.unclean" --election-type UNCLEAN --topic "$topic" --partition 0
+	grep -Fxq "Valid replica already elected for partitions $topic-0" "$out.unclean" ||
+		fail "kafka-leader-election --election-type UNCLEAN --topic $topic --partition 0 with its leader alive: expected 'Valid replica already elected for partitions $topic-0', it printed: $(lines_of "$out.unclean")" "$out.unclean.err"
+	election_cmd "$out.all" --election-type PREFERRED --all-topic-partitions
+	! grep -q 'Error' "$out.all" ||
+		fail "kafka-leader-election --election-type PREFERRED --all-topic-partitions reported an error: $(lines_of "$out.all")" "$out.all.err"
+	if ((nb == 1)); then
+		# Electing for all partitions, Kafka leaves out those that already
+		# have their leader (ReplicationControlManager.electLeaders): on one
+		# broker, every one, so the tool prints nothing.
+		[[ ! -s $out.all ]] ||
+			fail "kafka-leader-election --election-type PREFERRED --all-topic-partitions on one broker: expected no output (every partition already has its preferred leader, which the answer leaves out), it printed: $(lines_of "$out.all")"
+		say "  PREFERRED and UNCLEAN on $topic-0: valid replica already elected; PREFERRED --all-topic-partitions: exit 0, nothing to elect"
+	else
+		say "  $topic-0 reassigned 1,2,3 -> 2,1,3 (leader 1); PREFERRED: elected 2; again, and UNCLEAN: valid replica already elected; --all-topic-partitions: exit 0, no error"
+	fi
+}
+
+# throttle_configs OUT: the replication throttle configs kafka-configs
+# --describe shows on the topics and brokers given after OUT (name=value,
+# sorted, space-separated), "" when there are none.
+throttle_configs() {
+	local out=$1 t b
+	shift
+	: >"$out.all"
+	for t in "$@"; do
+		if [[ $t == broker:* ]]; then
+			configs_cmd "$out.$t" --describe --entity-type brokers --entity-name "${t#broker:}"
+		else
+			configs_cmd "$out.$t" --describe --entity-type topics --entity-name "$t"
+		fi
+		sed -nE "s/^  ((leader|follower)\.replication\.throttled\.(replicas|rate)|replica\.alter\.log\.dirs\.io\.max\.bytes\.per\.second)=([^ ]*) .*/$t:\1=\4/p" "$out.$t" >>"$out.all"
+	done
+	sort "$out.all" | paste -sd ' ' -
+}
+
+# kafka-reassign-partitions (ReassignPartitionsCommand). On a cluster (node
+# ids 1..N, N >= 3): topic A has partition 0 on broker 1 and 1 on broker 2;
+# --generate --topics-to-move-json-file {A} --broker-list 2,3 prints the
+# current assignment and a proposal on brokers 2 and 3 only; --execute of
+# the proposal with --throttle 10000000 says it started and sets the
+# throttles (topic: leader/follower.replication.throttled.replicas;
+# brokers: leader/follower.replication.throttled.rate=10000000);
+# --verify until completed, after which kafka-configs shows no throttle on
+# the topic or any broker, --list finds no reassignment and kafka-topics
+# --describe shows the proposed replicas. Then a move in flight: topic B,
+# one partition on broker 1, gets 6 MB (kafka-producer-perf-test: 6,000
+# records of 1,000 bytes) and is moved to broker 2 with --throttle 300000
+# (about 20 s to copy): --list shows "B-0: replicas: 2,1. adding: 2.
+# removing: 1.", --cancel says it cancelled B-0, --list then finds none,
+# B-0 stays on broker 1 and the throttles are gone. On one broker only what
+# one broker allows: --generate --broker-list 1 proposes the current
+# assignment, --execute of it with --throttle, --verify completed and the
+# throttles cleared, --list none, --cancel "None of the specified partition
+# reassignments are active."
+lab_admin_reassign() {
+	need_java
+	local a=${P}reassign-a b=${P}reassign-b out=$work/admin-reassign got nb want start brokers list=()
+	nb=$(brokers_given)
+	if ((nb == 1)); then brokers=1; else brokers=2,3; fi
+	for ((i = 1; i <= nb; i++)); do list+=("broker:$i"); done
+	if ((nb == 1)); then
+		create_topic "$a" 2
+	else
+		topics_cmd "$out.create-a" --create --topic "$a" --replica-assignment 1,2
+	fi
+	printf '{"version":1,"topics":[{"topic":"%s"}]}\n' "$a" >"$out.topics.json"
+	reassign_cmd "$out.generate" --generate --topics-to-move-json-file "$out.topics.json" --broker-list "$brokers"
+	python3 - "$out.generate" "$a" "$brokers" "$nb" >"$out.json" <<'PY' || fail "kafka-reassign-partitions --generate: $(cat "$out.json")"
+import json, sys
+path, topic, brokers, nb = sys.argv[1], sys.argv[2], {int(b) for b in sys.argv[3].split(",")}, int(sys.argv[4])
+lines = open(path).read().split("\n")
+try:
+    cur = json.loads(lines[lines.index("Current partition replica assignment") + 1])
+    prop = json.loads(lines[lines.index("Proposed partition reassignment configuration") + 1])
+except (ValueError, IndexError) as e:
+    print(f"expected 'Current partition replica assignment' and 'Proposed partition reassignment configuration', each followed by a JSON line ({e}); it printed: {' '.join(lines)[:400]}")
+    sys.exit(1)
+want_cur = {0: [1], 1: [1]} if nb == 1 else {0: [1], 1: [2]}
+got_cur = {p["partition"]: p["replicas"] for p in cur["partitions"] if p["topic"] == topic}
+if got_cur != want_cur:
+    print(f"current assignment {got_cur}, expected {want_cur}")
+    sys.exit(1)
+got = {p["partition"]: p["replicas"] for p in prop["partitions"] if p["topic"] == topic}
+if sorted(got) != [0, 1] or any(len(r) != 1 or r[0] not in brokers for r in got.values()):
+    print(f"proposed {got}, expected partitions 0 and 1 with one replica each on brokers {sorted(brokers)}")
+    sys.exit(1)
+print(json.dumps(prop))
+PY
+	want=$(python3 - "$out.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+print(" ".join("%d:%d" % (p["partition"], p["replicas"][0]) for p in sorted(d["partitions"], key=lambda p: p["partition"])))
+PY
+)
+	reassign_cmd "$out.execute" --execute --reassignment-json-file "$out.json" --throttle 10000000
+	grep -q "^Successfully started partition reassignments\? for $a-[01]" "$out.execute" ||
+		fail "kafka-reassign-partitions --execute --throttle 10000000: expected 'Successfully started partition reassignment(s) for $a-...', it printed: $(lines_of "$out.execute")" "$out.execute.err"
+	got=$(throttle_configs "$out.thr1" "$a" "${list[@]}")
+	[[ $got == *"follower.replication.throttled.rate=10000000"* && $got == *"leader.replication.throttled.rate=10000000"* ]] ||
+		fail "after --execute --throttle 10000000: expected leader/follower.replication.throttled.rate=10000000 on the brokers, kafka-configs shows: '$got'"
+	wait_reassigned "$out.json" "$out.verify"
+	got=$(throttle_configs "$out.thr2" "$a" "${list[@]}")
+	[[ -z $got ]] || fail "kafka-reassign-partitions --verify said completed but throttles remain: $got"
+	reassign_cmd "$out.list" --list
+	[[ $(cat "$out.list") == "No partition reassignments found." ]] ||
+		fail "kafka-reassign-partitions --list after --verify: expected 'No partition reassignments found.', it printed: $(lines_of "$out.list")"
+	topics_cmd "$out.describe-a" --describe --topic "$a"
+	got="0:$(partition_row "$out.describe-a" 0 | cut -d' ' -f2) 1:$(partition_row "$out.describe-a" 1 | cut -d' ' -f2)"
+	[[ $got == "$want" ]] || fail "kafka-topics --describe after the reassignment: expected replicas $want, got $got"
+	if ((nb == 1)); then
+		reassign_cmd "$out.cancel" --cancel --reassignment-json-file "$out.json"
+		grep -Fxq "None of the specified partition reassignments are active." "$out.cancel" ||
+			fail "kafka-reassign-partitions --cancel with nothing moving: expected 'None of the specified partition reassignments are active.', it printed: $(lines_of "$out.cancel")"
+		say "  --generate --broker-list 1, --execute --throttle (throttles set), --verify completed (throttles cleared), --list none, --cancel none active"
+		return 0
+	fi
+
+	topics_cmd "$out.create-b" --create --topic "$b" --replica-assignment 1
+	kafka_java org.apache.kafka.tools.ProducerPerformance --topic "$b" --num-records 6000 --record-size 1000 \
+		--throughput -1 --producer-props "bootstrap.servers=$bs" acks=1 </dev/null >"$out.perf" 2>"$out.perf.err" ||
+		fail "kafka-producer-perf-test --num-records 6000 --record-size 1000 exited with status $?" "$out.perf.err"
+	printf '{"version":1,"partitions":[{"topic":"%s","partition":0,"replicas":[2]}]}\n' "$b" >"$out.b.json"
+	reassign_cmd "$out.execute-b" --execute --reassignment-json-file "$out.b.json" --throttle 300000
+	reassign_cmd "$out.list-b" --list
+	grep -Fxq "$b-0: replicas: 2,1. adding: 2. removing: 1." "$out.list-b" ||
+		fail "kafka-reassign-partitions --list during a throttled move of $b-0 (6 MB at 300 kB/s) from 1 to 2: expected '$b-0: replicas: 2,1. adding: 2. removing: 1.', it printed: $(lines_of "$out.list-b")"
+	reassign_cmd "$out.cancel" --cancel --reassignment-json-file "$out.b.json"
+	grep -Fxq "Successfully cancelled partition reassignment for: $b-0" "$out.cancel" ||
+		fail "kafka-reassign-partitions --cancel: expected 'Successfully cancelled partition reassignment for: $b-0', it printed: $(lines_of "$out.cancel")" "$out.cancel.err"
+	reassign_cmd "$out.list-c" --list
+	[[ $(cat "$out.list-c") == "No partition reassignments found." ]] ||
+		fail "kafka-reassign-partitions --list after --cancel: expected 'No partition reassignments found.', it printed: $(lines_of "$out.list-c")"
+	topics_cmd "$out.describe-b" --describe --topic "$b"
+	got=$(partition_row "$out.describe-b" 0)
+	[[ $got == "1 1 1" ]] || fail "kafka-topics --describe after --cancel: expected $b-0 back on broker 1 alone (leader, replicas, isr '1 1 1'), got '$got'"
+	got=$(throttle_configs "$out.thr3" "$b" "${list[@]}")
+	[[ -z $got ]] || fail "kafka-reassign-partitions --cancel (without --preserve-throttles) left throttles: $got"
+	say "  --generate --broker-list 2,3: $want; --execute --throttle 10000000 (throttles set), --verify completed (throttles cleared), --list none, replicas $want; 6 MB move of $b-0 1 -> 2 at 300 kB/s listed in flight, --cancel: back on 1, no throttles"
+}
+
 # lab_scenario CLIENT NAME FUNC ARGS...: runs a lab scenario and appends its
 # result line to $COMPAT_RESULTS: client, version, scenario, pass or fail,
 # seconds, and a one-line detail (the scenario's last summary line, or the
@@ -1666,6 +2051,9 @@ lab_main() {
 	lab_scenario console-tools consume-from-offset lab_console_consume_from_offset
 	lab_scenario console-tools group-commit-resume lab_console_group_commit_resume
 	lab_scenario console-tools admin-groups lab_console_admin_groups
+	lab_scenario console-tools admin-transactions lab_admin_transactions
+	lab_scenario console-tools admin-leader-election lab_admin_leader_election
+	lab_scenario console-tools admin-reassign lab_admin_reassign
 	for codec in none gzip snappy lz4 zstd; do
 		lab_scenario kcat "produce-consume-$codec" lab_kcat_produce_consume "$codec"
 	done
