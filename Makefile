@@ -127,6 +127,10 @@ failover-test: build ## kill -9 a partition leader of three brokers FAILOVER_CYC
 eos-test: build ## Exactly once under kill -9: a transactional consume-transform-produce pipeline over EOS_BROKERS (default 3) brokers killed EOS_KILLS times (default 6); the output must hold each input once.
 	bash compat-tests/eos/run.sh
 
+.PHONY: reassign-test
+reassign-test: build ## Grow 3 brokers to 4 (gregor cluster rebalance) and retire broker 1 (gregor cluster decommission) under a checked acks=all load; REASSIGN_BYTES (default 1 GiB) moved, REASSIGN_KILL=controller|receiver kills a broker mid-move.
+	bash compat-tests/reassign/run.sh
+
 .PHONY: chaos chaos-broken chaos-summary
 CHAOS_DURATION ?= 10m
 CHAOS_CYCLES ?= 0

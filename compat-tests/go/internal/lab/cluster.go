@@ -77,6 +77,10 @@ type Config struct {
 	// brokers use them through etcd.endpoints instead of embedding
 	// theirs, so that an etcd member can be lost without a broker.
 	Etcd string
+	// EtcdMembers, with Etcd, is how many etcd members run (beside
+	// brokers 1 to EtcdMembers); 0 means one per broker. Fewer members
+	// than brokers let a broker be retired without its etcd member.
+	EtcdMembers int
 }
 
 // process is one process of the cluster, restarted with the same command
@@ -163,7 +167,7 @@ func NewCluster(cfg Config) (*Cluster, error) {
 		}
 		c.Brokers = append(c.Brokers, b)
 		initial = append(initial, fmt.Sprintf("gregor-%d=http://%s", b.ID, net.JoinHostPort(b.Host, strconv.Itoa(b.EtcdPeer))))
-		if cfg.Etcd != "" {
+		if cfg.Etcd != "" && (cfg.EtcdMembers == 0 || i < cfg.EtcdMembers) {
 			m := &Member{process: process{what: fmt.Sprintf("etcd member %d", i+1)}, ID: b.ID, Host: b.Host,
 				ClientPort: b.EtcdClient, PeerPort: b.EtcdPeer,
 				DataDir: filepath.Join(cfg.Dir, fmt.Sprintf("etcd-%d", i+1)), LogPath: filepath.Join(cfg.Dir, fmt.Sprintf("etcd-%d.log", i+1))}

@@ -31,6 +31,12 @@ type KgoWriter struct {
 }
 
 func StartKgoWriter(seeds []string, topic string, partitions int32, rate int, log *AckLog) (*KgoWriter, error) {
+	return StartKgoWriterTimed(seeds, topic, partitions, rate, log, nil)
+}
+
+// StartKgoWriterTimed is StartKgoWriter that also reports, to latency
+// when it is not nil, each acknowledged record's time from send to ack.
+func StartKgoWriterTimed(seeds []string, topic string, partitions int32, rate int, log *AckLog, latency func(time.Duration)) (*KgoWriter, error) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic(topic),
 		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.ProducerLinger(5*time.Millisecond), kgo.MaxBufferedRecords(100000),
@@ -59,6 +65,7 @@ func StartKgoWriter(seeds []string, topic string, partitions int32, rate int, lo
 			for ; seq < due; seq++ {
 				s := seq
 				r := &kgo.Record{Partition: int32(s % int64(partitions)), Value: []byte(RecordValue("kgo", s))}
+				sent := time.Now()
 				// Not the harness's context: a record is given up on
 				// only by Close, after stop has waited for it.
 				cl.Produce(context.Background(), r, func(r *kgo.Record, err error) {
@@ -67,6 +74,9 @@ func StartKgoWriter(seeds []string, topic string, partitions int32, rate int, lo
 						return
 					}
 					log.Ack("kgo", s, r.Partition, r.Offset)
+					if latency != nil {
+						latency(time.Since(sent))
+					}
 				})
 			}
 		}
