@@ -4,7 +4,9 @@ package broker
 // knows (idempotent and transactional), with their epoch, last sequence
 // and timestamp, the coordinator epoch of their last marker and the start
 // of their open transaction; what `kafka-transactions describe-producers`
-// and find-hanging show. Only the leader answers, as in Kafka; elsewhere
+// and find-hanging show. Any replica answers from its own log, as in Kafka
+// (find-hanging --broker-id asks a broker about every partition it holds,
+// followed ones included); a broker holding no replica answers
 // NOT_LEADER_OR_FOLLOWER.
 
 import (
@@ -32,7 +34,7 @@ func (b *Broker) handleDescribeProducers(ctx context.Context, _ *conn, _ protoco
 			rp := &out.Partitions[j]
 			*rp = kmsg.NewDescribeProducersResponseTopicPartition()
 			rp.Partition = part
-			p, code := b.lookupLeader(ctx, rt.Topic, [16]byte{}, false, part)
+			p, code := b.lookupReplica(rt.Topic, [16]byte{}, false, part, true)
 			if code != protocol.None {
 				rp.ErrorCode = int16(code)
 				continue

@@ -2,11 +2,13 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -293,5 +295,43 @@ func TestTransactionsReplicate(t *testing.T) {
 	checkCode(t, "commit the open transaction on the new leader", int16(w2.writeMarker(topic, 0, pid2, epoch2, 1, true)), protocol.None)
 	if got := w2.fetchIsolated(topic, 0, 1); got.LastStableOffset != 8 {
 		t.Fatalf("last stable offset after the open transaction's commit: %d, want 8", got.LastStableOffset)
+	}
+}
+
+// A follower answers DescribeProducers from its own log, as Kafka's
+// replicas do: find-hanging --broker-id asks a broker about every
+// partition it holds, followed ones included.
+func TestDescribeProducersOnFollowers(t *testing.T) {
+	t.Parallel()
+	bs := startCluster(t, 3)
+	ctx := testContext(t, time.Minute)
+	var seeds []string
+	for _, b := range bs {
+		seeds = append(seeds, b.Addrs()...)
+	}
+	cl := newClient(t, bs[0], kgo.SeedBrokers(seeds...), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DefaultProduceTopic("dp"))
+	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 1, 3, nil, "dp"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "a full ISR", func() error {
+		if st := bs[0].cluster.Snapshot().Topics["dp"]; st == nil || len(st.Partitions[0].ISR) != 3 {
+			return errors.New("not yet")
+		}
+		return nil
+	})
+	if err := cl.ProduceSync(ctx, kgo.StringRecord("a"), kgo.StringRecord("b")).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range bs {
+		waitFor(t, 30*time.Second, fmt.Sprintf("broker %d to describe the producer", b.cfg.NodeID), func() error {
+			rp := dialWire(t, b).describeProducers("dp", 0)
+			if rp.ErrorCode != 0 {
+				return fmt.Errorf("error code %d", rp.ErrorCode)
+			}
+			if len(rp.ActiveProducers) != 1 || rp.ActiveProducers[0].LastSequence != 1 {
+				return fmt.Errorf("active producers %+v, want one at last sequence 1", rp.ActiveProducers)
+			}
+			return nil
+		})
 	}
 }
