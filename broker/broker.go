@@ -49,6 +49,7 @@ var handlers = []handler{
 	listTransactionsAPI,
 	offsetForLeaderEpochAPI,
 	createPartitionsAPI,
+	electLeadersAPI,
 	alterPartitionReassignmentsAPI,
 	listPartitionReassignmentsAPI,
 	describeClusterAPI,

@@ -79,3 +79,15 @@ var (
 	// replication factor, asked not to (KIP-860; INVALID_REPLICATION_FACTOR).
 	ErrInvalidReplicationFactor = errors.New("cluster: invalid replication factor")
 )
+
+// Elections (ElectLeaders).
+var (
+	// ErrElectionNotNeeded: the preferred replica already leads (a
+	// preferred election), or the partition has a live leader (unclean).
+	ErrElectionNotNeeded = errors.New("cluster: leader election not needed")
+	// ErrPreferredNotAvailable: the preferred replica is not live or not
+	// in the ISR.
+	ErrPreferredNotAvailable = errors.New("cluster: preferred leader not available")
+	// ErrEligibleNotAvailable: no live replica may lead.
+	ErrEligibleNotAvailable = errors.New("cluster: eligible leaders not available")
+)
