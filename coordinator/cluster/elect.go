@@ -69,13 +69,11 @@ func electUnclean(md *Metadata, topic string, p int32, st PartitionState) (Parti
 		next.PartitionEpoch++
 		return next, false, nil
 	}
-	for _, r := range st.Replicas {
-		if md.eligible(r) && !slices.Contains(st.AddingReplicas, r) {
-			next.Leader, next.ISR = r, []int32{r}
-			next.LeaderEpoch++
-			next.PartitionEpoch++
-			return next, true, nil
-		}
+	if r, ok := uncleanCandidate(md, st); ok {
+		next.Leader, next.ISR = r, []int32{r}
+		next.LeaderEpoch++
+		next.PartitionEpoch++
+		return next, true, nil
 	}
 	return st, false, reason(ErrEligibleNotAvailable, "Failed to elect leader for partition %s-%d under strategy UNCLEAN.", topic, p)
 }

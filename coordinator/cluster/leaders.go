@@ -54,16 +54,12 @@ func decideLeaders(md *Metadata, uncleanDefault bool) []leaderChange {
 		inSync := inSyncEligible(md, st)
 		next := st
 		if len(inSync) == 0 && (st.Leader < 0 || !live(st.Leader)) && uncleanEnabled(md, name, uncleanDefault) {
-			for _, r := range st.Replicas {
-				// A replica a reassignment is adding has never been in
-				// sync: it may hold nothing at all.
-				if md.eligible(r) && !slices.Contains(st.AddingReplicas, r) {
-					next.Leader, next.ISR = r, []int32{r}
-					next.LeaderEpoch++
-					next.PartitionEpoch++
-					out = append(out, leaderChange{topic: name, partition: p, rev: rev, prev: st, next: next, unclean: true})
-					return
-				}
+			if r, ok := uncleanCandidate(md, st); ok {
+				next.Leader, next.ISR = r, []int32{r}
+				next.LeaderEpoch++
+				next.PartitionEpoch++
+				out = append(out, leaderChange{topic: name, partition: p, rev: rev, prev: st, next: next, unclean: true})
+				return
 			}
 		}
 		switch {
@@ -87,6 +83,19 @@ func decideLeaders(md *Metadata, uncleanDefault bool) []leaderChange {
 		out = append(out, leaderChange{topic: name, partition: p, rev: rev, prev: st, next: next})
 	})
 	return out
+}
+
+// uncleanCandidate returns the replica an unclean election makes leader:
+// the first eligible one, in replica order, that a reassignment in flight
+// is not adding (such a replica has never been in sync: it may hold
+// nothing at all).
+func uncleanCandidate(md *Metadata, st PartitionState) (int32, bool) {
+	for _, r := range st.Replicas {
+		if md.eligible(r) && !slices.Contains(st.AddingReplicas, r) {
+			return r, true
+		}
+	}
+	return -1, false
 }
 
 // uncleanEnabled resolves unclean.leader.election.enable for a topic.
