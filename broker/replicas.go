@@ -103,17 +103,26 @@ func (b *Broker) applyRole(p *partition, st *cluster.PartitionState) error {
 		lr.mu.Unlock()
 		if pending {
 			// A follower may be joining: the high watermark waits for it.
-			p.log.SetAutoHighWatermark(false)
+			setLeaderAutoHW(p, false)
 			b.advanceHW(p)
 			return nil
 		}
 	}
 	alone := len(st.ISR) <= 1
-	p.log.SetAutoHighWatermark(alone)
+	setLeaderAutoHW(p, alone)
 	if !alone {
 		b.advanceHW(p)
 	}
 	return nil
+}
+
+// setLeaderAutoHW sets whether a led partition's high watermark follows
+// its log by itself (on while the leader is alone in the ISR). A broker
+// built with chaos_unsafe_hw keeps it on always: every append is
+// acknowledged at once, whatever the followers hold, so that the fault
+// harness has acknowledged records to find lost (make chaos-broken).
+func setLeaderAutoHW(p *partition, on bool) {
+	p.log.SetAutoHighWatermark(on || replication.UnsafeHighWatermark)
 }
 
 // countISRChange counts the members that joined and left a led
@@ -204,7 +213,7 @@ func (b *Broker) maybeProposeISR(p *partition, lr *leaderRepl, now time.Time) {
 		// applied meanwhile has set the mode its own ISR needs.
 		p.role.Lock()
 		if p.lead.Load() == lr {
-			p.log.SetAutoHighWatermark(false)
+			setLeaderAutoHW(p, false)
 		}
 		p.role.Unlock()
 	}
@@ -235,7 +244,7 @@ func (b *Broker) maybeProposeISR(p *partition, lr *leaderRepl, now time.Time) {
 		if alone {
 			p.role.Lock()
 			if p.lead.Load() == lr {
-				p.log.SetAutoHighWatermark(true)
+				setLeaderAutoHW(p, true)
 			}
 			p.role.Unlock()
 		}

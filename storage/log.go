@@ -126,6 +126,13 @@ type Log struct {
 	firstUnsynced atomic.Int64 // unix ms of the oldest unflushed append; 0 when none
 	failed        atomic.Pointer[error]
 	syncQueued    atomic.Bool
+	// shut is set when the log is closed for good without a flush (its
+	// partition deleted, or moved to another log dir): reads fail with
+	// ErrClosed from then on.
+	shut atomic.Bool
+	// truncMark is the lowest log end a truncation left since a move's
+	// copy last took it (math.MaxInt64: none); see copyTail.
+	truncMark atomic.Int64
 
 	epochs    *epochCache
 	producers *producerState // guarded by mu
@@ -217,6 +224,7 @@ func openLog(dir string, tp TopicPartition, cfg Config, st OpenState, logger *sl
 	l.cfg.Store(&cfg)
 	l.firstDirty.Store(-1)
 	l.deleteHorizon.Store(math.MaxInt64)
+	l.truncMark.Store(math.MaxInt64)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create log dir: %w", err)
 	}
@@ -1230,6 +1238,9 @@ func (l *Log) Read(opts ReadOptions) (ReadResult, error) {
 	if err := l.Err(); err != nil {
 		return res, err // offline, as Kafka's partitions in a failed dir
 	}
+	if l.shut.Load() {
+		return res, ErrClosed
+	}
 	if opts.Offset < res.LogStart || opts.Offset > res.LogEnd {
 		return res, fmt.Errorf("%w: %d not in [%d, %d]", ErrOffsetOutOfRange, opts.Offset, res.LogStart, res.LogEnd)
 	}
@@ -1249,7 +1260,10 @@ func (l *Log) Read(opts ReadOptions) (ReadResult, error) {
 		// A segment closed under the read was deleted or replaced by a
 		// cleaned one: with a new segment list, read again.
 		if !retry || attempt == 8 || l.segs.Load() == segsNow {
-			if retry {
+			switch {
+			case retry && l.shut.Load():
+				err = ErrClosed
+			case retry:
 				err = fmt.Errorf("%w: %d", ErrOffsetOutOfRange, opts.Offset)
 			}
 			return res, err

@@ -106,6 +106,11 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 
 func (l *Log) afterTruncateLocked(leo int64) error {
 	l.mu.gen++
+	for {
+		if old := l.truncMark.Load(); leo >= old || l.truncMark.CompareAndSwap(old, leo) {
+			break
+		}
+	}
 	l.forgetCacheLocked()
 	segs := *l.segs.Load()
 	active := segs[len(segs)-1]

@@ -169,7 +169,11 @@ type Manager struct {
 		pending map[TopicPartition]*pendingCreate
 		// strays are the stray partition dirs (see MarkStray).
 		strays []string
-		closed bool
+		// futures are the moves between log dirs under way (move.go);
+		// preferred the dirs asked for partitions not created yet.
+		futures   map[TopicPartition]*futureLog
+		preferred map[TopicPartition]*logDir
+		closed    bool
 	}
 	// stepHook, set only by tests, is called after each step of a rename
 	// of a partition dir (detachAndRename), so that a test can take the
@@ -236,6 +240,8 @@ func OpenManager(cfg ManagerConfig) (*Manager, error) {
 	m.mu.logs = map[TopicPartition]*Log{}
 	m.mu.dirOf = map[TopicPartition]*logDir{}
 	m.mu.pending = map[TopicPartition]*pendingCreate{}
+	m.mu.futures = map[TopicPartition]*futureLog{}
+	m.mu.preferred = map[TopicPartition]*logDir{}
 	if err := m.openDirs(); err != nil {
 		m.abort()
 		return nil, err
@@ -326,6 +332,7 @@ type openJob struct {
 	path       string
 	st         OpenState
 	firstDirty int64 // from cleaner-offset-checkpoint; -1 when absent
+	future     bool  // a future log (move.go), opened once the logs are
 }
 
 func (m *Manager) openDirs() error {
@@ -347,12 +354,21 @@ func (m *Manager) openDirs() error {
 		if ok {
 			d.meta = &meta
 		}
+	}
+	// Moves between dirs a crash interrupted, before any dir is scanned:
+	// a finished one renames logs across dirs.
+	futureJobs, err := m.settleMoves()
+	if err != nil {
+		return err
+	}
+	for _, d := range m.dirs {
 		dirJobs, err := m.scanDir(d)
 		if err != nil {
 			return err
 		}
 		jobs = append(jobs, dirJobs...)
 	}
+	jobs = append(jobs, futureJobs...)
 	start := time.Now()
 	logs := make([]*Log, len(jobs))
 	errs := make([]error, len(jobs))
@@ -361,7 +377,7 @@ func (m *Manager) openDirs() error {
 		logs[i], errs[i] = openLog(j.path, j.tp, m.cfg.Log, j.st, m.logger, m.env(j.dir))
 	})
 	for i, j := range jobs {
-		if logs[i] == nil {
+		if logs[i] == nil || j.future {
 			continue
 		}
 		if _, dup := m.mu.logs[j.tp]; dup {
@@ -372,6 +388,18 @@ func (m *Manager) openDirs() error {
 		logs[i].firstDirty.Store(j.firstDirty)
 		m.mu.logs[j.tp] = logs[i]
 		m.mu.dirOf[j.tp] = j.dir
+	}
+	for i, j := range jobs {
+		if logs[i] == nil || !j.future {
+			continue
+		}
+		if _, ok := m.mu.logs[j.tp]; !ok {
+			// Its current log did not open (an error, reported below).
+			logs[i].closeFiles()
+			continue
+		}
+		m.mu.futures[j.tp] = &futureLog{log: logs[i], dir: j.dir}
+		m.logger.Info("resuming a log move between log dirs", "partition", j.tp.String(), "to", j.dir.path)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return err
@@ -599,11 +627,16 @@ func (m *Manager) reserve(tp TopicPartition) (*pendingCreate, error) {
 		count[pc.dir]++
 	}
 	var d *logDir
-	for _, x := range m.dirs {
-		if x.Err() == nil && (d == nil || count[x] < count[d]) {
-			d = x
+	if p := m.mu.preferred[tp]; p != nil && p.Err() == nil {
+		d = p // the dir AlterReplicaLogDirs asked for
+	} else {
+		for _, x := range m.dirs {
+			if x.Err() == nil && (d == nil || count[x] < count[d]) {
+				d = x
+			}
 		}
 	}
+	delete(m.mu.preferred, tp)
 	if d == nil {
 		var causes []error
 		for _, x := range m.dirs {
@@ -673,13 +706,7 @@ func (m *Manager) Strays() []string {
 func (m *Manager) Delete(tp TopicPartition) error {
 	renamed, err := m.detachAndRename(tp, deleteDirSuffix, func(l *Log) {
 		// Its data is going: closed without flushing.
-		l.mu.Lock()
-		l.mu.closed = true
-		l.untrackCacheLocked()
-		l.mu.Unlock()
-		l.closeFiles()
-		l.wakeWaiters(0, ErrClosed)
-		l.notify.broadcast()
+		l.shutForGood()
 	})
 	if err != nil {
 		return err
@@ -694,6 +721,10 @@ func (m *Manager) Delete(tp TopicPartition) error {
 // closeLog, renames its dir with suffix (markedDirName) and fsyncs the log
 // dir, so the rename survives a crash. It returns the new path.
 func (m *Manager) detachAndRename(tp TopicPartition, suffix string, closeLog func(*Log)) (string, error) {
+	// A move between dirs under way goes first: its copy is of no use.
+	if err := m.CancelMove(tp); err != nil {
+		return "", err
+	}
 	m.mu.Lock()
 	l, ok := m.mu.logs[tp]
 	d := m.mu.dirOf[tp]
@@ -872,6 +903,13 @@ func (m *Manager) Close() error {
 	m.cancel()
 	m.wg.Wait()
 
+	// Future logs close too (flushed, though the next open recovers them
+	// from their start: no checkpoint holds their offsets).
+	m.mu.Lock()
+	for _, f := range m.mu.futures {
+		logs = append(logs, f.log)
+	}
+	m.mu.Unlock()
 	errs := make([]error, len(logs))
 	forEachParallel(len(logs), m.cfg.OpenParallelism, func(i int) { errs[i] = logs[i].Close() })
 	err := errors.Join(errs...)

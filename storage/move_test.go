@@ -1,0 +1,437 @@
+package storage
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/gregor-io/gregor/protocol/record"
+)
+
+// twoDirs returns a parent temp dir holding log dirs "a" and "b" and a
+// Manager on them.
+func twoDirs(t *testing.T) (string, *Manager) {
+	t.Helper()
+	parent := t.TempDir()
+	m, err := OpenManager(DefaultManagerConfig(filepath.Join(parent, "a"), filepath.Join(parent, "b")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return parent, m
+}
+
+func openTwo(parent string) (*Manager, error) {
+	return OpenManager(DefaultManagerConfig(filepath.Join(parent, "a"), filepath.Join(parent, "b")))
+}
+
+// killCopyTwo is killCopy for a parent of two log dirs.
+func killCopyTwo(t *testing.T, parent string) string {
+	t.Helper()
+	snap := filepath.Join(t.TempDir(), "after-kill")
+	if err := copyTree(parent, snap); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{"a", "b"} {
+		if err := os.Remove(filepath.Join(snap, d, dirLockFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			t.Fatal(err)
+		}
+	}
+	return snap
+}
+
+// createIn creates tp's log in the log dir at path.
+func createIn(t *testing.T, m *Manager, tp TopicPartition, path string) *Log {
+	t.Helper()
+	if err := m.SetPreferredDir(tp, path); err != nil {
+		t.Fatal(err)
+	}
+	l, err := m.Create(tp, testConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := m.LogDir(tp); d != path {
+		t.Fatalf("created in %s, want %s (the preferred dir)", d, path)
+	}
+	return l
+}
+
+func appendN(t *testing.T, l *Log, n int, tag uint64) {
+	t.Helper()
+	for i := range n {
+		if _, err := l.Append(makeBatch(t, 5, 200, int64(i+1), tag+uint64(i), 0), AppendOptions{AssignOffsets: true, LeaderEpoch: 3}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// copyAll runs CopyToFuture until the future log has caught up.
+func copyAll(t *testing.T, m *Manager, tp TopicPartition) {
+	t.Helper()
+	for range 10000 {
+		_, lag, err := m.CopyToFuture(tp, 4<<10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if lag == 0 {
+			return
+		}
+	}
+	t.Fatal("the copy never caught up")
+}
+
+func sameLog(t *testing.T, what string, got *Log, want []record.Batch, end, start int64) {
+	t.Helper()
+	if got.LogEndOffset() != end || got.LogStartOffset() != start {
+		t.Fatalf("%s: log [%d, %d), want [%d, %d)", what, got.LogStartOffset(), got.LogEndOffset(), start, end)
+	}
+	have := readAll(t, got, start, 0)
+	if len(have) != len(want) {
+		t.Fatalf("%s: %d batches, want %d", what, len(have), len(want))
+	}
+	for i := range want {
+		if !bytes.Equal(have[i], want[i]) {
+			t.Fatalf("%s: batch %d (offset %d) differs", what, i, want[i].BaseOffset())
+		}
+	}
+}
+
+// TestMoveBetweenDirs moves a log taking writes from one log dir to the
+// other: the copy catches up while the log grows, FinishMove puts it in
+// place, and the moved log holds every batch byte for byte, with its log
+// start, high watermark and epochs, takes appends, and is found in the
+// new dir after a restart.
+func TestMoveBetweenDirs(t *testing.T) {
+	t.Parallel()
+	parent, m := twoDirs(t)
+	a, b := filepath.Join(parent, "a"), filepath.Join(parent, "b")
+	tp := TopicPartition{Topic: "moving", Partition: 2}
+	l := createIn(t, m, tp, a)
+	if err := l.SetTopicID([16]byte{1, 2, 3}); err != nil {
+		t.Fatal(err)
+	}
+	appendN(t, l, 60, 0)
+	if err := l.DeleteBelow(20); err != nil {
+		t.Fatal(err)
+	}
+	l.SetHighWatermark(l.LogEndOffset())
+
+	started, err := m.StartMove(tp, b)
+	if err != nil || !started {
+		t.Fatalf("StartMove: %v, %v", started, err)
+	}
+	if again, err := m.StartMove(tp, b); err != nil || again {
+		t.Fatalf("StartMove again to the same dir: %v, %v (want nothing to start)", again, err)
+	}
+	if _, dir, ok := m.Future(tp); !ok || dir != b {
+		t.Fatalf("future in %q (%v), want %s", dir, ok, b)
+	}
+	for i := range 20 {
+		if _, _, err := m.CopyToFuture(tp, 2<<10); err != nil {
+			t.Fatal(err)
+		}
+		appendN(t, l, 1, uint64(1000+i)) // the log grows during the copy
+	}
+	copyAll(t, m, tp)
+	appendN(t, l, 3, 2000) // FinishMove copies these last ones
+	if err := l.AssignEpoch(7); err != nil {
+		t.Fatal(err)
+	}
+	l.SetHighWatermark(l.LogEndOffset() - 2)
+	want := readAll(t, l, l.LogStartOffset(), 0)
+	end, start, hw := l.LogEndOffset(), l.LogStartOffset(), l.HighWatermark()
+
+	nl, err := m.FinishMove(tp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := m.Get(tp); got != nl {
+		t.Fatal("the Manager does not hand out the moved log")
+	}
+	if d, _ := m.LogDir(tp); d != b {
+		t.Fatalf("log in %s after the move, want %s", d, b)
+	}
+	if _, _, ok := m.Future(tp); ok {
+		t.Fatal("a future log is left after the move")
+	}
+	sameLog(t, "moved", nl, want, end, start)
+	if nl.HighWatermark() != hw || nl.LatestEpoch() != 7 {
+		t.Fatalf("moved log: high watermark %d epoch %d, want %d and 7", nl.HighWatermark(), nl.LatestEpoch(), hw)
+	}
+	if id, ok, err := nl.TopicID(); err != nil || !ok || id != [16]byte{1, 2, 3} {
+		t.Fatalf("moved log's topic id %x %v %v", id, ok, err)
+	}
+	if _, err := l.Append(makeBatch(t, 1, 10, 1, 1, 0), AppendOptions{AssignOffsets: true}); !errors.Is(err, ErrClosed) {
+		t.Fatalf("append to the old log: %v, want ErrClosed", err)
+	}
+	if _, err := l.Read(ReadOptions{Offset: start, MaxBytes: 1 << 10}); !errors.Is(err, ErrClosed) {
+		t.Fatalf("read of the old log: %v, want ErrClosed", err)
+	}
+	if _, err := os.Stat(filepath.Join(a, tp.DirName())); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the old dir is still there: %v", err)
+	}
+	appendN(t, nl, 2, 3000)
+	want = readAll(t, nl, start, 0)
+	end = nl.LogEndOffset()
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	m2, err := openTwo(parent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m2.Close()
+	l2, ok := m2.Get(tp)
+	if !ok {
+		t.Fatal("the moved log is not found after a restart")
+	}
+	if d, _ := m2.LogDir(tp); d != b {
+		t.Fatalf("after a restart the log is in %s, want %s", d, b)
+	}
+	sameLog(t, "after restart", l2, want, end, start)
+}
+
+// TestMoveFollowsTruncation truncates the log (as a follower does) after
+// part of it was copied and writes other batches in place of the cut
+// ones: the future log drops what it copied of the cut tail, and the
+// moved log is the truncated log, not a mix.
+func TestMoveFollowsTruncation(t *testing.T) {
+	t.Parallel()
+	parent, m := twoDirs(t)
+	defer m.Close()
+	tp := TopicPartition{Topic: "cut", Partition: 0}
+	l := createIn(t, m, tp, filepath.Join(parent, "a"))
+	appendN(t, l, 40, 0)
+	if _, err := m.StartMove(tp, filepath.Join(parent, "b")); err != nil {
+		t.Fatal(err)
+	}
+	copyAll(t, m, tp)
+	if err := l.TruncateTo(100); err != nil {
+		t.Fatal(err)
+	}
+	// Different batches over the cut offsets, longer than before.
+	appendN(t, l, 45, 5000)
+	want := readAll(t, l, 0, 0)
+	end := l.LogEndOffset()
+	nl, err := m.FinishMove(tp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameLog(t, "truncated then moved", nl, want, end, 0)
+}
+
+// TestMoveFollowsLogStart moves the log start past what the future log
+// holds (retention or DeleteRecords during the copy): the copy starts over
+// there.
+func TestMoveFollowsLogStart(t *testing.T) {
+	t.Parallel()
+	parent, m := twoDirs(t)
+	defer m.Close()
+	tp := TopicPartition{Topic: "start", Partition: 0}
+	l := createIn(t, m, tp, filepath.Join(parent, "a"))
+	appendN(t, l, 80, 0)
+	if _, err := m.StartMove(tp, filepath.Join(parent, "b")); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := m.CopyToFuture(tp, 2<<10); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.DeleteBelow(300); err != nil {
+		t.Fatal(err)
+	}
+	copyAll(t, m, tp)
+	want := readAll(t, l, l.LogStartOffset(), 0)
+	end, start := l.LogEndOffset(), l.LogStartOffset()
+	nl, err := m.FinishMove(tp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameLog(t, "log start moved during the copy", nl, want, end, start)
+}
+
+// TestMoveKilledAtEveryStep takes the files as a kill -9 leaves them
+// after each step of a move (part of the copy made, then each step of
+// FinishMove) and opens a Manager on them: it always opens, the partition
+// has exactly one log holding every batch, in the old dir with the copy
+// resumable (before the move-done marker) or in the new dir with nothing
+// of the old one left (from the marker on); a resumed move then finishes.
+func TestMoveKilledAtEveryStep(t *testing.T) {
+	t.Parallel()
+	steps := []string{"copying", "writes stopped", "future closed", "marked done", "current renamed",
+		"current synced", "future renamed", "future synced", "marker removed"}
+	for i, kill := range steps {
+		t.Run(kill, func(t *testing.T) {
+			t.Parallel()
+			parent, m := twoDirs(t)
+			a, b := filepath.Join(parent, "a"), filepath.Join(parent, "b")
+			tp := TopicPartition{Topic: "killed", Partition: 1}
+			l := createIn(t, m, tp, a)
+			appendN(t, l, 50, 0)
+			if _, err := m.StartMove(tp, b); err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := m.CopyToFuture(tp, 3<<10); err != nil {
+				t.Fatal(err)
+			}
+			appendN(t, l, 5, 900)
+			want := readAll(t, l, 0, 0)
+			end := l.LogEndOffset()
+			var snap string
+			if kill == "copying" {
+				snap = killCopyTwo(t, parent)
+			}
+			m.stepHook = func(step string) {
+				if step == kill {
+					snap = killCopyTwo(t, parent)
+				}
+			}
+			if _, err := m.FinishMove(tp); err != nil {
+				t.Fatal(err)
+			}
+			m.Close()
+			if snap == "" {
+				t.Fatalf("no step %q", kill)
+			}
+
+			m2, err := openTwo(snap)
+			if err != nil {
+				t.Fatalf("open after a kill at %q: %v", kill, err)
+			}
+			defer m2.Close()
+			l2, ok := m2.Get(tp)
+			if !ok {
+				t.Fatalf("kill at %q: the partition has no log", kill)
+			}
+			sameLog(t, "after the kill at "+kill, l2, want, end, 0)
+			dir, _ := m2.LogDir(tp)
+			_, _, moving := m2.Future(tp)
+			decided := i >= slices.Index(steps, "marked done")
+			switch {
+			case decided && (dir != filepath.Join(snap, "b") || moving):
+				t.Fatalf("kill at %q, after the marker: log in %s, future %v; want it moved", kill, dir, moving)
+			case !decided && (dir != filepath.Join(snap, "a") || !moving):
+				t.Fatalf("kill at %q, before the marker: log in %s, future %v; want it in place and the copy resumable", kill, dir, moving)
+			}
+			for _, d := range []string{"a", "b"} {
+				left, _ := filepath.Glob(filepath.Join(snap, d, "*"+deleteDirSuffix))
+				marker, _ := filepath.Glob(filepath.Join(snap, d, "*", moveDoneFile))
+				if len(left)+len(marker) != 0 {
+					t.Fatalf("kill at %q: left behind %v %v", kill, left, marker)
+				}
+			}
+			if !decided {
+				copyAll(t, m2, tp)
+				nl, err := m2.FinishMove(tp)
+				if err != nil {
+					t.Fatalf("finishing the resumed move: %v", err)
+				}
+				sameLog(t, "resumed move", nl, want, end, 0)
+			}
+		})
+	}
+}
+
+// TestCancelMoveKilled: a kill after a cancelled move's future log was
+// renamed away leaves no copy to resume, and the log as it was.
+func TestCancelMoveKilled(t *testing.T) {
+	t.Parallel()
+	parent, m := twoDirs(t)
+	tp := TopicPartition{Topic: "cancelled", Partition: 0}
+	l := createIn(t, m, tp, filepath.Join(parent, "a"))
+	appendN(t, l, 20, 0)
+	want := readAll(t, l, 0, 0)
+	if _, err := m.StartMove(tp, filepath.Join(parent, "b")); err != nil {
+		t.Fatal(err)
+	}
+	copyAll(t, m, tp)
+	var snap string
+	m.stepHook = func(step string) {
+		if step == "future renamed -delete" {
+			snap = killCopyTwo(t, parent)
+		}
+	}
+	if err := m.CancelMove(tp); err != nil {
+		t.Fatal(err)
+	}
+	m.Close()
+	m2, err := openTwo(snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m2.Close()
+	l2, ok := m2.Get(tp)
+	if !ok {
+		t.Fatal("no log after the kill")
+	}
+	if _, _, moving := m2.Future(tp); moving {
+		t.Fatal("a cancelled move came back")
+	}
+	sameLog(t, "after a cancel", l2, want, l.LogEndOffset(), 0)
+}
+
+// TestFutureWithoutCurrentRefused: a future log, complete or not, whose
+// partition has no current log is not a state a move leaves; the open
+// fails instead of guessing. A deletion of a moving partition drops its
+// copy first.
+func TestFutureWithoutCurrentRefused(t *testing.T) {
+	t.Parallel()
+	parent, m := twoDirs(t)
+	tp := TopicPartition{Topic: "orphan", Partition: 0}
+	l := createIn(t, m, tp, filepath.Join(parent, "a"))
+	appendN(t, l, 10, 0)
+	if _, err := m.StartMove(tp, filepath.Join(parent, "b")); err != nil {
+		t.Fatal(err)
+	}
+	copyAll(t, m, tp)
+	m.Close()
+	snap := killCopyTwo(t, parent)
+	if err := os.RemoveAll(filepath.Join(snap, "a", tp.DirName())); err != nil {
+		t.Fatal(err)
+	}
+	if m2, err := openTwo(snap); err == nil {
+		m2.Close()
+		t.Fatal("opened a future log with no current log")
+	}
+
+	m3, err := openTwo(parent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, ok := m3.Future(tp); !ok {
+		t.Fatal("the copy under way was not resumed after a restart")
+	}
+	if err := m3.Delete(tp); err != nil {
+		t.Fatal(err)
+	}
+	m3.Close()
+	if left, _ := filepath.Glob(filepath.Join(parent, "b", "*")); slices.ContainsFunc(left, func(p string) bool {
+		_, isFuture := parseFutureDirName(filepath.Base(p))
+		return isFuture
+	}) {
+		t.Fatalf("the future log outlived its partition's deletion: %v", left)
+	}
+}
+
+// TestStartMoveErrors: an unknown dir, an unknown partition.
+func TestStartMoveErrors(t *testing.T) {
+	t.Parallel()
+	parent, m := twoDirs(t)
+	defer m.Close()
+	tp := TopicPartition{Topic: "x", Partition: 0}
+	createIn(t, m, tp, filepath.Join(parent, "a"))
+	if _, err := m.StartMove(tp, filepath.Join(parent, "c")); !errors.Is(err, ErrLogDirNotFound) {
+		t.Fatalf("move to an unknown dir: %v", err)
+	}
+	if _, err := m.StartMove(TopicPartition{Topic: "y"}, filepath.Join(parent, "b")); !errors.Is(err, ErrUnknownPartition) {
+		t.Fatalf("move of an unknown partition: %v", err)
+	}
+	if started, err := m.StartMove(tp, filepath.Join(parent, "a")); started || err != nil {
+		t.Fatalf("move to its own dir: %v %v", started, err)
+	}
+	if err := m.SetPreferredDir(tp, filepath.Join(parent, "c")); !errors.Is(err, ErrLogDirNotFound) {
+		t.Fatalf("preferred unknown dir: %v", err)
+	}
+}
