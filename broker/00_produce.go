@@ -101,7 +101,7 @@ func (b *Broker) handleProduce(ctx context.Context, c *conn, hdr protocol.Reques
 				replicated := req.Acks == -1 && len(p.isr()) > 1
 				switch {
 				case req.Acks == 0 && res.NeedsFlush:
-					p.log.FlushAsync()
+					p.log().FlushAsync()
 				case res.NeedsFlush || replicated:
 					waits = append(waits, flushWait{rp: rp, p: p, upTo: res.LastOffset + 1,
 						flush: res.NeedsFlush, replicated: replicated, epoch: epoch})
@@ -141,7 +141,7 @@ func (b *Broker) handleProduce(ctx context.Context, c *conn, hdr protocol.Reques
 	targets := make([]storage.FlushTarget, 0, len(waits))
 	for _, w := range waits {
 		if w.flush {
-			targets = append(targets, storage.FlushTarget{Log: w.p.log, UpTo: w.upTo})
+			targets = append(targets, storage.FlushTarget{Log: w.p.log(), UpTo: w.upTo})
 		}
 	}
 	flushing := storage.StartFlush(targets)
@@ -161,16 +161,16 @@ func (b *Broker) handleProduce(ctx context.Context, c *conn, hdr protocol.Reques
 		for _, w := range waits {
 			code := protocol.None
 			switch {
-			case w.p.log.Err() != nil:
+			case w.p.log().Err() != nil:
 				code = protocol.KafkaStorageError
-			case w.flush && w.p.log.DurableOffset() < w.upTo:
+			case w.flush && w.p.log().DurableOffset() < w.upTo:
 				code = protocol.RequestTimedOut
 			case !w.replicated:
 			case w.p.leaderEpoch.Load() != w.epoch || w.p.lead.Load() == nil:
 				// Leadership moved before the ISR had the records: the new
 				// leader may not have them.
 				code = protocol.NotLeaderOrFollower
-			case w.p.log.HighWatermark() < w.upTo:
+			case w.p.log().HighWatermark() < w.upTo:
 				code = protocol.RequestTimedOut
 			case int32(len(w.p.isr())) < w.p.effectiveMinISR():
 				// Replicated, but the ISR shrank below min.insync.replicas
@@ -209,15 +209,31 @@ func addProduceEndpoint(list []kmsg.ProduceResponseBroker, at cluster.BrokerInfo
 // ends, or this broker stops leading p.
 func (b *Broker) awaitReplicated(ctx context.Context, p *partition, upTo int64) {
 	b.advanceHW(p) // the leader's own flush may be what it waited for
-	if p.log.HighWatermark() >= upTo {
+	if p.log().HighWatermark() >= upTo {
 		return
 	}
 	wake := make(chan struct{}, 1)
-	defer p.log.Subscribe(wake)()
-	for p.log.HighWatermark() < upTo && p.lead.Load() != nil {
-		select {
-		case <-wake:
-		case <-ctx.Done():
+	for {
+		l := p.log()
+		unsubscribe := l.Subscribe(wake)
+		for l.HighWatermark() < upTo && p.lead.Load() != nil && !l.Shut() {
+			select {
+			case <-wake:
+			case <-ctx.Done():
+				unsubscribe()
+				return
+			}
+		}
+		unsubscribe()
+		if !l.Shut() {
+			return
+		}
+		// The log moved to another log dir (or went): the move hands the
+		// partition its new log under the role lock.
+		p.role.Lock()
+		moved := p.log() != l
+		p.role.Unlock()
+		if !moved {
 			return
 		}
 	}
@@ -313,8 +329,10 @@ func (b *Broker) produceTo(rp *kmsg.ProduceResponseTopicPartition, version int16
 		batch.SetMaxTimestamp(info.MaxTimestamp)
 	}
 	epoch := p.leaderEpoch.Load()
-	res, err = p.log.Append(batch, storage.AppendOptions{AssignOffsets: true, LeaderEpoch: epoch,
-		VerifyTxn: b.cfg.TransactionPartitionVerification, Guard: guard})
+	res, err = p.appendRetry(func(l *storage.Log) (storage.AppendResult, error) {
+		return l.Append(batch, storage.AppendOptions{AssignOffsets: true, LeaderEpoch: epoch,
+			VerifyTxn: b.cfg.TransactionPartitionVerification, Guard: guard})
+	})
 	if err != nil {
 		return nil, res, 0, errorCode(err)
 	}

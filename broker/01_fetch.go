@@ -32,6 +32,7 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"time"
 
@@ -132,9 +133,9 @@ func (b *Broker) handleFetch(ctx context.Context, c *conn, hdr protocol.RequestH
 		wake = make(chan struct{}, 1)
 		seen := map[*storage.Log]bool{}
 		for _, it := range items {
-			if p, code := b.lookupReplica(it.key.topic, it.key.topicID, byID, it.key.partition, fromFollowerOK(req, replicaID)); code == protocol.None && !seen[p.log] {
-				seen[p.log] = true
-				defer p.log.Subscribe(wake)()
+			if p, code := b.lookupReplica(it.key.topic, it.key.topicID, byID, it.key.partition, fromFollowerOK(req, replicaID)); code == protocol.None && !seen[p.log()] {
+				seen[p.log()] = true
+				defer p.log().Subscribe(wake)()
 			}
 		}
 	}
@@ -319,7 +320,7 @@ func (b *Broker) fetchRound(items []*sessionPartition, req *kmsg.FetchRequest, b
 			failed = true
 			continue
 		}
-		l := p.log
+		l := p.log()
 		res.metrics = p.metrics
 		res.hw = l.HighWatermark()
 		res.lso = min(l.LastStableOffset(), res.hw)
@@ -379,10 +380,21 @@ func (b *Broker) fetchRound(items []*sessionPartition, req *kmsg.FetchRequest, b
 		}
 		limit := min(int64(max(it.maxBytes, 0)), budget)
 		committed := req.IsolationLevel == 1 && replicaID < 0
-		rr, err := l.Read(storage.ReadOptions{
-			Offset: it.fetchOffset, MaxBytes: limit, MaxOffset: maxOffset, MinOneBatch: minOne,
-			ReadCommitted: committed,
-		})
+		opts := storage.ReadOptions{Offset: it.fetchOffset, MaxBytes: limit, MaxOffset: maxOffset, MinOneBatch: minOne,
+			ReadCommitted: committed}
+		rr, err := l.Read(opts)
+		if errors.Is(err, storage.ErrClosed) {
+			// Moved to another log dir under the read: the move hands the
+			// partition its new log, holding the same records, under the
+			// role lock.
+			p.role.Lock()
+			nl := p.log()
+			p.role.Unlock()
+			if nl != l {
+				l = nl
+				rr, err = l.Read(opts)
+			}
+		}
 		if err != nil {
 			res.code = errorCode(err)
 			failed = true

@@ -69,7 +69,7 @@ func (b *Broker) listOffset(req *kmsg.ListOffsetsRequest, rp *kmsg.ListOffsetsRe
 			return code
 		}
 	}
-	l := part.log
+	l := part.log()
 	fetchable := l.HighWatermark()
 	switch {
 	case req.ReplicaID >= 0:

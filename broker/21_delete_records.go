@@ -79,7 +79,7 @@ func (b *Broker) deleteRecords(topic string, num int32, offset int64) (int64, in
 	if s := part.settings.Load(); s != nil && !s.deletable {
 		return -1, int16(protocol.PolicyViolation)
 	}
-	l := part.log
+	l := part.log()
 	hw := l.HighWatermark()
 	switch {
 	case offset == deleteToHighWatermark:

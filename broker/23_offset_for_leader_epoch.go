@@ -34,7 +34,7 @@ func (b *Broker) handleOffsetForLeaderEpoch(_ context.Context, _ *conn, _ protoc
 				code = checkLeaderEpoch(rp.CurrentLeaderEpoch, part.leaderEpoch.Load())
 			}
 			if code == protocol.None {
-				p.LeaderEpoch, p.EndOffset = part.log.EndOffsetForEpoch(rp.LeaderEpoch)
+				p.LeaderEpoch, p.EndOffset = part.log().EndOffsetForEpoch(rp.LeaderEpoch)
 			}
 			p.ErrorCode = int16(code)
 			t.Partitions = append(t.Partitions, p)

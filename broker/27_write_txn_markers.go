@@ -93,7 +93,7 @@ func (b *Broker) handleWriteTxnMarkers(ctx context.Context, _ *conn, _ protocol.
 	targets := make([]storage.FlushTarget, 0, len(waits))
 	for _, w := range waits {
 		if w.flush {
-			targets = append(targets, storage.FlushTarget{Log: w.p.log, UpTo: w.upTo})
+			targets = append(targets, storage.FlushTarget{Log: w.p.log(), UpTo: w.upTo})
 		}
 	}
 	flushing := storage.StartFlush(targets)
@@ -111,14 +111,14 @@ func (b *Broker) handleWriteTxnMarkers(ctx context.Context, _ *conn, _ protocol.
 		for _, w := range waits {
 			code := protocol.None
 			switch {
-			case w.p.log.Err() != nil:
+			case w.p.log().Err() != nil:
 				code = protocol.KafkaStorageError
-			case w.flush && w.p.log.DurableOffset() < w.upTo:
+			case w.flush && w.p.log().DurableOffset() < w.upTo:
 				code = protocol.RequestTimedOut
 			case !w.replicated:
 			case w.p.leaderEpoch.Load() != w.epoch || w.p.lead.Load() == nil:
 				code = protocol.NotLeaderOrFollower
-			case w.p.log.HighWatermark() < w.upTo:
+			case w.p.log().HighWatermark() < w.upTo:
 				code = protocol.RequestTimedOut
 			case int32(len(w.p.isr())) < w.p.effectiveMinISR():
 				code = protocol.NotEnoughReplicasAfterAppend
@@ -153,8 +153,10 @@ func (b *Broker) appendMarker(m *kmsg.WriteTxnMarkersRequestMarker, topic string
 		return nil, res, 0, protocol.NotEnoughReplicas
 	}
 	epoch := p.leaderEpoch.Load()
-	res, err := p.log.AppendTxnMarker(storage.TxnMarker{ProducerID: m.ProducerID, ProducerEpoch: m.ProducerEpoch,
-		CoordinatorEpoch: m.CoordinatorEpoch, Commit: m.Committed}, epoch)
+	res, err := p.appendRetry(func(l *storage.Log) (storage.AppendResult, error) {
+		return l.AppendTxnMarker(storage.TxnMarker{ProducerID: m.ProducerID, ProducerEpoch: m.ProducerEpoch,
+			CoordinatorEpoch: m.CoordinatorEpoch, Commit: m.Committed}, epoch)
+	})
 	if err != nil {
 		return nil, res, 0, errorCode(err)
 	}

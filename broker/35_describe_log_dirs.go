@@ -4,8 +4,11 @@ package broker
 //
 // Reports, per log directory of this broker, the partitions it holds that
 // the request asks for (all of them when Topics is null) with their size in
-// bytes; offset lag is 0 (no replica is moving between directories) and
-// no replica is a future one. v4 adds the file system's total and usable
+// bytes. A replica moving to another of this broker's directories
+// (AlterReplicaLogDirs) is listed twice, as Kafka lists it: in its current
+// directory, and in its destination as a future replica whose offset lag
+// is how far its copy is behind; a current replica's offset lag is 0. v4
+// adds the file system's total and usable
 // bytes. A directory that is offline after an I/O error, or cannot be read
 // (statfs fails), reports KAFKA_STORAGE_ERROR. Only directories of this broker are reported, as
 // Kafka's brokers do; clients send the request to every broker.
@@ -19,6 +22,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/gregor-io/gregor/protocol"
+	"github.com/gregor-io/gregor/storage"
 )
 
 var describeLogDirsAPI = handler{key: 35, min: 1, max: 4, handle: (*Broker).handleDescribeLogDirs}
@@ -77,9 +81,18 @@ func (b *Broker) handleDescribeLogDirs(_ context.Context, _ *conn, _ protocol.Re
 			}
 			ep := kmsg.NewDescribeLogDirsResponseDirTopicPartition()
 			ep.Partition = int32(num)
-			ep.Size = p.log.Size()
-			dir := filepath.Dir(p.log.Dir())
+			cur := p.log()
+			ep.Size = cur.Size()
+			dir := absDir(filepath.Dir(cur.Dir()))
 			byDir[dir] = append(byDir[dir], ep)
+			tp := storage.TopicPartition{Topic: name, Partition: int32(num)}
+			if fl, fdir, ok := b.logs.Future(tp); ok {
+				fp := kmsg.NewDescribeLogDirsResponseDirTopicPartition()
+				fp.Partition, fp.Size, fp.IsFuture = int32(num), fl.Size(), true
+				fp.OffsetLag = max(cur.LogEndOffset()-fl.LogEndOffset(), 0)
+				fdir = absDir(fdir)
+				byDir[fdir] = append(byDir[fdir], fp)
+			}
 		}
 		for dir, parts := range byDir {
 			out, ok := dirs[dir]

@@ -39,7 +39,7 @@ func (b *Broker) handleDescribeProducers(ctx context.Context, _ *conn, _ protoco
 				rp.ErrorCode = int16(code)
 				continue
 			}
-			for _, pi := range p.log.Producers() {
+			for _, pi := range p.log().Producers() {
 				ap := kmsg.NewDescribeProducersResponseTopicPartitionActiveProducer()
 				ap.ProducerID, ap.ProducerEpoch = pi.ProducerID, int32(pi.ProducerEpoch)
 				ap.LastSequence, ap.LastTimestamp = pi.LastSequence, pi.LastTimestamp

@@ -23,6 +23,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gregor-io/gregor/broker/configs"
 	"github.com/gregor-io/gregor/coordinator/cluster"
 	"github.com/gregor-io/gregor/protocol"
 	"github.com/gregor-io/gregor/replication"
@@ -68,6 +69,7 @@ var handlers = []handler{
 	txnOffsetCommitAPI,
 	describeConfigsAPI,
 	describeLogDirsAPI,
+	alterReplicaLogDirsAPI,
 	alterConfigsAPI,
 	incrementalAlterConfigsAPI,
 	describeTopicPartitionsAPI,
@@ -131,6 +133,14 @@ type Broker struct {
 	fetchesInFlight atomic.Int32
 	// replQuotas are the replication throttles (replication_quota.go).
 	replQuotas replicationQuotas
+	// alterLogDirsRate is replica.alter.log.dirs.io.max.bytes.per.second;
+	// dirMoves the moves between log dirs running (log_dir_moves.go).
+	alterLogDirsRate atomic.Int64
+	dirMoves         struct {
+		sync.Mutex
+		running map[storage.TopicPartition]bool
+		pace    pacer
+	}
 
 	producerIDs struct {
 		sync.Mutex
@@ -185,6 +195,7 @@ func New(cfg Config) (*Broker, error) {
 	}
 	b.quotas, b.slots = quotas, make(requestSlots, cfg.QueuedMaxRequests)
 	b.replQuotas = newReplicationQuotas(cfg.Registerer, int(cfg.ReplicationQuotaWindowNum), cfg.ReplicationQuotaWindowSize)
+	b.alterLogDirsRate.Store(configs.Unthrottled)
 	b.groups = newGroupDrivers(b)
 	b.txns = newTxnDrivers(b)
 	if cfg.Registerer != nil {
@@ -265,6 +276,7 @@ func (b *Broker) Start(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
+	b.resumeLogDirMoves()
 	for _, spec := range b.cfg.Listeners {
 		l, _ := ParseListener(spec)
 		ln, err := net.Listen("tcp", net.JoinHostPort(l.Host, strconv.Itoa(int(l.Port))))

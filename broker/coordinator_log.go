@@ -122,7 +122,7 @@ func (b *Broker) appendCoordinatorBatches(topic string, partition int32, l *stor
 	if code != protocol.None {
 		return code, errors.New("partition not led here")
 	}
-	if p.log != l {
+	if p.log() != l {
 		return protocol.NotLeaderOrFollower, errors.New("partition reopened")
 	}
 	if int32(len(p.isr())) < p.effectiveMinISR() {

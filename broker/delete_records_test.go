@@ -43,7 +43,7 @@ func TestDeleteRecords(t *testing.T) {
 	if err := pcl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
-	segsBefore := drPartition(t, b).log.SegmentCount()
+	segsBefore := drPartition(t, b).log().SegmentCount()
 
 	var offs kadm.Offsets
 	offs.Add(kadm.Offset{Topic: "dr", Partition: 0, At: 150})
@@ -61,7 +61,7 @@ func TestDeleteRecords(t *testing.T) {
 	if err != nil || !strings.Contains(string(ckpt), "\ndr 0 150\n") {
 		t.Errorf("log-start-offset-checkpoint after DeleteRecords: %q (%v), want a line \"dr 0 150\"", ckpt, err)
 	}
-	if segs := drPartition(t, b).log.SegmentCount(); segs >= segsBefore {
+	if segs := drPartition(t, b).log().SegmentCount(); segs >= segsBefore {
 		t.Errorf("segments after deleting below 150: %d, before %d; want fewer", segs, segsBefore)
 	}
 	starts, err := adm.ListStartOffsets(ctx, "dr")

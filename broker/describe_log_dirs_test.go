@@ -38,8 +38,8 @@ func TestDescribeLogDirs(t *testing.T) {
 			if lp == nil {
 				t.Fatalf("%s-%d: %v", p.Topic, p.Partition, code)
 			}
-			if p.Size != lp.log.Size() {
-				t.Errorf("%s-%d size %d, log says %d", p.Topic, p.Partition, p.Size, lp.log.Size())
+			if p.Size != lp.log().Size() {
+				t.Errorf("%s-%d size %d, log says %d", p.Topic, p.Partition, p.Size, lp.log().Size())
 			}
 			if p.Topic == "ld-a" || p.Topic == "ld-b" {
 				seen++

@@ -32,7 +32,7 @@ func TestFetchZeroCopy(t *testing.T) {
 		if code != protocol.None {
 			t.Fatalf("partition %d: %v", p, code)
 		}
-		rr, err := part.log.Read(storage.ReadOptions{Offset: 0, MaxBytes: 1 << 20})
+		rr, err := part.log().Read(storage.ReadOptions{Offset: 0, MaxBytes: 1 << 20})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -89,7 +89,7 @@ func TestFetchFrame(t *testing.T) {
 	}
 	read := func(p int32) storage.ReadResult {
 		part, _ := b.lookupPartition("fb", id, false, p)
-		rr, err := part.log.Read(storage.ReadOptions{Offset: 0, MaxBytes: 1 << 20})
+		rr, err := part.log().Read(storage.ReadOptions{Offset: 0, MaxBytes: 1 << 20})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -74,7 +74,7 @@ func (gc *groupLagCollector) Collect(ch chan<- prometheus.Metric) {
 			p := strconv.Itoa(int(o.partition))
 			ch <- prometheus.MustNewConstMetric(gc.committed, prometheus.GaugeValue, float64(o.offset), o.group, o.topic, p)
 			if part, code := gc.b.lookupPartition(o.topic, [16]byte{}, false, o.partition); code == protocol.None && o.offset >= 0 {
-				lag := max(part.log.HighWatermark()-o.offset, 0)
+				lag := max(part.log().HighWatermark()-o.offset, 0)
 				ch <- prometheus.MustNewConstMetric(gc.lag, prometheus.GaugeValue, float64(lag), o.group, o.topic, p)
 			}
 		}

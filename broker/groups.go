@@ -99,7 +99,7 @@ func (g *groupDrivers) sync(t *partitionTable) {
 		}
 	}
 	for n, d := range g.mu.drivers {
-		if p, ok := held[n]; !ok || p.log != d.log {
+		if p, ok := held[n]; !ok || p.log() != d.log {
 			close(d.stop)
 			<-d.done
 			delete(g.mu.drivers, n)
@@ -109,7 +109,7 @@ func (g *groupDrivers) sync(t *partitionTable) {
 		if _, ok := g.mu.drivers[n]; ok || g.mu.closed {
 			continue
 		}
-		d := &groupDriver{partition: n, log: p.log, reqs: make(chan groupRequest, 64),
+		d := &groupDriver{partition: n, log: p.log(), reqs: make(chan groupRequest, 64),
 			stop: make(chan struct{}), done: make(chan struct{})}
 		g.mu.drivers[n] = d
 		g.b.goTracked(func() { g.run(d) })

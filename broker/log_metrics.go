@@ -121,7 +121,7 @@ func (lc *logCollector) Collect(ch chan<- prometheus.Metric) {
 			if p == nil {
 				continue
 			}
-			l := p.log
+			l := p.log()
 			if l.Err() != nil {
 				offline++
 			}

@@ -57,6 +57,10 @@ type metrics struct {
 	// reassignBytesIn counts the bytes this broker's replica fetchers
 	// appended to partitions a reassignment is adding it to.
 	reassignBytesIn prometheus.Counter
+	// logDirMoves and logDirMoveBytes are the moves between log dirs
+	// under way and the bytes they copied (log_dir_moves.go).
+	logDirMoves     prometheus.Gauge
+	logDirMoveBytes prometheus.Counter
 
 	// The transaction coordinators' (txn_drivers.go, txn_markers.go).
 	txnOngoing       prometheus.Gauge
@@ -181,6 +185,14 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "gregor_reassignment_bytes_in_total",
 			Help: "Record batch bytes this broker fetched as a follower into partitions a reassignment is adding it to (Kafka's ReassignmentBytesInPerSec).",
 		}),
+		logDirMoves: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "gregor_log_dir_moves",
+			Help: "Replicas moving between this broker's log dirs (AlterReplicaLogDirs): their future log copying or about to be put in place.",
+		}),
+		logDirMoveBytes: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "gregor_log_dir_move_bytes_total",
+			Help: "Record batch bytes copied into future logs by moves between this broker's log dirs (throttled by replica.alter.log.dirs.io.max.bytes.per.second).",
+		}),
 		txnOngoing: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "gregor_txn_ongoing",
 			Help: "Transactions in progress (Ongoing, PrepareCommit or PrepareAbort) at the transaction coordinators this broker runs.",
@@ -210,7 +222,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	if reg != nil {
 		reg.MustRegister(m.requests, m.failures, m.errorCodes, m.latency, m.queueTime, m.localTime, m.fetchWait, m.produceWait, m.connections, m.connCreated, m.connClosed,
 			m.bytesIn, m.recordsIn, m.bytesOut, m.fsync, m.groupCommit, m.syncRecords, m.etcdLatency, m.etcdErrors, m.sessionUp, m.activeController,
-			m.isrShrinks, m.isrExpands, m.reassignBytesIn, m.txnOngoing, m.txnCommits, m.txnAborts, m.txnTimeoutAborts, m.txnMarkerErrors)
+			m.isrShrinks, m.isrExpands, m.reassignBytesIn, m.logDirMoves, m.logDirMoveBytes, m.txnOngoing, m.txnCommits, m.txnAborts, m.txnTimeoutAborts, m.txnMarkerErrors)
 	}
 	return m
 }

@@ -49,7 +49,7 @@ func (b *Broker) localOffline(topic string, part int32) bool {
 	if int(part) >= len(ps) || ps[part] == nil {
 		return false
 	}
-	return ps[part].log.Err() != nil
+	return ps[part].log().Err() != nil
 }
 
 // offlineDirs returns the log dirs that failed, with their errors.

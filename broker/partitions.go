@@ -22,7 +22,9 @@ type partition struct {
 	tp       storage.TopicPartition
 	topicID  cluster.TopicID
 	internal bool
-	log      *storage.Log
+	// logp is the partition's log; a move to another log dir puts a new
+	// one in place (under the role lock), so it is read anew each time.
+	logp atomic.Pointer[storage.Log]
 	// metrics are the topic's traffic counters, resolved when the
 	// partition is opened so produce and fetch need no label lookup.
 	metrics *topicMetrics
@@ -40,6 +42,9 @@ type partition struct {
 }
 
 func (p *partition) isr() []int32 { return p.state.Load().ISR }
+
+// log returns the partition's log as of now.
+func (p *partition) log() *storage.Log { return p.logp.Load() }
 
 // effectiveMinISR is min.insync.replicas, capped at the replication factor
 // as Kafka caps it: a topic whose setting exceeds its replica count takes
@@ -121,7 +126,7 @@ func (b *Broker) lookupReplica(topic string, id [16]byte, byID bool, num int32, 
 		return nil, protocol.NotLeaderOrFollower
 	case st.Leader == b.cfg.NodeID:
 		return p, protocol.None
-	case follower && st.Leader >= 0 && p.log.Err() == nil:
+	case follower && st.Leader >= 0 && p.log().Err() == nil:
 		return p, protocol.None
 	}
 	return nil, protocol.NotLeaderOrFollower
@@ -480,7 +485,7 @@ func (b *Broker) syncPartition(old *partitionTable, tp storage.TopicPartition, t
 	var p *partition
 	if ps := old.byName[tp.Topic]; int(tp.Partition) < len(ps) && ps[tp.Partition] != nil && ps[tp.Partition].topicID == t.ID {
 		p = ps[tp.Partition]
-		if err := p.log.SetConfig(set.log); err != nil {
+		if err := p.log().SetConfig(set.log); err != nil {
 			return nil, err
 		}
 	} else {
@@ -488,7 +493,8 @@ func (b *Broker) syncPartition(old *partitionTable, tp storage.TopicPartition, t
 		if l == nil {
 			return nil, err
 		}
-		p = &partition{tp: tp, topicID: t.ID, log: l, internal: internalTopics[tp.Topic], metrics: b.metrics.forTopic(tp.Topic)}
+		p = &partition{tp: tp, topicID: t.ID, internal: internalTopics[tp.Topic], metrics: b.metrics.forTopic(tp.Topic)}
+		p.logp.Store(l)
 		if err != nil {
 			p.settings.Store(set)
 			p.state.Store(st)

@@ -255,9 +255,9 @@ func TestTransactionsReplicate(t *testing.T) {
 	checkCode(t, "produce", rp.ErrorCode, protocol.None)
 	// Offsets: aborted 0-1, ABORT 2, committed 3-4, COMMIT 5, open 6.
 
-	leader := bs[0].parts.Load().byName[topic][0].log
+	leader := bs[0].parts.Load().byName[topic][0].log()
 	for _, b := range bs[1:] {
-		l := b.parts.Load().byName[topic][0].log
+		l := b.parts.Load().byName[topic][0].log()
 		waitFor(t, 20*time.Second, fmt.Sprintf("broker %d at the leader's high watermark", b.cfg.NodeID), func() error {
 			if got, want := l.HighWatermark(), leader.HighWatermark(); got != want || got != 7 {
 				return fmt.Errorf("at %d, leader at %d", got, want)

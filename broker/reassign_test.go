@@ -285,7 +285,7 @@ func TestReassignUnderProduce(t *testing.T) {
 	readAll(t, []string{bs[1].Addrs()[0], bs[2].Addrs()[0]}, "moving", acked)
 	// Broker 3's log holds what broker 2's (the leader's) holds.
 	waitFor(t, 30*time.Second, "broker 3's log equals broker 2's", func() error {
-		l2, l3 := bs[1].parts.Load().byName["moving"][0].log, bs[2].parts.Load().byName["moving"][0].log
+		l2, l3 := bs[1].parts.Load().byName["moving"][0].log(), bs[2].parts.Load().byName["moving"][0].log()
 		if l2.LogEndOffset() != l3.LogEndOffset() || l3.HighWatermark() != l2.HighWatermark() {
 			return fmt.Errorf("log ends %d and %d, high watermarks %d and %d", l2.LogEndOffset(), l3.LogEndOffset(),
 				l2.HighWatermark(), l3.HighWatermark())

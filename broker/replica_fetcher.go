@@ -80,7 +80,7 @@ func (b *Broker) syncFollowers(t *partitionTable) {
 				continue
 			}
 			st := p.state.Load()
-			if st == nil || st.Leader < 0 || st.Leader == b.cfg.NodeID || p.log.Err() != nil {
+			if st == nil || st.Leader < 0 || st.Leader == b.cfg.NodeID || p.log().Err() != nil {
 				continue
 			}
 			want[st.Leader] = append(want[st.Leader], followed{p: p, leader: st.Leader, epoch: st.LeaderEpoch})
@@ -189,7 +189,7 @@ func (b *Broker) runFetcher(ctx context.Context, rf *replicaFetcher) {
 				continue
 			}
 			delete(backoff, fp.p)
-			l := fp.p.log
+			l := fp.p.log()
 			if l.Err() != nil {
 				continue // offline: nothing is fetched into a failed log
 			}
@@ -320,9 +320,9 @@ func (b *Broker) replicaFetchRequest(parts []followed) *kmsg.FetchRequest {
 		rp := kmsg.NewFetchRequestTopicPartition()
 		rp.Partition = fp.p.tp.Partition
 		rp.CurrentLeaderEpoch = fp.epoch
-		rp.FetchOffset = fp.p.log.LogEndOffset()
-		rp.LastFetchedEpoch = fp.p.log.LatestEpoch()
-		rp.LogStartOffset = fp.p.log.LogStartOffset()
+		rp.FetchOffset = fp.p.log().LogEndOffset()
+		rp.LastFetchedEpoch = fp.p.log().LatestEpoch()
+		rp.LogStartOffset = fp.p.log().LogStartOffset()
 		rp.PartitionMaxBytes = replicaFetchPartitionMaxBytes
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
 	}
@@ -358,14 +358,14 @@ func (b *Broker) applyFetched(ctx context.Context, log *slog.Logger, parts []fol
 			}
 			// Kafka's fetcher counts a partition in sync once a fetch
 			// brings it to the leader's high watermark.
-			inSync[fp] = rp.HighWatermark-fp.p.log.LogEndOffset() <= 0
+			inSync[fp] = rp.HighWatermark-fp.p.log().LogEndOffset() <= 0
 			if set := fp.p.settings.Load(); !set.followerThrottled.Empty() && set.followerThrottled.Has(fp.p.tp.Partition) {
 				// In sync or not: the throttle bounds all of the
 				// partition's replication traffic, as in Kafka.
 				throttled += int64(len(rp.RecordBatches))
 			}
 			if appended {
-				flush = append(flush, storage.FlushTarget{Log: fp.p.log, UpTo: fp.p.log.LogEndOffset()})
+				flush = append(flush, storage.FlushTarget{Log: fp.p.log(), UpTo: fp.p.log().LogEndOffset()})
 			}
 		}
 	}
@@ -392,7 +392,7 @@ func (b *Broker) applyPartition(fp followed, rp *kmsg.FetchResponseTopicPartitio
 	if st := p.state.Load(); st == nil || st.Leader != fp.leader || st.LeaderEpoch != fp.epoch {
 		return false, errFetchMoved
 	}
-	l := p.log
+	l := p.log()
 	switch code := protocol.ErrorCode(rp.ErrorCode); {
 	case code == protocol.OffsetOutOfRange && rp.LogStartOffset > l.LogEndOffset():
 		// The leader's log starts past this one's end (retention or

@@ -55,11 +55,11 @@ func (b *Broker) applyRole(p *partition, st *cluster.PartitionState) error {
 	p.leaderEpoch.Store(st.LeaderEpoch)
 	if st.Leader != b.cfg.NodeID {
 		p.lead.Store(nil)
-		p.log.SetAutoHighWatermark(false)
+		p.log().SetAutoHighWatermark(false)
 		return nil
 	}
-	if p.log.LatestEpoch() < st.LeaderEpoch {
-		if err := p.log.AssignEpoch(st.LeaderEpoch); err != nil {
+	if p.log().LatestEpoch() < st.LeaderEpoch {
+		if err := p.log().AssignEpoch(st.LeaderEpoch); err != nil {
 			return err
 		}
 	}
@@ -72,7 +72,7 @@ func (b *Broker) applyRole(p *partition, st *cluster.PartitionState) error {
 		// replica removed is not. The ISR's followers count from their
 		// next fetch; the high watermark holds until then.
 		next := &leaderRepl{epoch: st.LeaderEpoch, replicas: slices.Clone(st.Replicas)}
-		next.mu.st = replication.NewLeader(b.cfg.NodeID, st.Replicas, st.ISR, p.log.LogEndOffset(), p.log.HighWatermark(), time.Now())
+		next.mu.st = replication.NewLeader(b.cfg.NodeID, st.Replicas, st.ISR, p.log().LogEndOffset(), p.log().HighWatermark(), time.Now())
 		next.mu.from = *st
 		next.mu.seenISR = slices.Clone(st.ISR)
 		if lr != nil && lr.epoch == st.LeaderEpoch {
@@ -122,7 +122,7 @@ func (b *Broker) applyRole(p *partition, st *cluster.PartitionState) error {
 // acknowledged at once, whatever the followers hold, so that the fault
 // harness has acknowledged records to find lost (make chaos-broken).
 func setLeaderAutoHW(p *partition, on bool) {
-	p.log.SetAutoHighWatermark(on || replication.UnsafeHighWatermark)
+	p.log().SetAutoHighWatermark(on || replication.UnsafeHighWatermark)
 }
 
 // countISRChange counts the members that joined and left a led
@@ -147,10 +147,10 @@ func (b *Broker) advanceHW(p *partition) {
 		return
 	}
 	lr.mu.Lock()
-	hw := lr.mu.st.HighWatermark(p.log.AckedEnd())
+	hw := lr.mu.st.HighWatermark(p.log().AckedEnd())
 	lr.mu.Unlock()
-	if hw > p.log.HighWatermark() {
-		p.log.SetHighWatermark(hw)
+	if hw > p.log().HighWatermark() {
+		p.log().SetHighWatermark(hw)
 	}
 }
 
@@ -163,7 +163,7 @@ func (b *Broker) replicaFetched(p *partition, replica int32, fetchOffset int64, 
 		return false
 	}
 	lr.mu.Lock()
-	ok := lr.mu.st.Fetched(replica, fetchOffset, p.log.LogEndOffset(), now)
+	ok := lr.mu.st.Fetched(replica, fetchOffset, p.log().LogEndOffset(), now)
 	lr.mu.Unlock()
 	if !ok {
 		return false

@@ -254,6 +254,15 @@ func newReplicationQuotas(reg prometheus.Registerer, samples int, window time.Du
 // in md, as Kafka's BrokerConfigHandler does on every broker config change.
 func (b *Broker) updateReplicationQuotas(md *cluster.Metadata) {
 	dynamic, clusterDefault := md.BrokerConfigs[b.cfg.NodeID], md.BrokerConfigs[-1]
+	const alterDirs = "replica.alter.log.dirs.io.max.bytes.per.second"
+	rate, ok := configs.DynamicBrokerRate(alterDirs, dynamic, clusterDefault)
+	if !ok {
+		b.logger.Warn("log dir move throttle does not parse; not throttling", "config", alterDirs)
+	}
+	if old := b.alterLogDirsRate.Swap(rate); old != rate {
+		b.loggerFor("storage").Info("log dir move throttle changed", "config", alterDirs,
+			"bytes_per_second", rate, "unthrottled", rate == configs.Unthrottled)
+	}
 	for name, q := range map[string]*replicationQuota{
 		"leader.replication.throttled.rate":   b.replQuotas.leader,
 		"follower.replication.throttled.rate": b.replQuotas.follower,

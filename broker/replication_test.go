@@ -110,9 +110,9 @@ func testReplicationFailover(t *testing.T, controlled bool) {
 		leader := bs[st.Leader-1].parts.Load().byName["rep"][p]
 		waitFor(t, 20*time.Second, fmt.Sprintf("partition %d replicated", p), func() error {
 			for _, b := range bs {
-				l := b.parts.Load().byName["rep"][p].log
-				if l.LogEndOffset() < leader.log.HighWatermark() || leader.log.HighWatermark() < perRound {
-					return fmt.Errorf("broker %d at %d, leader's high watermark %d", b.cfg.NodeID, l.LogEndOffset(), leader.log.HighWatermark())
+				l := b.parts.Load().byName["rep"][p].log()
+				if l.LogEndOffset() < leader.log().HighWatermark() || leader.log().HighWatermark() < perRound {
+					return fmt.Errorf("broker %d at %d, leader's high watermark %d", b.cfg.NodeID, l.LogEndOffset(), leader.log().HighWatermark())
 				}
 			}
 			return nil
@@ -237,7 +237,7 @@ func TestReplicationMetrics(t *testing.T) {
 func logBytes(t *testing.T, b *Broker, topic string, partition int32) []byte {
 	t.Helper()
 	p := b.parts.Load().byName[topic][partition]
-	rr, err := p.log.Read(storage.ReadOptions{Offset: p.log.LogStartOffset(), MaxBytes: 64 << 20, MaxOffset: p.log.LogEndOffset()})
+	rr, err := p.log().Read(storage.ReadOptions{Offset: p.log().LogStartOffset(), MaxBytes: 64 << 20, MaxOffset: p.log().LogEndOffset()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -309,9 +309,9 @@ func TestFollowerCatchesUp(t *testing.T) {
 	}
 	b3 := restartBroker(t, bs[2])
 	waitISR(t, bs[0], "catch", 0, "[1 2 3]")
-	leader := bs[0].parts.Load().byName["catch"][0].log
+	leader := bs[0].parts.Load().byName["catch"][0].log()
 	waitFor(t, 20*time.Second, "broker 3 at the leader's end", func() error {
-		if got, want := b3.parts.Load().byName["catch"][0].log.LogEndOffset(), leader.LogEndOffset(); got != want {
+		if got, want := b3.parts.Load().byName["catch"][0].log().LogEndOffset(), leader.LogEndOffset(); got != want {
 			return fmt.Errorf("at %d, leader at %d", got, want)
 		}
 		return nil
@@ -349,10 +349,10 @@ func TestDivergingFormerLeader(t *testing.T) {
 	})
 	rp = w2.producePartition(1, "div", 0, buildBatch(t, plainHeader(), "lost", 5))
 	checkCode(t, "acks=1 to broker 2", rp.ErrorCode, protocol.None)
-	if end := bs[1].parts.Load().byName["div"][0].log.LogEndOffset(); end != 15 {
+	if end := bs[1].parts.Load().byName["div"][0].log().LogEndOffset(); end != 15 {
 		t.Fatalf("broker 2's log end %d, want 15", end)
 	}
-	if end := bs[0].parts.Load().byName["div"][0].log.LogEndOffset(); end != 10 {
+	if end := bs[0].parts.Load().byName["div"][0].log().LogEndOffset(); end != 10 {
 		t.Fatalf("broker 1's log end %d, want 10 (its fetcher is paused)", end)
 	}
 	if err := bs[1].Close(); err != nil {
@@ -373,7 +373,7 @@ func TestDivergingFormerLeader(t *testing.T) {
 
 	b2 := restartBroker(t, bs[1])
 	waitISR(t, bs[0], "div", 0, "[1 2]")
-	l2 := b2.parts.Load().byName["div"][0].log
+	l2 := b2.parts.Load().byName["div"][0].log()
 	if l2.LogEndOffset() != 13 {
 		t.Fatalf("former leader's log end %d, want 13", l2.LogEndOffset())
 	}
@@ -455,7 +455,7 @@ func TestUncleanLeaderElection(t *testing.T) {
 		}
 		return nil
 	})
-	if end := b2.parts.Load().byName["clean"][0].log.LogEndOffset(); end != 10 {
+	if end := b2.parts.Load().byName["clean"][0].log().LogEndOffset(); end != 10 {
 		t.Fatalf("the clean topic's log end on broker 2 is %d, want 10 (nothing cut)", end)
 	}
 }
@@ -488,7 +488,7 @@ func TestFollowerFetching(t *testing.T) {
 	rp := w1.producePartition(-1, "near", 0, buildBatch(t, plainHeader(), "v", 10))
 	checkCode(t, "produce", rp.ErrorCode, protocol.None)
 	waitFor(t, 20*time.Second, "broker 2's high watermark at 10", func() error {
-		if hw := b2.parts.Load().byName["near"][0].log.HighWatermark(); hw != 10 {
+		if hw := b2.parts.Load().byName["near"][0].log().HighWatermark(); hw != 10 {
 			return fmt.Errorf("at %d", hw)
 		}
 		return nil

@@ -134,7 +134,7 @@ func testReplicationThrottle(t *testing.T, side string) {
 	}
 
 	// Broker 2 stops; 8 MB goes to brokers 1 and 3 with acks=all.
-	base := bs[1].parts.Load().byName["moving"][0].log.Size()
+	base := bs[1].parts.Load().byName["moving"][0].log().Size()
 	if err := bs[1].Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +145,7 @@ func testReplicationThrottle(t *testing.T, side string) {
 		rp := w.producePartition(-1, "moving", 0, buildRecords(t, plainHeader(), []record.Record{{Value: value}}))
 		checkCode(t, fmt.Sprint("produce ", i), rp.ErrorCode, protocol.None)
 	}
-	leaderLog := bs[0].parts.Load().byName["moving"][0].log
+	leaderLog := bs[0].parts.Load().byName["moving"][0].log()
 	backlog := leaderLog.Size()
 	// Broker 3 was in sync throughout: its traffic counts against the
 	// throttle (on broker 3, or on the leader) and is never held back.
@@ -163,7 +163,7 @@ func testReplicationThrottle(t *testing.T, side string) {
 	// Broker 2 comes back and catches up under the throttle.
 	start := time.Now()
 	b2 := restartBroker(t, bs[1])
-	l2 := b2.parts.Load().byName["moving"][0].log
+	l2 := b2.parts.Load().byName["moving"][0].log()
 	if backlog-base < 8e6 {
 		t.Fatalf("broker 2 restarted %d bytes behind, want 8 MB", backlog-base)
 	}

@@ -154,7 +154,7 @@ func retentionLog(t *testing.T, b *Broker, topic string) interface {
 	if p == nil {
 		t.Fatalf("partition %s-0: %v", topic, code)
 	}
-	return p.log
+	return p.log()
 }
 
 // TestRetentionSettings checks how topic and broker configs resolve into

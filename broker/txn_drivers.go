@@ -93,7 +93,7 @@ func (t *txnDrivers) sync(pt *partitionTable) {
 		}
 	}
 	for n, d := range t.mu.drivers {
-		if h, ok := leading[n]; !ok || h.p.log != d.log || h.epoch != d.epoch {
+		if h, ok := leading[n]; !ok || h.p.log() != d.log || h.epoch != d.epoch {
 			close(d.stop)
 			<-d.done
 			delete(t.mu.drivers, n)
@@ -103,7 +103,7 @@ func (t *txnDrivers) sync(pt *partitionTable) {
 		if _, ok := t.mu.drivers[n]; ok || t.mu.closed {
 			continue
 		}
-		d := &txnDriver{partition: n, log: h.p.log, epoch: h.epoch, reqs: make(chan txnRequest, 64),
+		d := &txnDriver{partition: n, log: h.p.log(), epoch: h.epoch, reqs: make(chan txnRequest, 64),
 			written: make(chan txn.Marker, 256), stop: make(chan struct{}), done: make(chan struct{}),
 			open: map[string]bool{}}
 		t.mu.drivers[n] = d
@@ -186,7 +186,7 @@ func (t *txnDrivers) run(d *txnDriver) {
 // leader epoch d was started for.
 func (t *txnDrivers) leads(d *txnDriver) bool {
 	p, code := t.b.lookupPartition(txnTopic, [16]byte{}, false, d.partition)
-	if code != protocol.None || p.log != d.log {
+	if code != protocol.None || p.log() != d.log {
 		return false
 	}
 	st := p.state.Load()

@@ -98,13 +98,29 @@ func TestTxnConsumeTransformProduce(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("output holds %d records, not each input once: %v", len(got), got)
 	}
-	offs, err := adm.FetchOffsets(ctx, group)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sum int64
-	offs.Each(func(o kadm.OffsetResponse) { sum += o.At })
-	if sum != n {
-		t.Fatalf("the group's committed offsets add up to %d, want %d", sum, n)
-	}
+	// EndTxn answers once the commit is decided; the markers that make
+	// the last transaction's offsets visible follow. Until they land, a
+	// require_stable fetch answers UNSTABLE_OFFSET_COMMIT, which a client
+	// retries; once every offset is stable they add up to the input.
+	waitFor(t, 10*time.Second, "stable committed offsets adding up to the input", func() error {
+		offs, err := adm.FetchOffsets(kadm.RequireStable(ctx), group)
+		if err != nil {
+			return err
+		}
+		var sum int64
+		var perr error
+		offs.Each(func(o kadm.OffsetResponse) {
+			sum += o.At
+			if o.Err != nil {
+				perr = o.Err
+			}
+		})
+		switch {
+		case perr != nil:
+			return perr
+		case sum != n:
+			t.Fatalf("the group's stable committed offsets add up to %d, want %d", sum, n)
+		}
+		return nil
+	})
 }

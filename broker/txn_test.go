@@ -368,7 +368,7 @@ func TestTxnCoordinatorFailover(t *testing.T) {
 		if code != protocol.None {
 			t.Fatalf("spread-%d at node %d: %s", p, b.cfg.NodeID, code)
 		}
-		if lso, leo := part.log.LastStableOffset(), part.log.LogEndOffset(); leo != 1 || lso != 1 {
+		if lso, leo := part.log().LastStableOffset(), part.log().LogEndOffset(); leo != 1 || lso != 1 {
 			t.Errorf("spread-%d at node %d: last stable offset %d, log end %d; want its commit marker at 0", p, b.cfg.NodeID, lso, leo)
 		}
 	}
@@ -674,7 +674,7 @@ func TestTxnOffsetsAndEndTxnV5(t *testing.T) {
 	if code != protocol.None {
 		t.Fatalf("the group's partition: %s", code)
 	}
-	if lso, leo := gp.log.LastStableOffset(), gp.log.LogEndOffset(); leo == 0 || lso != leo {
+	if lso, leo := gp.log().LastStableOffset(), gp.log().LogEndOffset(); leo == 0 || lso != leo {
 		t.Errorf("the group's %s partition: last stable offset %d, log end %d; want its commit marker written", offsetsTopic, lso, leo)
 	}
 	if code := w.addPartition(3, "offs-id", pid, epoch, "offs", 0); code != protocol.ProducerFenced {
@@ -748,7 +748,7 @@ func TestTxnCorruptPartition(t *testing.T) {
 	}
 	key := kmsg.TxnMetadataKey{TransactionalID: "bad"}
 	rec := coordinatorRecord{key: key.AppendTo(nil), value: []byte{0, 1, 2}}
-	if code, err := rb.b.appendCoordinatorBatches(txnTopic, bad, p.log, [][]coordinatorRecord{{rec}}); code != protocol.None {
+	if code, err := rb.b.appendCoordinatorBatches(txnTopic, bad, p.log(), [][]coordinatorRecord{{rec}}); code != protocol.None {
 		t.Fatalf("append a corrupt record: %s %v", code, err)
 	}
 	rb.restart(t)

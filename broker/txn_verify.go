@@ -107,7 +107,7 @@ func (b *Broker) verifyProduce(ctx context.Context, req *kmsg.ProduceRequest, by
 			if code != protocol.None {
 				continue
 			}
-			guard, inTxn := p.log.VerificationGuard(batch.ProducerID())
+			guard, inTxn := p.log().VerificationGuard(batch.ProducerID())
 			if inTxn {
 				continue
 			}

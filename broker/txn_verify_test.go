@@ -58,7 +58,7 @@ func TestTxnProduceVerification(t *testing.T) {
 	if resp := w.mustRoundTrip(end).(*kmsg.EndTxnResponse); resp.ErrorCode != 0 {
 		t.Fatalf("abort: %s", protocol.ErrorCode(resp.ErrorCode))
 	}
-	l := b.parts.Load().byName[topic][0].log
+	l := b.parts.Load().byName[topic][0].log()
 	waitFor(t, 10*time.Second, "the abort's marker", func() error {
 		if _, open := l.OngoingTxn(pid); open {
 			return errors.New("transaction still open")

@@ -153,6 +153,11 @@ type Manager struct {
 	cl     *cleaner
 	dirs   []*logDir
 
+	// moveMu serialises the steps of moves between log dirs that change
+	// which files are whose (StartMove, CancelMove, FinishMove), and a
+	// deletion's cancel of a move with them.
+	moveMu sync.Mutex
+
 	// ckptMu serialises checkpoint writes, which share their .tmp files,
 	// so that a later snapshot of the offsets is never overwritten by an
 	// earlier one.

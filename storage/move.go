@@ -118,6 +118,8 @@ func (m *Manager) SetPreferredDir(tp TopicPartition, path string) error {
 // offline; ErrUnknownPartition: no log of tp; ErrInvalidConfig: the future
 // log's name would be too long (as Kafka, which refuses such a move).
 func (m *Manager) StartMove(tp TopicPartition, path string) (bool, error) {
+	m.moveMu.Lock()
+	defer m.moveMu.Unlock()
 	d := m.dirByPath(path)
 	if d == nil {
 		return false, fmt.Errorf("%w: %s", ErrLogDirNotFound, path)
@@ -142,7 +144,7 @@ func (m *Manager) StartMove(tp TopicPartition, path string) (bool, error) {
 	case f != nil && f.dir == d:
 		return false, nil
 	case f != nil:
-		if err := m.CancelMove(tp); err != nil {
+		if err := m.cancelMoveLocked(tp); err != nil {
 			return false, err
 		}
 	}
@@ -193,6 +195,12 @@ func (m *Manager) StartMove(tp TopicPartition, path string) (bool, error) {
 // finishes the removal at the next start instead of resuming a copy with
 // files missing.
 func (m *Manager) CancelMove(tp TopicPartition) error {
+	m.moveMu.Lock()
+	defer m.moveMu.Unlock()
+	return m.cancelMoveLocked(tp)
+}
+
+func (m *Manager) cancelMoveLocked(tp TopicPartition) error {
 	m.mu.Lock()
 	f := m.mu.futures[tp]
 	delete(m.mu.futures, tp)
@@ -318,6 +326,8 @@ func copyTail(cur, fl *Log, maxBytes int64) (int64, error) {
 // again); after it, the dir is taken offline and the next start finishes
 // the move (see the top of this file).
 func (m *Manager) FinishMove(tp TopicPartition) (*Log, error) {
+	m.moveMu.Lock()
+	defer m.moveMu.Unlock()
 	cur, f, err := m.moving(tp)
 	if err != nil {
 		return nil, err
@@ -428,16 +438,23 @@ func (m *Manager) FinishMove(tp TopicPartition) (*Log, error) {
 	m.mu.dirOf[tp] = f.dir
 	delete(m.mu.futures, tp)
 	m.mu.Unlock()
-	if err := os.RemoveAll(old); err != nil {
-		m.logger.Error("removing a moved log's old dir; the next start removes it", "dir", old, "err", err)
-	}
-	if err := m.Checkpoint(); err != nil {
-		m.logger.Error("checkpointing after a log moved dirs", "partition", tp.String(), "err", err)
-	}
+	// Off the caller's path, which waits on it with writes stopped.
+	m.goTracked(func() {
+		if err := os.RemoveAll(old); err != nil {
+			m.logger.Error("removing a moved log's old dir; the next start removes it", "dir", old, "err", err)
+		}
+		if err := m.Checkpoint(); err != nil {
+			m.logger.Error("checkpointing after a log moved dirs", "partition", tp.String(), "err", err)
+		}
+	})
 	m.logger.Info("log moved between log dirs", "partition", tp.String(), "from", curDir.path, "to", f.dir.path,
 		"log_end", end)
 	return nl, nil
 }
+
+// Shut reports whether the log was closed for good (deleted, or moved to
+// another log dir: see FinishMove).
+func (l *Log) Shut() bool { return l.shut.Load() }
 
 // shutForGood closes the log for good without flushing it: no append, no
 // truncation and no read from now on (reads fail with ErrClosed; readers

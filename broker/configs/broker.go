@@ -204,7 +204,7 @@ var brokerDefs = []*Def{
 	{
 		Name: "replica.alter.log.dirs.io.max.bytes.per.second", Type: TypeLong, Default: maxInt64, check: atLeast(0),
 		Update: UpdateClusterWide, DynamicOnly: true,
-		Doc: "Upper bound, in bytes per second, of the disk I/O moving replicas between this broker's log directories. Gregor does not move replicas between log directories (no AlterReplicaLogDirs): the value is accepted and not used. Set only dynamically.",
+		Doc: "Upper bound, in bytes per second, of what moves of replicas between this broker's log directories (AlterReplicaLogDirs) copy. Set only dynamically.",
 	},
 	{
 		Name: "replication.quota.window.num", Type: TypeInt, Default: "11", check: atLeast(1),
