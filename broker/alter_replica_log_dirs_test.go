@@ -18,7 +18,7 @@ import (
 	"github.com/gregor-io/gregor/storage"
 )
 
-func alterLogDirs(t *testing.T, ctx context.Context, cl *kgo.Client, node int32, dir, topic string, parts ...int32) map[int32]protocol.ErrorCode {
+func alterLogDirs(ctx context.Context, t *testing.T, cl *kgo.Client, node int32, dir, topic string, parts ...int32) map[int32]protocol.ErrorCode {
 	t.Helper()
 	req := kmsg.NewPtrAlterReplicaLogDirsRequest()
 	d := kmsg.NewAlterReplicaLogDirsRequestDir()
@@ -42,7 +42,7 @@ func alterLogDirs(t *testing.T, ctx context.Context, cl *kgo.Client, node int32,
 
 // replicaDirs returns, from DescribeLogDirs, the dir of each of topic's
 // partitions and of each future replica.
-func replicaDirs(t *testing.T, ctx context.Context, adm *kadm.Client, topic string) (cur, future map[int32]string, lag int64) {
+func replicaDirs(ctx context.Context, t *testing.T, adm *kadm.Client, topic string) (cur, future map[int32]string, lag int64) {
 	t.Helper()
 	all, err := adm.DescribeAllLogDirs(ctx, nil)
 	if err != nil {
@@ -89,21 +89,21 @@ func TestAlterReplicaLogDirs(t *testing.T) {
 	}
 	// Both partitions in dir a, whatever the placement did.
 	for p := int32(0); p < 2; p++ {
-		if code := alterLogDirs(t, ctx, cl, b.cfg.NodeID, dirA, topic, p)[p]; code != protocol.None {
+		if code := alterLogDirs(ctx, t, cl, b.cfg.NodeID, dirA, topic, p)[p]; code != protocol.None {
 			t.Fatalf("move %s-%d to a: %v", topic, p, code)
 		}
 	}
 	waitFor(t, 30*time.Second, "both partitions in dir a", func() error {
-		cur, future, _ := replicaDirs(t, ctx, adm, topic)
+		cur, future, _ := replicaDirs(ctx, t, adm, topic)
 		if cur[0] != dirA || cur[1] != dirA || len(future) != 0 {
 			return fmt.Errorf("current %v, future %v", cur, future)
 		}
 		return nil
 	})
-	if res := alterLogDirs(t, ctx, cl, b.cfg.NodeID, filepath.Join(parent, "c"), topic, 0); res[0] != protocol.LogDirNotFound {
+	if res := alterLogDirs(ctx, t, cl, b.cfg.NodeID, filepath.Join(parent, "c"), topic, 0); res[0] != protocol.LogDirNotFound {
 		t.Fatalf("move to a dir the broker does not have: %v, want LOG_DIR_NOT_FOUND", res[0])
 	}
-	if res := alterLogDirs(t, ctx, cl, b.cfg.NodeID, dirB, "no-such-topic", 0); res[0] != protocol.UnknownTopicOrPartition {
+	if res := alterLogDirs(ctx, t, cl, b.cfg.NodeID, dirB, "no-such-topic", 0); res[0] != protocol.UnknownTopicOrPartition {
 		t.Fatalf("move of an unknown partition: %v, want UNKNOWN_TOPIC_OR_PARTITION", res[0])
 	}
 
@@ -158,18 +158,18 @@ func TestAlterReplicaLogDirs(t *testing.T) {
 		}
 		return nil
 	})
-	for p, code := range alterLogDirs(t, ctx, cl, b.cfg.NodeID, dirB, topic, 0, 1) {
+	for p, code := range alterLogDirs(ctx, t, cl, b.cfg.NodeID, dirB, topic, 0, 1) {
 		if code != protocol.None {
 			t.Fatalf("move %s-%d to b: %v", topic, p, code)
 		}
 	}
-	if code := alterLogDirs(t, ctx, cl, b.cfg.NodeID, dirB, "__consumer_offsets", 0)[0]; code != protocol.None {
+	if code := alterLogDirs(ctx, t, cl, b.cfg.NodeID, dirB, "__consumer_offsets", 0)[0]; code != protocol.None {
 		t.Fatalf("move __consumer_offsets-0 to b: %v", code)
 	}
 	// The throttle holds the copies back (the writers outrun them): the
 	// future replicas show, behind.
 	waitFor(t, 30*time.Second, "future replicas in dir b, behind", func() error {
-		cur, future, lag := replicaDirs(t, ctx, adm, topic)
+		cur, future, lag := replicaDirs(ctx, t, adm, topic)
 		if len(future) != 2 || future[0] != dirB || future[1] != dirB || lag <= 0 {
 			return fmt.Errorf("current %v future %v, lag %d, running %v", cur, future, lag, b.logs.Futures())
 		}
@@ -180,7 +180,7 @@ func TestAlterReplicaLogDirs(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, time.Minute, "the moves done", func() error {
-		cur, future, _ := replicaDirs(t, ctx, adm, topic)
+		cur, future, _ := replicaDirs(ctx, t, adm, topic)
 		if cur[0] != dirB || cur[1] != dirB || len(future) != 0 {
 			return fmt.Errorf("current %v, future %v", cur, future)
 		}
@@ -210,7 +210,7 @@ func TestAlterReplicaLogDirs(t *testing.T) {
 		mu.Lock()
 		defer mu.Unlock()
 		for p := int32(0); p < 2; p++ {
-			got := consumeValues(t, ctx, b, topic, p, len(acked[p]))
+			got := consumeValues(ctx, t, b, topic, p, len(acked[p]))
 			if len(got) != len(acked[p]) {
 				t.Fatalf("%s: partition %d holds %d records, %d acknowledged", when, p, len(got), len(acked[p]))
 			}
@@ -242,7 +242,7 @@ func TestAlterReplicaLogDirs(t *testing.T) {
 }
 
 // consumeValues reads n records of topic's partition from offset 0.
-func consumeValues(t *testing.T, ctx context.Context, b *Broker, topic string, partition int32, n int) []string {
+func consumeValues(ctx context.Context, t *testing.T, b *Broker, topic string, partition int32, n int) []string {
 	t.Helper()
 	cl := newClient(t, b, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {partition: kgo.NewOffset().At(0)}}))
 	var out []string
@@ -285,11 +285,11 @@ func TestAlterReplicaLogDirsResumes(t *testing.T) {
 	if _, err := adm.CreateTopic(ctx, 1, 1, nil, topic); err != nil {
 		t.Fatal(err)
 	}
-	if code := alterLogDirs(t, ctx, cl, b.cfg.NodeID, dirA, topic, 0)[0]; code != protocol.None {
+	if code := alterLogDirs(ctx, t, cl, b.cfg.NodeID, dirA, topic, 0)[0]; code != protocol.None {
 		t.Fatal(code)
 	}
 	waitFor(t, 30*time.Second, "the partition in dir a", func() error {
-		if cur, future, _ := replicaDirs(t, ctx, adm, topic); cur[0] != dirA || len(future) != 0 {
+		if cur, future, _ := replicaDirs(ctx, t, adm, topic); cur[0] != dirA || len(future) != 0 {
 			return fmt.Errorf("current %v, future %v", cur, future)
 		}
 		return nil
@@ -317,11 +317,11 @@ func TestAlterReplicaLogDirsResumes(t *testing.T) {
 		}
 		return nil
 	})
-	if code := alterLogDirs(t, ctx, cl, b.cfg.NodeID, dirB, topic, 0)[0]; code != protocol.None {
+	if code := alterLogDirs(ctx, t, cl, b.cfg.NodeID, dirB, topic, 0)[0]; code != protocol.None {
 		t.Fatal(code)
 	}
 	waitFor(t, 30*time.Second, "part of the copy made", func() error {
-		if cur, future, lag := replicaDirs(t, ctx, adm, topic); future[0] != dirB || lag <= 0 || lag == 3000 {
+		if cur, future, lag := replicaDirs(ctx, t, adm, topic); future[0] != dirB || lag <= 0 || lag == 3000 {
 			return fmt.Errorf("current %v future %v, lag %d, futures %v", cur, future, lag, b.logs.Futures())
 		}
 		return nil
@@ -340,12 +340,12 @@ func TestAlterReplicaLogDirsResumes(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, time.Minute, "the resumed move done", func() error {
-		if cur, future, _ := replicaDirs(t, ctx, adm2, topic); cur[0] != dirB || len(future) != 0 {
+		if cur, future, _ := replicaDirs(ctx, t, adm2, topic); cur[0] != dirB || len(future) != 0 {
 			return fmt.Errorf("current %v, future %v", cur, future)
 		}
 		return nil
 	})
-	got := consumeValues(t, ctx, b2, topic, 0, len(want))
+	got := consumeValues(ctx, t, b2, topic, 0, len(want))
 	if len(got) != len(want) {
 		t.Fatalf("%d records after the move, want %d", len(got), len(want))
 	}

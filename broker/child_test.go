@@ -34,7 +34,9 @@ const (
 
 // childBrokerSpec is what a parent test tells TestChildBroker.
 type childBrokerSpec struct {
-	Dir            string `json:"dir"`
+	Dir string `json:"dir"`
+	// SecondDir, when set, is a second log dir.
+	SecondDir      string `json:"second_dir"`
 	KafkaPort      int    `json:"kafka_port"`
 	AdminPort      int    `json:"admin_port"` // 0: no admin server
 	EtcdClientPort int    `json:"etcd_client_port"`
@@ -75,6 +77,9 @@ func TestChildBroker(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Listeners = []string{fmt.Sprintf("PLAINTEXT://127.0.0.1:%d", spec.KafkaPort)}
 	cfg.LogDirs = []string{spec.Dir}
+	if spec.SecondDir != "" {
+		cfg.LogDirs = append(cfg.LogDirs, spec.SecondDir)
+	}
 	cfg.AdminListener = ""
 	if spec.AdminPort != 0 {
 		cfg.AdminListener = fmt.Sprintf("127.0.0.1:%d", spec.AdminPort)

@@ -28,12 +28,20 @@ package broker
 // the cleaner's backoff and whether it runs at all, and the compacted
 // topic's segment.ms and dirty ratio.
 //
+// The broker has two log dirs, and all along partitions of both topics
+// move between them (AlterReplicaLogDirs, the copy throttled so that it
+// takes a while), so kills land while a copy runs and while a moved log is
+// put in place: the next start resumes the copy or finishes the move, and
+// every acknowledged record is still there. With 50 cycles or more, at
+// least one restart must have found a move under way.
+//
 // The RNG seed is logged; GREGOR_CRASH_SEED=<seed> replays the same
 // choices (kill points, codec), though not the same timing.
 // GREGOR_CRASH_CYCLES=<n> sets the number of kill -9 cycles (default
 // crashCycles; `make crash-test` runs 100).
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -47,6 +55,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/gregor-io/gregor/protocol"
 	"github.com/gregor-io/gregor/protocol/record"
@@ -145,6 +154,7 @@ func TestBrokerCrash(t *testing.T) {
 
 	spec, start := crashHarness(t)
 	spec.CleanerBackoff = 100 * time.Millisecond
+	spec.SecondDir = t.TempDir()
 	child := start()
 
 	ctx := testContext(t, 8*time.Minute+time.Duration(cycles)*20*time.Second)
@@ -173,6 +183,7 @@ func TestBrokerCrash(t *testing.T) {
 		t.Fatal(err)
 	}
 	clusterID := md.Cluster
+	moves := startCrashMoves(ctx, t, adm, addr, []string{spec.Dir, spec.SecondDir}, rng.Uint64())
 
 	codecs := []struct {
 		name  string
@@ -357,6 +368,12 @@ func TestBrokerCrash(t *testing.T) {
 	budget.stop = true
 	budget.cond.Broadcast()
 	budget.Unlock()
+	resumed, finished := moves.stop(t, spec)
+	t.Logf("log dir moves: %d asked; restarts found %d copies under way (resumed) and %d moves past their marker (finished)",
+		moves.asked.Load(), resumed, finished)
+	if cycles >= 50 && resumed+finished == 0 {
+		t.Errorf("%d kills and not one found a move between log dirs under way: the moves did not run", cycles)
+	}
 	if err := prod.Flush(ctx); err != nil {
 		t.Fatalf("flush: %v", err)
 	}
@@ -673,4 +690,85 @@ func TestBrokerCrashProducerState(t *testing.T) {
 			t.Errorf("partition %d: next batch at %d, want %d", p, rp.BaseOffset, wantEnd[p])
 		}
 	}
+}
+
+// crashMoves moves partitions of the crash topics between the child
+// broker's log dirs while the cycles run.
+type crashMoves struct {
+	asked atomic.Int64
+	done  chan struct{}
+	quit  chan struct{}
+}
+
+// startCrashMoves throttles moves between log dirs to 1 MB/s (a dynamic
+// config, kept across restarts) and asks, every 200 to 600 ms, for the
+// next partition of the crash topics in turn to move to the dir it was
+// not last asked to go to: a move still under way is then cancelled (the
+// replica stays where it is), else it starts. Errors (the broker is down,
+// restarting) are expected and ignored.
+func startCrashMoves(ctx context.Context, t *testing.T, adm *kadm.Client, addr string, dirs []string, seed uint64) *crashMoves {
+	t.Helper()
+	rate := "1000000"
+	if _, err := adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Name: "replica.alter.log.dirs.io.max.bytes.per.second", Value: &rate}}); err != nil {
+		t.Fatalf("throttle log dir moves: %v", err)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RetryTimeout(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &crashMoves{done: make(chan struct{}), quit: make(chan struct{})}
+	rng := rand.New(rand.NewPCG(seed, seed^0x51))
+	type part struct {
+		topic string
+		p     int32
+	}
+	var parts []part
+	for p := range int32(crashPartitions) {
+		parts = append(parts, part{crashTopic, p})
+	}
+	parts = append(parts, part{crashCompacted, 0})
+	last := make([]int, len(parts))
+	go func() {
+		defer close(m.done)
+		defer cl.Close()
+		for {
+			select {
+			case <-m.quit:
+				return
+			case <-ctx.Done():
+				return
+			case <-time.After(time.Duration(200+rng.IntN(400)) * time.Millisecond):
+			}
+			i := int(m.asked.Load()) % len(parts)
+			topic, p := parts[i].topic, parts[i].p
+			last[i] = (last[i] + 1) % len(dirs)
+			req := kmsg.NewPtrAlterReplicaLogDirsRequest()
+			d := kmsg.NewAlterReplicaLogDirsRequestDir()
+			d.Dir = dirs[last[i]]
+			rt := kmsg.NewAlterReplicaLogDirsRequestDirTopic()
+			rt.Topic, rt.Partitions = topic, []int32{p}
+			d.Topics = append(d.Topics, rt)
+			req.Dirs = append(req.Dirs, d)
+			rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			_, _ = req.RequestWith(rctx, cl) // the broker may be down: the next ask goes on
+			m.asked.Add(1)
+			cancel()
+		}
+	}()
+	return m
+}
+
+// stop ends the moves and counts, in the child brokers' logs, the starts
+// that resumed a copy or finished a move a kill interrupted.
+func (m *crashMoves) stop(t *testing.T, spec *childBrokerSpec) (resumed, finished int) {
+	t.Helper()
+	close(m.quit)
+	<-m.done
+	logs, _ := filepath.Glob(filepath.Join(filepath.Dir(spec.Dir), "*", "child-*.log"))
+	for _, p := range logs {
+		s := readFile(p)
+		resumed += strings.Count(s, "resuming a log move between log dirs")
+		finished += strings.Count(s, "finished a log move a crash interrupted") + strings.Count(s, "finished a log move interrupted after its rename")
+	}
+	return resumed, finished
 }

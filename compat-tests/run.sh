@@ -143,7 +143,7 @@ start_gregor() {
 	(cd "$root" && go build -o bin/gregor ./cmd/gregor)
 	# shellcheck disable=SC2086 # GREGOR_SERVE_ARGS is a list of flags.
 	"$root/bin/gregor" serve \
-		--log.dirs "$work/gregor-data" \
+		--log.dirs "$work/gregor-data,$work/gregor-data-b" \
 		--listeners "PLAINTEXT://127.0.0.1:$port" \
 		--admin.listener "127.0.0.1:$admin" \
 		--etcd.client.addr 127.0.0.1:0 \
@@ -183,7 +183,7 @@ start_gregor_cluster() {
 		# shellcheck disable=SC2086 # GREGOR_SERVE_ARGS is a list of flags.
 		"$root/bin/gregor" serve \
 			--node.id "$i" \
-			--log.dirs "$work/gregor-data-$i" \
+			--log.dirs "$work/gregor-data-$i,$work/gregor-data-$i-b" \
 			--listeners "PLAINTEXT://127.0.0.1:${ports[i - 1]}" \
 			--admin.listener "127.0.0.1:${admins[i - 1]}" \
 			--etcd.client.addr "127.0.0.1:${clients[i - 1]}" \
@@ -239,7 +239,7 @@ if ((cluster == 1)); then
 	port=$(free_port)
 	ports=("$port")
 	if [[ $target == kafka ]]; then
-		"$here/kafka/kafka.sh" start "$work/kafka" "$port"
+		KAFKA_TWO_LOG_DIRS=1 "$here/kafka/kafka.sh" start "$work/kafka" "$port"
 	else
 		start_gregor "$port"
 	fi
@@ -247,7 +247,7 @@ else
 	read -r -a ports <<<"$(free_ports "$cluster")"
 	if [[ $target == kafka ]]; then
 		list=${ports[*]}
-		"$here/kafka/kafka.sh" start-cluster "$work/kafka" "${list// /,}"
+		KAFKA_TWO_LOG_DIRS=1 "$here/kafka/kafka.sh" start-cluster "$work/kafka" "${list// /,}"
 	else
 		start_gregor_cluster "${ports[@]}"
 	fi

@@ -92,6 +92,9 @@
 #                             --execute --throttle, --verify (throttles
 #                             cleared), --list, and on a cluster --cancel of
 #                             a throttled move in flight
+#     admin-log-dirs          kafka-log-dirs --describe, and a replica moved
+#                             to its broker's other log dir with
+#                             kafka-reassign-partitions (log_dirs), --verify
 #   kcat (version: kcat -V, with its librdkafka)
 #     produce-consume-<codec> -P -z <codec> -H ... -Z, read back with -C -e
 #                             and a -f format with %h (headers) and %S
@@ -1979,6 +1982,72 @@ PY
 	say "  --generate --broker-list 2,3: $want; --execute --throttle 10000000 (throttles set), --verify completed (throttles cleared), --list none, replicas $want; 6 MB move of $b-0 1 -> 2 at 300 kB/s listed in flight, --cancel: back on 1, no throttles"
 }
 
+# kafka-log-dirs and a move between log dirs (the lab's brokers have two
+# each): 3,000 records of 1 kB into L-0 on broker 1; kafka-log-dirs
+# --describe lists broker 1's two log dirs and L-0 in one of them;
+# kafka-reassign-partitions --execute with "log_dirs" naming the other one
+# says it started moving the replica's log dir, --verify then reports
+# "Reassignment of replica L-0-1 completed successfully.", kafka-log-dirs
+# shows L-0 in the other dir and no future replica, and the 3,000 records
+# read back.
+lab_admin_log_dirs() {
+	need_java
+	local t=${P}logdirs out=$work/admin-log-dirs got from to start
+	if (($(brokers_given) == 1)); then
+		create_topic "$t" 1
+	else
+		topics_cmd "$out.create" --create --topic "$t" --replica-assignment 1
+	fi
+	kafka_java org.apache.kafka.tools.ProducerPerformance --topic "$t" --num-records 3000 --record-size 1000 \
+		--throughput -1 --producer-props "bootstrap.servers=$bs" acks=all </dev/null >"$out.perf" 2>"$out.perf.err" ||
+		fail "kafka-producer-perf-test --num-records 3000 --record-size 1000 exited with status $?" "$out.perf.err"
+	logdirs_cmd "$out.describe1" --describe --topic-list "$t" --broker-list 1
+	python3 - "$out.describe1" "$t" >"$out.dirs" <<'PY' || fail "kafka-log-dirs --describe --topic-list $t --broker-list 1: $(cat "$out.dirs")"
+import json, sys
+path, topic = sys.argv[1], sys.argv[2]
+line = [l for l in open(path) if l.startswith("{")]
+try:
+    d = json.loads(line[0])
+    b = [b for b in d["brokers"] if b["broker"] == 1][0]
+except (IndexError, KeyError, ValueError) as e:
+    print(f"expected a JSON line with broker 1 ({e}); it printed: {open(path).read()[:300]}")
+    sys.exit(1)
+dirs = [x["logDir"] for x in b["logDirs"]]
+have = [x["logDir"] for x in b["logDirs"] for p in x["partitions"] if p["partition"] == topic + "-0" and not p["isFuture"]]
+if len(dirs) != 2 or len(have) != 1 or any(x["error"] for x in b["logDirs"]):
+    print(f"expected two log dirs without error and {topic}-0 in one of them, got dirs {dirs}, {topic}-0 in {have}: {line[0][:300]}")
+    sys.exit(1)
+print(have[0], [x for x in dirs if x != have[0]][0])
+PY
+	read -r from to <"$out.dirs"
+	printf '{"version":1,"partitions":[{"topic":"%s","partition":0,"replicas":[1],"log_dirs":["%s"]}]}\n' "$t" "$to" >"$out.json"
+	reassign_cmd "$out.execute" --execute --reassignment-json-file "$out.json"
+	grep -q "log directory.*$t.*0" "$out.execute" ||
+		fail "kafka-reassign-partitions --execute with log_dirs: expected it to say it started moving the log directory of $t-0, it printed: $(lines_of "$out.execute")" "$out.execute.err"
+	start=$SECONDS
+	until reassign_cmd "$out.verify" --verify --reassignment-json-file "$out.json" &&
+		grep -Fxq "Reassignment of replica $t-0-1 completed successfully." "$out.verify"; do
+		((SECONDS < start + 60)) || fail "kafka-reassign-partitions --verify: no 'Reassignment of replica $t-0-1 completed successfully.' after 60s: $(lines_of "$out.verify")"
+		sleep 1
+	done
+	logdirs_cmd "$out.describe2" --describe --topic-list "$t" --broker-list 1
+	got=$(python3 - "$out.describe2" "$t" <<'PY'
+import json, sys
+path, topic = sys.argv[1], sys.argv[2]
+d = json.loads([l for l in open(path) if l.startswith("{")][0])
+print(" ".join(sorted(x["logDir"] + (":future" if p["isFuture"] else "")
+    for b in d["brokers"] for x in b["logDirs"] for p in x["partitions"] if p["partition"] == topic + "-0")))
+PY
+)
+	[[ $got == "$to" ]] || fail "kafka-log-dirs --describe after the move: expected $t-0 in $to alone, got '$got'"
+	kafka_java "$CONSUMER" --bootstrap-server "$bs" --topic "$t" --partition 0 --offset earliest \
+		--max-messages 3000 --timeout-ms 30000 </dev/null 2>"$out.consume.err" | wc -l >"$out.count"
+	got=$(tr -d ' ' <"$out.count")
+	[[ $got == 3000 ]] || fail "kafka-console-consumer after the move read $got records of 3000" "$out.consume.err"
+	say "  $t-0 (3 MB) moved from $(basename "$from") to $(basename "$to") on broker 1: --execute with log_dirs, --verify completed, kafka-log-dirs shows it moved, 3000 records read back"
+}
+logdirs_cmd() { stdout_tool_cmd org.apache.kafka.tools.LogDirsCommand kafka-log-dirs "$@"; }
+
 # lab_scenario CLIENT NAME FUNC ARGS...: runs a lab scenario and appends its
 # result line to $COMPAT_RESULTS: client, version, scenario, pass or fail,
 # seconds, and a one-line detail (the scenario's last summary line, or the
@@ -2054,6 +2123,7 @@ lab_main() {
 	lab_scenario console-tools admin-transactions lab_admin_transactions
 	lab_scenario console-tools admin-leader-election lab_admin_leader_election
 	lab_scenario console-tools admin-reassign lab_admin_reassign
+	lab_scenario console-tools admin-log-dirs lab_admin_log_dirs
 	for codec in none gzip snappy lz4 zstd; do
 		lab_scenario kcat "produce-consume-$codec" lab_kcat_produce_consume "$codec"
 	done

@@ -22,7 +22,10 @@
 # KAFKA_CONTROLLER_PORT, or else a free port picked at random. KAFKA_HEAP
 # sets -Xms/-Xmx of each JVM (default 1g, 768m in a cluster: three JVMs
 # share the lab machine). Extra broker settings, one key=value per line, can
-# be appended with KAFKA_EXTRA_PROPERTIES.
+# be appended with KAFKA_EXTRA_PROPERTIES. KAFKA_TWO_LOG_DIRS (non-empty)
+# gives each node a second log dir, WORKDIR/data-b, formatted with the
+# first (the compatibility lab's brokers have two, for kafka-log-dirs and
+# moves between log dirs).
 #
 # A cluster differs from the single node only where a cluster must: the
 # internal topics are replicated to three brokers
@@ -95,7 +98,7 @@ advertised.listeners=PLAINTEXT://127.0.0.1:$port
 controller.listener.names=CONTROLLER
 inter.broker.listener.name=PLAINTEXT
 listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
-log.dirs=$dir/data
+log.dirs=$dir/data${KAFKA_TWO_LOG_DIRS:+,$dir/data-b}
 num.partitions=1
 offsets.topic.replication.factor=$rf
 transaction.state.log.replication.factor=$rf
