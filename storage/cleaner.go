@@ -391,7 +391,9 @@ func (cl *cleaner) cleanLog(ctx context.Context, l *Log, force bool) (CleanStats
 	l.cleanMu.Lock()
 	defer l.cleanMu.Unlock()
 	cfg := l.cfg.Load()
-	if !cfg.Compact {
+	if !cfg.Compact || l.shut.Load() {
+		// A log deleted, or moved to another log dir, since the pass
+		// listed it: nothing of it is to be rewritten.
 		return st, nil
 	}
 	now := cl.now().UnixMilli()
