@@ -152,9 +152,15 @@ func TestBrokerCrash(t *testing.T) {
 		cycles = n
 	}
 
-	spec, start := crashHarness(t)
+	spec, startChild := crashHarness(t)
 	spec.CleanerBackoff = 100 * time.Millisecond
 	spec.SecondDir = t.TempDir()
+	var childLogs []string
+	start := func() *childBroker {
+		c := startChild()
+		childLogs = append(childLogs, c.logPath)
+		return c
+	}
 	child := start()
 
 	ctx := testContext(t, 8*time.Minute+time.Duration(cycles)*20*time.Second)
@@ -368,7 +374,7 @@ func TestBrokerCrash(t *testing.T) {
 	budget.stop = true
 	budget.cond.Broadcast()
 	budget.Unlock()
-	resumed, finished := moves.stop(t, spec)
+	resumed, finished := moves.stop(childLogs)
 	t.Logf("log dir moves: %d asked; restarts found %d copies under way (resumed) and %d moves past their marker (finished)",
 		moves.asked.Load(), resumed, finished)
 	if cycles >= 50 && resumed+finished == 0 {
@@ -760,11 +766,9 @@ func startCrashMoves(ctx context.Context, t *testing.T, adm *kadm.Client, addr s
 
 // stop ends the moves and counts, in the child brokers' logs, the starts
 // that resumed a copy or finished a move a kill interrupted.
-func (m *crashMoves) stop(t *testing.T, spec *childBrokerSpec) (resumed, finished int) {
-	t.Helper()
+func (m *crashMoves) stop(logs []string) (resumed, finished int) {
 	close(m.quit)
 	<-m.done
-	logs, _ := filepath.Glob(filepath.Join(filepath.Dir(spec.Dir), "*", "child-*.log"))
 	for _, p := range logs {
 		s := readFile(p)
 		resumed += strings.Count(s, "resuming a log move between log dirs")
