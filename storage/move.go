@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/gregor-io/gregor/protocol/record"
 )
@@ -336,10 +337,16 @@ func (m *Manager) FinishMove(tp TopicPartition) (*Log, error) {
 	curDir := m.mu.dirOf[tp]
 	m.mu.RUnlock()
 	fl := f.log
+	// What was copied so far goes to disk before writes stop, so that the
+	// flush under the stop covers only the last batches.
+	if err := fl.sync(); err != nil {
+		return nil, err
+	}
 	// No cleaning swaps cur's segments from here on.
 	cur.cleanMu.Lock()
 	defer cur.cleanMu.Unlock()
 
+	stopped := time.Now()
 	cur.mu.Lock()
 	if cur.mu.closed {
 		cur.mu.Unlock()
@@ -448,7 +455,7 @@ func (m *Manager) FinishMove(tp TopicPartition) (*Log, error) {
 		}
 	})
 	m.logger.Info("log moved between log dirs", "partition", tp.String(), "from", curDir.path, "to", f.dir.path,
-		"log_end", end)
+		"log_end", end, "writes_stopped", time.Since(stopped))
 	return nl, nil
 }
 
