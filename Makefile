@@ -114,7 +114,7 @@ gobench: ## Go benchmarks (BENCHCOUNT runs, default 5) into bench.out, then a be
 
 .PHONY: crash-test
 CRASH_CYCLES ?= 100
-crash-test: ## kill -9 a child broker under idempotent acks=all load CRASH_CYCLES times (default 100); checks every acknowledged record.
+crash-test: ## kill -9 a child broker under idempotent acks=all load, partitions moving between its two log dirs, CRASH_CYCLES times (default 100); checks every acknowledged record.
 	GREGOR_CRASH_CYCLES=$(CRASH_CYCLES) $(GO) test -count=1 -timeout 60m -run '^TestBrokerCrash$$' -v ./broker/
 
 .PHONY: failover-test
