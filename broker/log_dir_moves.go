@@ -74,6 +74,15 @@ func (b *Broker) runLogDirMove(tp storage.TopicPartition) {
 		if errors.Is(err, storage.ErrUnknownPartition) {
 			return
 		}
+		if errors.Is(err, storage.ErrLogFailed) {
+			// A log dir of the move went offline: the move is given up,
+			// as Kafka drops a future replica in a failed dir.
+			logger.Error("giving up a move between log dirs: a log dir failed", "partition", tp.String(), "err", err)
+			if cerr := b.logs.CancelMove(tp); cerr != nil {
+				logger.Error("removing the future log of a move given up; the next start resumes or removes it", "partition", tp.String(), "err", cerr)
+			}
+			return
+		}
 		if err != nil {
 			logger.Error("copying a log to its future log; trying again", "partition", tp.String(), "err", err)
 			b.sleep(time.Second)

@@ -184,6 +184,9 @@ type Manager struct {
 	// of a partition dir (detachAndRename), so that a test can take the
 	// files as a kill -9 at that moment leaves them.
 	stepHook func(step string)
+	// markerHook, set only by tests, runs before a move-done marker is
+	// written; an error it returns is the write's.
+	markerHook func(dir string) error
 	// creating counts the Creates under way; Add is only called under mu
 	// while the Manager is open, so Close can wait for them.
 	creating sync.WaitGroup

@@ -394,13 +394,29 @@ func (m *Manager) FinishMove(tp TopicPartition) (*Log, error) {
 	}
 	fl.SetHighWatermark(cur.HighWatermark())
 	hw, start, end := fl.HighWatermark(), fl.LogStartOffset(), fl.LogEndOffset()
-	if err := fl.Close(); err != nil {
+	// A future log that fails from here is closed: the move is given up
+	// (asked again, it starts over), and cur gets its writes back only
+	// once no move-done marker can be left on disk to finish the move at
+	// the next start with a log that lacks those writes.
+	giveUp := func(err error) (*Log, error) {
+		m.failDirOnIO(f.dir, err)
+		m.mu.Lock()
+		delete(m.mu.futures, tp)
+		m.mu.Unlock()
+		if derr := m.dropFuture(tp, f); derr != nil {
+			// The marker may be there: cur stays stopped, and its dir
+			// offline until the next start settles the move.
+			m.failDir(curDir, derr)
+			return nil, errors.Join(err, derr)
+		}
 		return reopen(err)
 	}
+	if err := fl.Close(); err != nil {
+		return giveUp(err)
+	}
 	m.step("future closed")
-	if err := writeMoveDone(fl.dir); err != nil {
-		m.failDirOnIO(f.dir, err)
-		return reopen(err)
+	if err := m.writeMoveDone(fl.dir); err != nil {
+		return giveUp(err)
 	}
 	m.step("marked done")
 
@@ -478,7 +494,14 @@ func (l *Log) shutForGood() {
 	l.notify.broadcast()
 }
 
-func writeMoveDone(dir string) error {
+// writeMoveDone writes the move-done marker in dir; a test may make it
+// fail (Manager.markerHook).
+func (m *Manager) writeMoveDone(dir string) error {
+	if m.markerHook != nil {
+		if err := m.markerHook(dir); err != nil {
+			return err
+		}
+	}
 	p := filepath.Join(dir, moveDoneFile)
 	f, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
 	if err != nil {

@@ -435,3 +435,49 @@ func TestStartMoveErrors(t *testing.T) {
 		t.Fatalf("preferred unknown dir: %v", err)
 	}
 }
+
+// TestMoveGivenUpWhenMarkerFails: when the move-done marker cannot be
+// written, the move is given up: the future log is removed (no marker can
+// be left to finish the move at the next start), the log takes writes
+// again, and a restart finds it whole, in place, with no move.
+func TestMoveGivenUpWhenMarkerFails(t *testing.T) {
+	t.Parallel()
+	parent, m := twoDirs(t)
+	tp := TopicPartition{Topic: "unmarked", Partition: 0}
+	l := createIn(t, m, tp, filepath.Join(parent, "a"))
+	appendN(t, l, 30, 0)
+	if _, err := m.StartMove(tp, filepath.Join(parent, "b")); err != nil {
+		t.Fatal(err)
+	}
+	copyAll(t, m, tp)
+	m.markerHook = func(string) error { return &os.PathError{Op: "write", Path: "move.done", Err: errors.New("injected")} }
+	if _, err := m.FinishMove(tp); err == nil {
+		t.Fatal("FinishMove succeeded without its marker")
+	}
+	if _, _, ok := m.Future(tp); ok {
+		t.Fatal("the future log outlived a move given up")
+	}
+	appendN(t, l, 2, 500) // the log takes writes again
+	want := readAll(t, l, 0, 0)
+	end := l.LogEndOffset()
+	m.Close()
+	if left, _ := filepath.Glob(filepath.Join(parent, "b", "*")); slices.ContainsFunc(left, func(p string) bool {
+		_, isFuture := parseFutureDirName(filepath.Base(p))
+		return isFuture
+	}) {
+		t.Fatalf("a future log is left on disk: %v", left)
+	}
+	m2, err := openTwo(parent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m2.Close()
+	l2, ok := m2.Get(tp)
+	if !ok {
+		t.Fatal("no log after the restart")
+	}
+	if d, _ := m2.LogDir(tp); d != filepath.Join(parent, "a") {
+		t.Fatalf("log in %s after a move given up", d)
+	}
+	sameLog(t, "after a move given up", l2, want, end, 0)
+}
