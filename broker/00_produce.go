@@ -228,12 +228,8 @@ func (b *Broker) awaitReplicated(ctx context.Context, p *partition, upTo int64) 
 		if !l.Shut() {
 			return
 		}
-		// The log moved to another log dir (or went): the move hands the
-		// partition its new log under the role lock.
-		p.role.Lock()
-		moved := p.log() != l
-		p.role.Unlock()
-		if !moved {
+		// The log moved to another log dir (or went).
+		if p.logAfterMove() == l {
 			return
 		}
 	}

@@ -384,13 +384,9 @@ func (b *Broker) fetchRound(items []*sessionPartition, req *kmsg.FetchRequest, b
 			ReadCommitted: committed}
 		rr, err := l.Read(opts)
 		if errors.Is(err, storage.ErrClosed) {
-			// Moved to another log dir under the read: the move hands the
-			// partition its new log, holding the same records, under the
-			// role lock.
-			p.role.Lock()
-			nl := p.log()
-			p.role.Unlock()
-			if nl != l {
+			// Moved to another log dir under the read: the new log holds
+			// the same records.
+			if nl := p.logAfterMove(); nl != l {
 				l = nl
 				rr, err = l.Read(opts)
 			}

@@ -184,14 +184,17 @@ func (p *partition) appendRetry(fn func(l *storage.Log) (storage.AppendResult, e
 	for {
 		l := p.log()
 		res, err := fn(l)
-		if !errors.Is(err, storage.ErrClosed) {
-			return res, err
-		}
-		p.role.Lock()
-		moved := p.log() != l
-		p.role.Unlock()
-		if !moved {
+		if !errors.Is(err, storage.ErrClosed) || p.logAfterMove() == l {
 			return res, err
 		}
 	}
+}
+
+// logAfterMove returns the partition's log once a move to another log dir
+// that is putting its new log in place has done so (it holds the role lock
+// meanwhile). Not for callers holding the role lock.
+func (p *partition) logAfterMove() *storage.Log {
+	p.role.Lock()
+	defer p.role.Unlock()
+	return p.log()
 }
