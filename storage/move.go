@@ -170,25 +170,32 @@ func (m *Manager) StartMove(tp TopicPartition, path string) (bool, error) {
 		}
 	}
 	if err != nil {
-		if rmErr := os.RemoveAll(fpath); rmErr != nil {
-			m.logger.Error("removing a future log whose create failed", "dir", fpath, "err", rmErr)
-		}
+		m.discardNewFuture(fpath, "its create failed")
 		m.failDirOnIO(d, err)
 		return false, err
 	}
+	m.step("future created")
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.mu.closed || m.mu.logs[tp] != cur || m.mu.futures[tp] != nil {
 		// The log went, or another move began, meanwhile.
 		fl.closeFiles()
-		if rmErr := os.RemoveAll(fpath); rmErr != nil {
-			m.logger.Error("removing a future log no longer wanted", "dir", fpath, "err", rmErr)
-		}
+		m.discardNewFuture(fpath, "it is no longer wanted")
 		return false, fmt.Errorf("%w: %s changed while its move began", ErrUnknownPartition, tp)
 	}
 	m.mu.futures[tp] = &futureLog{log: fl, dir: d}
 	m.logger.Info("moving a log between log dirs", "partition", tp.String(), "from", curDir.path, "to", d.path)
 	return true, nil
+}
+
+// discardNewFuture removes a future log StartMove made and did not list.
+// It holds no record yet, so a crash part way through the removal leaves
+// at worst an empty copy, which the next start resumes or, once its
+// partition is gone, refuses to guess about (see the top of this file).
+func (m *Manager) discardNewFuture(path, why string) {
+	if err := os.RemoveAll(path); err != nil {
+		m.logger.Error("removing a future log: "+why, "dir", path, "err", err)
+	}
 }
 
 // CancelMove stops tp's move, if one is under way, and removes its future

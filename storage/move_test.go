@@ -407,10 +407,7 @@ func TestFutureWithoutCurrentRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	m3.Close()
-	if left, _ := filepath.Glob(filepath.Join(parent, "b", "*")); slices.ContainsFunc(left, func(p string) bool {
-		_, isFuture := parseFutureDirName(filepath.Base(p))
-		return isFuture
-	}) {
+	if left := futureDirs(filepath.Join(parent, "b")); len(left) != 0 {
 		t.Fatalf("the future log outlived its partition's deletion: %v", left)
 	}
 }
@@ -461,10 +458,7 @@ func TestMoveGivenUpWhenMarkerFails(t *testing.T) {
 	want := readAll(t, l, 0, 0)
 	end := l.LogEndOffset()
 	m.Close()
-	if left, _ := filepath.Glob(filepath.Join(parent, "b", "*")); slices.ContainsFunc(left, func(p string) bool {
-		_, isFuture := parseFutureDirName(filepath.Base(p))
-		return isFuture
-	}) {
+	if left := futureDirs(filepath.Join(parent, "b")); len(left) != 0 {
 		t.Fatalf("a future log is left on disk: %v", left)
 	}
 	m2, err := openTwo(parent)
@@ -480,4 +474,58 @@ func TestMoveGivenUpWhenMarkerFails(t *testing.T) {
 		t.Fatalf("log in %s after a move given up", d)
 	}
 	sameLog(t, "after a move given up", l2, want, end, 0)
+}
+
+// futureDirs lists the future logs' dirs in the log dir at dir.
+func futureDirs(dir string) []string {
+	all, _ := filepath.Glob(filepath.Join(dir, "*"))
+	return slices.DeleteFunc(all, func(p string) bool {
+		_, isFuture := parseFutureDirName(filepath.Base(p))
+		return !isFuture
+	})
+}
+
+// TestStartMoveKilled takes the files as a kill -9 leaves them right after
+// StartMove made the future log: the Manager opens, the log is whole and
+// in place, the empty copy is resumed, and the move then finishes.
+func TestStartMoveKilled(t *testing.T) {
+	t.Parallel()
+	parent, m := twoDirs(t)
+	tp := TopicPartition{Topic: "started", Partition: 0}
+	l := createIn(t, m, tp, filepath.Join(parent, "a"))
+	appendN(t, l, 20, 0)
+	want := readAll(t, l, 0, 0)
+	end := l.LogEndOffset()
+	var snap string
+	m.stepHook = func(step string) {
+		if step == "future created" {
+			snap = killCopyTwo(t, parent)
+		}
+	}
+	if _, err := m.StartMove(tp, filepath.Join(parent, "b")); err != nil {
+		t.Fatal(err)
+	}
+	m.Close()
+	if snap == "" {
+		t.Fatal("no step \"future created\"")
+	}
+	m2, err := openTwo(snap)
+	if err != nil {
+		t.Fatalf("open after a kill at StartMove: %v", err)
+	}
+	defer m2.Close()
+	l2, ok := m2.Get(tp)
+	if !ok {
+		t.Fatal("no log after the kill")
+	}
+	sameLog(t, "after a kill at StartMove", l2, want, end, 0)
+	if _, _, moving := m2.Future(tp); !moving {
+		t.Fatal("the copy StartMove began is not resumed")
+	}
+	copyAll(t, m2, tp)
+	nl, err := m2.FinishMove(tp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameLog(t, "moved after the kill", nl, want, end, 0)
 }
