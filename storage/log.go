@@ -572,6 +572,15 @@ func (l *Log) Err() error {
 // stays, but nothing more is appended or flushed, as Kafka takes a log dir
 // offline after a failed write or fsync.
 func (l *Log) fail(err error) error {
+	if l.shut.Load() {
+		// Closed for good (deleted, or moved to another log dir): its
+		// files were renamed or removed on purpose, and work that began
+		// before (a queued flush persisting a rolled segment's indexes)
+		// fails on them. That is no fault of the disk: the dir stays
+		// online.
+		l.wakeWaiters(math.MaxInt64, ErrClosed)
+		return ErrClosed
+	}
 	wrapped := fmt.Errorf("%w: %w", ErrLogFailed, err)
 	if l.failed.CompareAndSwap(nil, &wrapped) {
 		l.logger.Error("log failed", "err", err)

@@ -529,3 +529,35 @@ func TestStartMoveKilled(t *testing.T) {
 	}
 	sameLog(t, "moved after the kill", nl, want, end, 0)
 }
+
+// TestCancelledFutureFlushKeepsDirOnline: a flush of a future log queued
+// before its move was cancelled runs after its dir was renamed away and
+// fails to persist the indexes of the segments it rolled. That is no disk
+// fault: the log dir stays online (crash-test once took a dir offline
+// this way, and every partition in it stopped taking writes).
+func TestCancelledFutureFlushKeepsDirOnline(t *testing.T) {
+	t.Parallel()
+	parent, m := twoDirs(t)
+	defer m.Close()
+	tp := TopicPartition{Topic: "flushed", Partition: 0}
+	l := createIn(t, m, tp, filepath.Join(parent, "a"))
+	appendN(t, l, 60, 0) // several segments of 16 KiB
+	if _, err := m.StartMove(tp, filepath.Join(parent, "b")); err != nil {
+		t.Fatal(err)
+	}
+	copyAll(t, m, tp)
+	fl, _, _ := m.Future(tp)
+	if fl.SegmentCount() < 2 {
+		t.Fatalf("the copy rolled no segment (%d)", fl.SegmentCount())
+	}
+	if err := m.CancelMove(tp); err != nil {
+		t.Fatal(err)
+	}
+	if err := fl.sync(); err != nil && !errors.Is(err, ErrClosed) {
+		t.Fatalf("flush of the cancelled future log: %v, want nothing or ErrClosed", err)
+	}
+	if err := m.DirError(filepath.Join(parent, "b")); err != nil {
+		t.Fatalf("the log dir went offline: %v", err)
+	}
+	appendN(t, l, 1, 900)
+}
