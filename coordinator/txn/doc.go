@@ -95,10 +95,13 @@
 //     asks without blocking and answers COORDINATOR_LOAD_IN_PROGRESS when
 //     none is at hand.
 //   - The partition leaders' half of transactions: verifying transactional
-//     produce with AddPartitionsToTxn v4+ verify-only (KIP-890 part 1),
-//     adding partitions for transaction version 2 producers with v5
-//     (part 2), WriteTxnMarkers, the last stable offset and aborted
-//     transaction index; advertising EndTxn v5 and the transaction.version
+//     writes (Produce, and TxnOffsetCommit on the group coordinator's
+//     offsets partition) with AddPartitionsToTxn v5 verify-only (KIP-890
+//     part 1), adding the partitions for transaction version 2 producers
+//     with verify-only unset (part 2), holding a version 2 producer's next
+//     transaction until the previous one's marker is in the partition,
+//     WriteTxnMarkers, the last stable offset and aborted transaction
+//     index; advertising EndTxn v5 and the finalized transaction.version
 //     feature in ApiVersions.
 //
 // Step keeps strings of requests (ids, topics): decode requests with
@@ -117,8 +120,12 @@
 // v0-v1), and KIP-890 part 2 for EndTxn v5+: every end bumps the epoch,
 // the response carries the producer id and epoch to use next, an end at
 // the last epoch moves to a new producer id when its markers are written,
-// and a retry of a completed end (its epoch one below, or the old producer
-// id at the last epoch) is answered as the end was. Where Gregor chose
+// a retry of a completed end (its epoch one below, or the old producer
+// id at the last epoch) is answered as the end was, an abort with no
+// transaction open (Empty, CompleteCommit, CompleteAbort at the current
+// epoch) bumps the epoch and completes with no markers, and the next
+// transaction's end at the current epoch while this one's markers are
+// written is CONCURRENT_TRANSACTIONS. Where Gregor chose
 // differently, or follows a Kafka fix newer than the 3.9 code the rest
 // follows, the code says so; in short:
 //

@@ -423,7 +423,12 @@ func (c *Coordinator) addOffsets(in Input, req *kmsg.AddOffsetsToTxnRequest) {
 // endTxn handles EndTxn (Kafka's handleEndTransaction). From v5 the client
 // uses transaction version 2: every end bumps the epoch, the response
 // carries the producer id and epoch of the next transaction, and a retry
-// is recognized by its epoch being one below the current one.
+// is recognized by its epoch being one below the current one. A version 2
+// client may also abort when no transaction is open (Empty, or the last
+// one complete, at the current epoch): its partitions are added by the
+// leaders it wrote to, so it cannot know whether any was, and the empty
+// abort bumps the epoch so that nothing it sent before lands in its next
+// transaction.
 func (c *Coordinator) endTxn(in Input, req *kmsg.EndTxnRequest) {
 	v := in.Version
 	answer := func(code int16, pid int64, epoch int16) kmsg.Response {
@@ -458,9 +463,15 @@ func (c *Coordinator) endTxn(in Input, req *kmsg.EndTxnRequest) {
 	if storedTV2 {
 		switch {
 		case t.state.preparing():
-			valid = retryOnBump
+			// One below: a retry of this end. The current epoch: the
+			// next transaction's end, come before this one's markers
+			// are all written (answered CONCURRENT_TRANSACTIONS below,
+			// which clients retry).
+			valid = retryOnBump || req.ProducerEpoch == t.epoch
 		case t.state == StateCompleteCommit || t.state == StateCompleteAbort:
-			valid = retryOnBump || retryOnOverflow
+			// The current epoch is a new end (an empty abort, or an
+			// invalid transition); one below, a retry.
+			valid = retryOnBump || retryOnOverflow || req.ProducerEpoch == t.epoch
 		}
 	}
 	switch {
@@ -478,14 +489,31 @@ func (c *Coordinator) endTxn(in Input, req *kmsg.EndTxnRequest) {
 	switch t.state {
 	case StateOngoing:
 	case StateCompleteCommit, StateCompleteAbort:
-		if commit == (t.state == StateCompleteCommit) {
+		retry := retryOnBump || retryOnOverflow
+		if !storedTV2 {
+			retry = req.ProducerEpoch == t.epoch // the end kept the epoch
+		}
+		switch {
+		case retry && commit == (t.state == StateCompleteCommit):
 			// A retry of the end that completed.
 			c.respond(in.Token, answer(errNone, t.producerID, t.epoch))
-		} else {
+			return
+		case retry || commit || tv < tv2:
 			fail(errInvalidTxnState)
+			return
 		}
-		return
+		// An empty abort of a version 2 client.
+	case StateEmpty:
+		if commit || tv < tv2 {
+			fail(errInvalidTxnState)
+			return
+		}
+		// An empty abort of a version 2 client.
 	case StatePrepareCommit, StatePrepareAbort:
+		if storedTV2 && !retryOnBump {
+			fail(errConcurrentTransactions)
+			return
+		}
 		if commit == (t.state == StatePrepareCommit) {
 			fail(errConcurrentTransactions)
 		} else {

@@ -256,6 +256,10 @@ func TestEndTxnV5(t *testing.T) {
 	if r.ErrorCode != errConcurrentTransactions {
 		t.Fatalf("retry while markers are written: %+v", r)
 	}
+	// The next transaction's end (an empty abort) before the markers
+	// are written waits for them.
+	r = response[*kmsg.EndTxnResponse](h, h.send(endReq(5, "a", 1000, old+1, false)))
+	wantCode(t, "next end while markers are written", r.ErrorCode, errConcurrentTransactions)
 	h.writeMarkers()
 	r = response[*kmsg.EndTxnResponse](h, h.send(retry))
 	if r.ErrorCode != 0 || r.ProducerID != 1000 || r.ProducerEpoch != old+1 {
@@ -264,7 +268,26 @@ func TestEndTxnV5(t *testing.T) {
 	r = response[*kmsg.EndTxnResponse](h, h.send(endReq(5, "a", 1000, old, false)))
 	wantCode(t, "retry as abort", r.ErrorCode, errInvalidTxnState)
 	r = response[*kmsg.EndTxnResponse](h, h.send(endReq(5, "a", 1000, old+1, true)))
-	wantCode(t, "end with no transaction at the new epoch", r.ErrorCode, errProducerFenced)
+	wantCode(t, "commit with no transaction at the new epoch", r.ErrorCode, errInvalidTxnState)
+	// An abort with no transaction (the producer cannot know whether a
+	// leader added a partition for it) bumps the epoch and completes at
+	// once: there are no markers to write.
+	r = response[*kmsg.EndTxnResponse](h, h.send(endReq(5, "a", 1000, old+1, false)))
+	if r.ErrorCode != 0 || r.ProducerID != 1000 || r.ProducerEpoch != old+2 {
+		t.Fatalf("empty abort: %+v", r)
+	}
+	if st := h.state("a"); st.state != StateCompleteAbort || st.epoch != old+2 || len(h.markers) != 0 {
+		t.Fatalf("after the empty abort: %+v, markers %v", st, h.markers)
+	}
+	r = response[*kmsg.EndTxnResponse](h, h.send(endReq(5, "a", 1000, old+1, false)))
+	if r.ErrorCode != 0 || r.ProducerEpoch != old+2 {
+		t.Fatalf("retry of the empty abort: %+v", r)
+	}
+	r = response[*kmsg.EndTxnResponse](h, h.send(endReq(5, "a", 1000, old+2, false)))
+	if r.ErrorCode != 0 || r.ProducerEpoch != old+3 {
+		t.Fatalf("second empty abort: %+v", r)
+	}
+	p.epoch = old + 3
 
 	// Overflow: an end at the last epoch but one moves to a new producer
 	// id once its markers are written.
@@ -287,6 +310,17 @@ func TestEndTxnV5(t *testing.T) {
 		t.Fatalf("retry of the overflowing end: %+v", r)
 	}
 	wantCode(t, "add with the new id", p.add("t", 1), errNone)
+
+	// From Empty (just initialized), too; a version 0 client's end with
+	// no transaction stays INVALID_TXN_STATE (TestEndTxnChecks).
+	q := h.producerV2("b")
+	q.mustInit()
+	r = response[*kmsg.EndTxnResponse](h, h.send(endReq(5, "b", q.pid, q.epoch, false)))
+	if r.ErrorCode != 0 || r.ProducerEpoch != q.epoch+1 {
+		t.Fatalf("empty abort after InitProducerId: %+v", r)
+	}
+	r = response[*kmsg.EndTxnResponse](h, h.send(endReq(5, "b", q.pid, q.epoch+1, true)))
+	wantCode(t, "empty commit", r.ErrorCode, errInvalidTxnState)
 }
 
 func TestAddPartitionsChecks(t *testing.T) {
