@@ -20,7 +20,9 @@ package broker
 // Transactional batches (a producer id and the transactional bit) are
 // stored like idempotent ones, the first of a transaction on a partition
 // once the transaction coordinator has verified that the partition is in
-// the producer's transaction (txn_verify.go); the log tracks each producer's open
+// the producer's transaction (txn_verify.go; from v12, the transaction
+// version 2 producers use, the leader adds the partition to the
+// transaction itself); the log tracks each producer's open
 // transaction from its first transactional batch to the COMMIT or ABORT
 // marker its coordinator writes (WriteTxnMarkers), and a non-transactional
 // batch from a producer inside a transaction gets INVALID_TXN_STATE. A
@@ -327,7 +329,7 @@ func (b *Broker) produceTo(rp *kmsg.ProduceResponseTopicPartition, version int16
 	epoch := p.leaderEpoch.Load()
 	res, err = p.appendRetry(func(l *storage.Log) (storage.AppendResult, error) {
 		return l.Append(batch, storage.AppendOptions{AssignOffsets: true, LeaderEpoch: epoch,
-			VerifyTxn: b.cfg.TransactionPartitionVerification, Guard: guard})
+			VerifyTxn: b.verifiesTxn(version, produceAddsPartitions), Guard: guard})
 	})
 	if err != nil {
 		return nil, res, 0, errorCode(err)

@@ -15,8 +15,10 @@ package broker
 // Produce, the answer waits without holding the connection
 // (pendingResponse), so a coordinator may pipeline its requests. Version 2
 // (KIP-1228) adds each marker's transaction version; the marker written is
-// the same for every version Gregor's coordinators use (0 and 1: Gregor
-// does not finalize transaction.version 2), so it is read and not needed.
+// the same for every version (with version 2 its producer epoch is the
+// one the coordinator bumped at the end, above the transaction's records,
+// which the producer's state accepts like any higher epoch), so it is read
+// and not needed. Gregor's coordinators send version 1.
 //
 // A marker on a partition of __consumer_offsets ends the producer's
 // transactional offset commits there too: once the marker is answered

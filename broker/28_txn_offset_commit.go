@@ -15,29 +15,92 @@ package broker
 // later versions get COORDINATOR_LOAD_IN_PROGRESS, as Kafka answers
 // clients older than the fix of KAFKA-7296.
 //
-// Not done: the transaction verification of KIP-890 (asking the
-// transaction coordinator whether the offsets partition is in the
-// producer's transaction) and, at v5, adding it to the transaction as
-// AddOffsetsToTxn would (KIP-890 part 2). Clients skip AddOffsetsToTxn only
-// at transaction.version 2, which Gregor does not finalize (features.go),
-// so they still send it.
+// Transaction verification (KIP-890, txn_verify.go): when the producer has
+// no transaction open on the group's offsets partition yet, the
+// coordinator of its transactional id is asked first whether that
+// partition is in the transaction (transaction.partition.verification.
+// enable), or, at v5, the transaction version 2 clients use instead of
+// AddOffsetsToTxn, asked to add it. The offsets are then written under the
+// partition's verification guard, so a transaction that ended meanwhile
+// does not get offsets no marker will settle. A partition not in the
+// transaction is TRANSACTION_ABORTABLE (v4+) or INVALID_TXN_STATE, a
+// fenced producer INVALID_PRODUCER_EPOCH, and the coordinator errors a
+// client should retry COORDINATOR_NOT_AVAILABLE, as Kafka's group
+// coordinator answers them.
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gregor-io/gregor/coordinator/group"
 	"github.com/gregor-io/gregor/protocol"
 )
 
 var txnOffsetCommitAPI = handler{key: 28, min: 0, max: 5, handle: (*Broker).handleTxnOffsetCommit}
 
 func (b *Broker) handleTxnOffsetCommit(ctx context.Context, c *conn, hdr protocol.RequestHeader, r kmsg.Request) (kmsg.Response, error) {
-	resp, err := b.handleGroupRequest(ctx, c, hdr, r)
+	req := r.(*kmsg.TxnOffsetCommitRequest)
+	var resp kmsg.Response
+	if p := b.groupPartition(req.Group); p >= 0 && b.verifiesTxn(hdr.APIVersion, txnCommitAddsPartitions) {
+		d := b.groups.driver(p)
+		guard, code := b.verifyTxnOffsets(ctx, d, p, req, hdr.APIVersion)
+		if code != protocol.None {
+			resp = group.ErrorResponse(r, int16(code))
+		} else {
+			resp = b.groups.askGuarded(ctx, d, p, c, hdr, r, guard)
+		}
+	} else {
+		var err error
+		if resp, err = b.handleGroupRequest(ctx, c, hdr, r); err != nil {
+			return nil, err
+		}
+	}
 	if tr, ok := resp.(*kmsg.TxnOffsetCommitResponse); ok {
 		oldClientCodes(hdr.APIVersion, tr)
 	}
-	return resp, err
+	return resp, nil
+}
+
+// verifyTxnOffsets asks the transaction coordinator to verify (or, from
+// v5, add) offsets partition p in the producer's transaction when the
+// producer has none open there, and returns the guard to append under.
+// Without a driver for p here there is nothing to verify: the driver's
+// absence is answered by askGuarded.
+func (b *Broker) verifyTxnOffsets(ctx context.Context, d *groupDriver, p int32, req *kmsg.TxnOffsetCommitRequest,
+	version int16) (txnGuard, protocol.ErrorCode) {
+	if d == nil || req.ProducerID < 0 {
+		return txnGuard{}, protocol.None
+	}
+	guard, inTxn, pending := d.log.VerificationGuard(req.ProducerID, req.ProducerEpoch)
+	switch {
+	case inTxn:
+		return txnGuard{}, protocol.None
+	case pending:
+		// The producer's previous transaction has not got its marker
+		// here yet: retriable.
+		return txnGuard{}, protocol.CoordinatorNotAvailable
+	}
+	add := version >= txnCommitAddsPartitions
+	codes, err := b.askVerification(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, add,
+		func(yield func(string, int32) bool) { yield(offsetsTopic, p) })
+	if err != nil {
+		b.logger.Debug("transaction verification of offsets failed", "transactional_id", req.TransactionalID, "err", err)
+		return txnGuard{}, protocol.CoordinatorNotAvailable
+	}
+	code, ok := codes[fmt.Sprintf("%s/%d", offsetsTopic, p)]
+	switch {
+	case !ok:
+		return txnGuard{}, protocol.CoordinatorNotAvailable
+	case code == protocol.None:
+		return txnGuard{verify: true, guard: guard}, protocol.None
+	}
+	code = verificationCode(code, version >= txnCommitAbortable)
+	if code == protocol.NotEnoughReplicas {
+		code = protocol.CoordinatorNotAvailable
+	}
+	return txnGuard{}, code
 }
 
 // oldClientCodes replaces COORDINATOR_LOAD_IN_PROGRESS, which clients of

@@ -363,7 +363,7 @@ type grpRestartable struct {
 // embedded etcd on free ports: fixed ones (the same after a restart, so
 // clients reconnect) or, without fixedPorts, ports picked at each start.
 // The broker is closed when the test ends.
-func startGrpRestartable(t *testing.T, fixedPorts bool) *grpRestartable {
+func startGrpRestartable(t *testing.T, fixedPorts bool, mutate ...func(*Config)) *grpRestartable {
 	t.Helper()
 	cfg := DefaultConfig()
 	cfg.Listeners = []string{"PLAINTEXT://127.0.0.1:0"}
@@ -376,6 +376,9 @@ func startGrpRestartable(t *testing.T, fixedPorts bool) *grpRestartable {
 		cfg.EtcdPeerAddr = fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	}
 	fastGroups(&cfg)
+	for _, m := range mutate {
+		m(&cfg)
+	}
 	rb := &grpRestartable{cfg: cfg}
 	rb.start(t)
 	t.Cleanup(func() { rb.close(t) })

@@ -68,6 +68,16 @@ type groupRequest struct {
 	reply   chan kmsg.Response
 	inspect func(*group.Coordinator)
 	txnDone *txnDone
+	guard   txnGuard // of a TxnOffsetCommit
+}
+
+// txnGuard is how a TxnOffsetCommit's transactional batch is appended:
+// when verify is set, only under the producer's verification guard guard
+// (storage.AppendOptions.VerifyTxn), taken before the transaction
+// coordinator verified, or added, the offsets partition.
+type txnGuard struct {
+	verify bool
+	guard  uint64
 }
 
 // txnDone is a COMMIT (commit) or ABORT marker of a producer.
@@ -279,6 +289,7 @@ func (g *groupDrivers) serve(d *groupDriver, c *group.Coordinator, first group.O
 	defer timer.Stop()
 	next := first.NextTick
 	var held *groupRequest // a TxnOffsetCommit waiting for pending to be persisted
+	var guard txnGuard     // of the TxnOffsetCommit whose Output is pending
 	// take steps a request, or holds it when it is a TxnOffsetCommit; it
 	// reports whether it held it.
 	take := func(req groupRequest) bool {
@@ -301,7 +312,9 @@ func (g *groupDrivers) serve(d *groupDriver, c *group.Coordinator, first group.O
 		// records in one append and one fsync (group commit across
 		// requests).
 		if len(pending) > 0 {
-			if !g.persist(d, c, pending, logger) {
+			ok := g.persist(d, c, pending, guard, logger)
+			guard = txnGuard{}
+			if !ok {
 				if held != nil {
 					held.reply <- group.ErrorResponse(held.in.Request, int16(protocol.NotCoordinator))
 				}
@@ -312,6 +325,7 @@ func (g *groupDrivers) serve(d *groupDriver, c *group.Coordinator, first group.O
 		}
 		if held != nil {
 			pending = append(pending, c.Step(time.Now(), held.in))
+			guard = held.guard
 			held = nil
 			continue
 		}
@@ -357,9 +371,10 @@ func (g *groupDrivers) serve(d *groupDriver, c *group.Coordinator, first group.O
 // with the error Kafka gives for a failed write. An Output with
 // transactional records (a TxnOffsetCommit, always the last one, see
 // serve) has them appended after the others as a transactional batch of
-// its producer; if the partition refuses the producer (a stale epoch),
-// only that request fails, with the partition's error.
-func (g *groupDrivers) persist(d *groupDriver, c *group.Coordinator, outs []group.Output, logger *slog.Logger) bool {
+// its producer, under guard; if the partition refuses the producer (a
+// stale epoch, or a transaction that ended since it was verified), only
+// that request fails, with the partition's error.
+func (g *groupDrivers) persist(d *groupDriver, c *group.Coordinator, outs []group.Output, guard txnGuard, logger *slog.Logger) bool {
 	var set []byte
 	now := time.Now().UnixMilli()
 	txn := -1
@@ -405,7 +420,8 @@ func (g *groupDrivers) persist(d *groupDriver, c *group.Coordinator, outs []grou
 			if err != nil {
 				return g.fail(c, outs, protocol.UnknownServerError, err, logger)
 			}
-			res, err := d.log.Append(batch, storage.AppendOptions{AssignOffsets: true, LeaderEpoch: epoch})
+			res, err := d.log.Append(batch, storage.AppendOptions{AssignOffsets: true, LeaderEpoch: epoch,
+				VerifyTxn: guard.verify, Guard: guard.guard})
 			switch code := errorCode(err); {
 			case err == nil && res.Duplicate:
 				// The driver numbers its batches after the log's; a
@@ -516,7 +532,13 @@ func deliver(r group.Response) {
 // ask sends a request to the coordinator of partition and waits for its
 // response; NOT_COORDINATOR when this broker does not hold the partition.
 func (g *groupDrivers) ask(ctx context.Context, partition int32, c *conn, hdr protocol.RequestHeader, req kmsg.Request) kmsg.Response {
-	d := g.driver(partition)
+	return g.askGuarded(ctx, g.driver(partition), partition, c, hdr, req, txnGuard{})
+}
+
+// askGuarded is ask to driver d (nil when partition has none here), for a
+// TxnOffsetCommit whose batch is appended under guard.
+func (g *groupDrivers) askGuarded(ctx context.Context, d *groupDriver, partition int32, c *conn, hdr protocol.RequestHeader,
+	req kmsg.Request, guard txnGuard) kmsg.Response {
 	if d == nil {
 		return group.ErrorResponse(req, int16(g.missingDriverCode(partition)))
 	}
@@ -526,7 +548,7 @@ func (g *groupDrivers) ask(ctx context.Context, partition int32, c *conn, hdr pr
 		in.ClientID = *hdr.ClientID
 	}
 	select {
-	case d.reqs <- groupRequest{in: in, reply: reply}:
+	case d.reqs <- groupRequest{in: in, reply: reply, guard: guard}:
 	case <-d.done:
 		return group.ErrorResponse(req, int16(protocol.NotCoordinator))
 	case <-ctx.Done():

@@ -137,7 +137,7 @@ func TestTxnOffsetCommit(t *testing.T) {
 	t.Parallel()
 	const topic, groupID = "txo-topic", "txo-group"
 	unstable := -int64(protocol.UnstableOffsetCommit)
-	rb := startGrpRestartable(t, false)
+	rb := startGrpRestartable(t, false, noTxnVerification)
 	ctx := testContext(t, 2*time.Minute)
 	grpCreateTopic(ctx, t, kadm.NewClient(newClient(t, rb.b)), topic, 2)
 	w := dialWire(t, rb.b)
@@ -244,7 +244,7 @@ func TestTxnOffsetCommitNotCoordinator(t *testing.T) {
 func TestTxnOffsetCommitConcurrent(t *testing.T) {
 	t.Parallel()
 	const topic, groupID, rounds = "txo-conc", "txo-conc-group", 40
-	rb := startGrpRestartable(t, false)
+	rb := startGrpRestartable(t, false, noTxnVerification)
 	ctx := testContext(t, 2*time.Minute)
 	grpCreateTopic(ctx, t, kadm.NewClient(newClient(t, rb.b)), topic, 2)
 	txw, plainw := dialWire(t, rb.b), dialWire(t, rb.b)

@@ -1,20 +1,30 @@
 package broker
 
-// Verification of transactional produce (KIP-890 part 1).
+// Verification of transactional writes (KIP-890 part 1), and the partitions
+// a leader adds to a transaction for its producer (part 2).
 //
 // A producer's first transactional batch to a partition (no transaction of
 // its own open there) is appended only if the producer's transaction
 // coordinator says the partition was added to its transaction: the leader
-// sends the coordinator an AddPartitionsToTxn v4 request with verify_only
+// sends the coordinator an AddPartitionsToTxn v5 request with verify_only
 // set, one transaction for all such partitions of the produce request,
 // over a connection of its own to the coordinator's broker (itself too).
+// A producer of transaction version 2 (Produce v12+, TxnOffsetCommit v5+)
+// sends no AddPartitionsToTxn of its own: the leader's request then has
+// verify_only unset and the coordinator adds the partitions, which is why
+// it is made for those versions even with verification turned off
+// (transaction.partition.verification.enable=false). The same applies to
+// the partition of __consumer_offsets a TxnOffsetCommit writes to
+// (28_txn_offset_commit.go).
 // Between the question and the append the log holds a verification guard
 // for the producer (storage.Log.VerificationGuard); a marker written
 // meanwhile voids it and the append fails, so a write that raced the end
 // of its transaction cannot open a transaction no coordinator knows of
 // (a hanging transaction, which would hold the last stable offset for
 // good). Errors are answered as Kafka answers them to the producer: a
-// partition not in the transaction is INVALID_TXN_STATE, a fenced
+// partition not in the transaction is TRANSACTION_ABORTABLE to clients
+// that know it (Produce v11+, TxnOffsetCommit v4+), INVALID_TXN_STATE to
+// older ones, a fenced
 // producer INVALID_PRODUCER_EPOCH, and coordinator errors a client should
 // retry (CONCURRENT_TRANSACTIONS, COORDINATOR_LOAD_IN_PROGRESS,
 // COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR, a failed connection) become
@@ -73,13 +83,31 @@ type produceVerification struct {
 	errs   map[[2]int]protocol.ErrorCode
 }
 
+// Verification modes: which request versions have the leader add the
+// partitions, and which may be answered TRANSACTION_ABORTABLE.
+const (
+	produceAddsPartitions   = 12 // Produce v12+: transaction version 2
+	produceAbortable        = 11 // Produce v11+ knows TRANSACTION_ABORTABLE
+	txnCommitAddsPartitions = 5  // TxnOffsetCommit v5+
+	txnCommitAbortable      = 4
+)
+
+// verifiesTxn reports whether a transactional write of a request at
+// version is verified (or added) with its coordinator: always for the
+// versions whose producers leave the adding to the leader, else as
+// transaction.partition.verification.enable says.
+func (b *Broker) verifiesTxn(version, addsFrom int16) bool {
+	return b.cfg.TransactionPartitionVerification || version >= addsFrom
+}
+
 // verifyProduce verifies the partitions of a produce request whose batch
-// would begin its producer's transaction on this leader. Partitions it
+// would begin its producer's transaction on this leader, or adds them to
+// the transaction for a producer of transaction version 2. Partitions it
 // cannot look at (not led here, not a batch) are left to the append,
 // which answers them.
 func (b *Broker) verifyProduce(ctx context.Context, req *kmsg.ProduceRequest, byID bool) produceVerification {
 	var out produceVerification
-	if !b.cfg.TransactionPartitionVerification || req.TransactionID == nil {
+	if req.TransactionID == nil || !b.verifiesTxn(req.Version, produceAddsPartitions) {
 		// Only a request naming a transaction carries writes to verify
 		// (so plain produce does not parse its batches twice); one that
 		// carries transactional records without naming one is refused
@@ -107,8 +135,18 @@ func (b *Broker) verifyProduce(ctx context.Context, req *kmsg.ProduceRequest, by
 			if code != protocol.None {
 				continue
 			}
-			guard, inTxn := p.log().VerificationGuard(batch.ProducerID())
+			guard, inTxn, waiting := p.log().VerificationGuard(batch.ProducerID(), batch.ProducerEpoch())
 			if inTxn {
+				continue
+			}
+			if waiting {
+				// The producer's previous transaction has not got its
+				// marker here yet: retriable, as the coordinator's
+				// CONCURRENT_TRANSACTIONS would be.
+				if out.errs == nil {
+					out.errs = map[[2]int]protocol.ErrorCode{}
+				}
+				out.errs[[2]int{i, j}] = protocol.NotEnoughReplicas
 				continue
 			}
 			todo = append(todo, pending{at: [2]int{i, j}, topic: p.tp.Topic, part: rp.Partition, guard: guard})
@@ -118,14 +156,18 @@ func (b *Broker) verifyProduce(ctx context.Context, req *kmsg.ProduceRequest, by
 	if len(todo) == 0 {
 		return out
 	}
-	out.guards, out.errs = map[[2]int]uint64{}, map[[2]int]protocol.ErrorCode{}
+	out.guards = map[[2]int]uint64{}
+	if out.errs == nil {
+		out.errs = map[[2]int]protocol.ErrorCode{}
+	}
 	fail := func(code protocol.ErrorCode) produceVerification {
 		for _, t := range todo {
 			out.errs[t.at] = code
 		}
 		return out
 	}
-	codes, err := b.askVerification(ctx, *req.TransactionID, pid, epoch, func(yield func(string, int32) bool) {
+	add := req.Version >= produceAddsPartitions
+	codes, err := b.askVerification(ctx, *req.TransactionID, pid, epoch, add, func(yield func(string, int32) bool) {
 		for _, t := range todo {
 			if !yield(t.topic, t.part) {
 				return
@@ -144,16 +186,16 @@ func (b *Broker) verifyProduce(ctx context.Context, req *kmsg.ProduceRequest, by
 		case code == protocol.None:
 			out.guards[t.at] = t.guard
 		default:
-			out.errs[t.at] = verificationProduceCode(code)
+			out.errs[t.at] = verificationCode(code, req.Version >= produceAbortable)
 		}
 	}
 	return out
 }
 
-// askVerification sends AddPartitionsToTxn v4 (verify only) for the
-// partitions to the coordinator of transactional id id and returns each
-// partition's error code by "topic/partition".
-func (b *Broker) askVerification(ctx context.Context, id string, pid int64, epoch int16,
+// askVerification sends AddPartitionsToTxn v5 for the partitions to the
+// coordinator of transactional id id, verify-only unless add, and returns
+// each partition's error code by "topic/partition".
+func (b *Broker) askVerification(ctx context.Context, id string, pid int64, epoch int16, add bool,
 	parts func(yield func(string, int32) bool)) (map[string]protocol.ErrorCode, error) {
 	md := b.cluster.Snapshot()
 	t, ok := md.Topics[txnTopic]
@@ -165,7 +207,7 @@ func (b *Broker) askVerification(ctx context.Context, id string, pid int64, epoc
 		return nil, fmt.Errorf("no leader for the coordinator's partition")
 	}
 	tx := kmsg.NewAddPartitionsToTxnRequestTransaction()
-	tx.TransactionalID, tx.ProducerID, tx.ProducerEpoch, tx.VerifyOnly = id, pid, epoch, true
+	tx.TransactionalID, tx.ProducerID, tx.ProducerEpoch, tx.VerifyOnly = id, pid, epoch, !add
 	byTopic := map[string]int{}
 	for topic, part := range parts {
 		i, ok := byTopic[topic]
@@ -179,7 +221,7 @@ func (b *Broker) askVerification(ctx context.Context, id string, pid int64, epoc
 		tx.Topics[i].Partitions = append(tx.Topics[i].Partitions, part)
 	}
 	req := kmsg.NewPtrAddPartitionsToTxnRequest()
-	req.SetVersion(4)
+	req.SetVersion(5)
 	req.Transactions = append(req.Transactions, tx)
 	vctx, cancel := context.WithTimeout(ctx, verifyTimeout)
 	defer cancel()
@@ -214,13 +256,17 @@ func (b *Broker) askVerification(ctx context.Context, id string, pid int64, epoc
 	return codes, nil
 }
 
-// verificationProduceCode is the produce answer for a coordinator's
-// refusal to verify a partition.
-func verificationProduceCode(code protocol.ErrorCode) protocol.ErrorCode {
+// verificationCode is the answer to a write whose partition the
+// coordinator did not verify or add; abortable says the request's version
+// knows TRANSACTION_ABORTABLE.
+func verificationCode(code protocol.ErrorCode, abortable bool) protocol.ErrorCode {
 	switch code {
 	case protocol.ProducerFenced:
 		return protocol.InvalidProducerEpoch
 	case protocol.TransactionAbortable:
+		if abortable {
+			return code
+		}
 		return protocol.InvalidTxnState
 	case protocol.ConcurrentTransactions, protocol.NetworkException, protocol.CoordinatorLoadInProgress,
 		protocol.CoordinatorNotAvailable, protocol.NotCoordinator:

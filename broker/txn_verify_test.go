@@ -11,10 +11,17 @@ import (
 )
 
 // produceTxn sends one transactional batch of a producer as a produce
-// request of transactional id id (acks=all) and returns its error code.
+// request of transactional id id (acks=all, Produce v11) and returns its
+// error code.
 func (w *wireConn) produceTxn(id, topic string, partition int32, pid int64, epoch int16, seq int32, prefix string) protocol.ErrorCode {
 	w.t.Helper()
-	req := produceReq(11, -1, topic, partition, buildBatch(w.t, txnHeader(pid, epoch, seq), prefix, 2))
+	return w.produceTxnV(11, id, topic, partition, pid, epoch, seq, prefix)
+}
+
+// produceTxnV is produceTxn at Produce version v.
+func (w *wireConn) produceTxnV(v int16, id, topic string, partition int32, pid int64, epoch int16, seq int32, prefix string) protocol.ErrorCode {
+	w.t.Helper()
+	req := produceReq(v, -1, topic, partition, buildBatch(w.t, txnHeader(pid, epoch, seq), prefix, 2))
 	req.TransactionID = &id
 	resp := w.mustRoundTrip(req).(*kmsg.ProduceResponse)
 	return protocol.ErrorCode(resp.Topics[0].Partitions[0].ErrorCode)
@@ -35,8 +42,13 @@ func TestTxnProduceVerification(t *testing.T) {
 	w.findTxnCoordinator(id) // creates __transaction_state
 	pid, epoch := w.initTxn(id, 4)
 
-	if code := w.produceTxn(id, topic, 0, pid, epoch, 0, "unadded"); code != protocol.InvalidTxnState {
-		t.Fatalf("write to a partition not in the transaction: %s, want INVALID_TXN_STATE", code)
+	// Produce v11 knows TRANSACTION_ABORTABLE; older versions get
+	// INVALID_TXN_STATE.
+	if code := w.produceTxn(id, topic, 0, pid, epoch, 0, "unadded"); code != protocol.TransactionAbortable {
+		t.Fatalf("write to a partition not in the transaction: %s, want TRANSACTION_ABORTABLE", code)
+	}
+	if code := w.produceTxnV(10, id, topic, 0, pid, epoch, 0, "unadded"); code != protocol.InvalidTxnState {
+		t.Fatalf("v10 write to a partition not in the transaction: %s, want INVALID_TXN_STATE", code)
 	}
 	if code := w.addPartition(3, id, pid, epoch, topic, 0); code != protocol.None {
 		t.Fatalf("add partition: %s", code)
@@ -49,8 +61,8 @@ func TestTxnProduceVerification(t *testing.T) {
 	if code := w.produceTxn(id, topic, 0, pid, epoch, 2, "more"); code != protocol.None {
 		t.Fatalf("second write: %s", code)
 	}
-	if code := w.produceTxn(id, topic, 1, pid, epoch, 0, "other"); code != protocol.InvalidTxnState {
-		t.Fatalf("write to the other partition: %s, want INVALID_TXN_STATE", code)
+	if code := w.produceTxn(id, topic, 1, pid, epoch, 0, "other"); code != protocol.TransactionAbortable {
+		t.Fatalf("write to the other partition: %s, want TRANSACTION_ABORTABLE", code)
 	}
 	end := kmsg.NewPtrEndTxnRequest()
 	end.SetVersion(3)
@@ -75,8 +87,8 @@ func TestTxnProduceVerification(t *testing.T) {
 		return nil
 	})
 	// A late write of the aborted transaction (same producer epoch).
-	if code := w.produceTxn(id, topic, 0, pid, epoch, 4, "late"); code != protocol.InvalidTxnState {
-		t.Fatalf("late write after the abort: %s, want INVALID_TXN_STATE", code)
+	if code := w.produceTxn(id, topic, 0, pid, epoch, 4, "late"); code != protocol.TransactionAbortable {
+		t.Fatalf("late write after the abort: %s, want TRANSACTION_ABORTABLE", code)
 	}
 	if _, open := l.OngoingTxn(pid); open {
 		t.Fatal("the late write opened a transaction")
@@ -92,7 +104,8 @@ func TestTxnProduceVerification(t *testing.T) {
 }
 
 // TestTxnVerificationCodes: coordinator refusals a producer should retry
-// reach it as NOT_ENOUGH_REPLICAS, as Kafka answers them.
+// reach it as NOT_ENOUGH_REPLICAS, as Kafka answers them, and
+// TRANSACTION_ABORTABLE only clients that know it.
 func TestTxnVerificationCodes(t *testing.T) {
 	for in, want := range map[protocol.ErrorCode]protocol.ErrorCode{
 		protocol.ProducerFenced:            protocol.InvalidProducerEpoch,
@@ -105,8 +118,14 @@ func TestTxnVerificationCodes(t *testing.T) {
 		protocol.InvalidTxnState:           protocol.InvalidTxnState,
 		protocol.InvalidProducerEpoch:      protocol.InvalidProducerEpoch,
 	} {
-		if got := verificationProduceCode(in); got != want {
+		if got := verificationCode(in, false); got != want {
 			t.Errorf("%s: %s, want %s", in, got, want)
+		}
+		if in == protocol.TransactionAbortable {
+			want = in
+		}
+		if got := verificationCode(in, true); got != want {
+			t.Errorf("%s (client knows TRANSACTION_ABORTABLE): %s, want %s", in, got, want)
 		}
 	}
 }

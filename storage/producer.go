@@ -188,6 +188,13 @@ func (ps *producerState) check(b, prev record.Batch) (producerBatch, bool, error
 	if epoch < cur.epoch {
 		return producerBatch{}, false, fmt.Errorf("%w: producer %d epoch %d, current %d", ErrInvalidProducerEpoch, pid, epoch, cur.epoch)
 	}
+	if epoch > cur.epoch && cur.txnFirst >= 0 && b.Transactional() {
+		// A newer epoch's transaction would otherwise join the open one
+		// and be settled by its marker (Log.VerificationGuard makes the
+		// leader wait for that marker instead).
+		return producerBatch{}, false, fmt.Errorf("%w: producer %d epoch %d writes while its transaction of epoch %d from offset %d is open",
+			ErrInvalidTxnState, pid, epoch, cur.epoch, cur.txnFirst)
+	}
 	if epoch > cur.epoch {
 		if first != 0 {
 			return producerBatch{}, false, fmt.Errorf("%w: producer %d new epoch %d starts at sequence %d", ErrOutOfOrderSequence, pid, epoch, first)

@@ -417,11 +417,11 @@ func TestTxnVerificationGuard(t *testing.T) {
 	if _, err := l.Append(txnBatch(t, 1, 0, 0, 1), verified(0)); !errors.Is(err, ErrInvalidTxnState) {
 		t.Fatalf("unverified write: %v, want ErrInvalidTxnState", err)
 	}
-	g, inTxn := l.VerificationGuard(1)
-	if inTxn || g == 0 {
-		t.Fatalf("VerificationGuard(1) = %d, %v; want a guard", g, inTxn)
+	g, inTxn, pending := l.VerificationGuard(1, 0)
+	if inTxn || pending || g == 0 {
+		t.Fatalf("VerificationGuard(1) = %d, %v, %v; want a guard", g, inTxn, pending)
 	}
-	if g2, _ := l.VerificationGuard(1); g2 != g {
+	if g2, _, _ := l.VerificationGuard(1, 0); g2 != g {
 		t.Fatalf("a second verification got guard %d, want the same %d", g2, g)
 	}
 	if _, err := l.Append(txnBatch(t, 1, 0, 0, 1), verified(g+1)); !errors.Is(err, ErrInvalidTxnState) {
@@ -431,8 +431,17 @@ func TestTxnVerificationGuard(t *testing.T) {
 		t.Fatalf("verified write: %v", err)
 	}
 	// Inside its transaction the producer needs no guard.
-	if _, inTxn := l.VerificationGuard(1); !inTxn {
+	if _, inTxn, _ := l.VerificationGuard(1, 0); !inTxn {
 		t.Fatal("VerificationGuard inside the transaction: not in a transaction")
+	}
+	// A write of a later epoch (transaction version 2: the transaction
+	// ended and bumped the epoch, its marker is not here yet) waits for
+	// the marker, and the log refuses to let it join the open one.
+	if _, inTxn, pending := l.VerificationGuard(1, 1); inTxn || !pending {
+		t.Fatalf("VerificationGuard at the next epoch inside the transaction: inTxn %v pending %v, want pending", inTxn, pending)
+	}
+	if _, err := l.Append(txnBatch(t, 1, 1, 0, 1), verified(0)); !errors.Is(err, ErrInvalidTxnState) {
+		t.Fatalf("next epoch's write into the open transaction: %v, want ErrInvalidTxnState", err)
 	}
 	if _, err := l.Append(txnBatch(t, 1, 0, 2, 1), verified(0)); err != nil {
 		t.Fatalf("write inside the verified transaction: %v", err)
@@ -440,7 +449,7 @@ func TestTxnVerificationGuard(t *testing.T) {
 	mustMarker(t, l, 1, 0, 0, true)
 
 	// Verified, then the transaction ends (a marker) before the write.
-	g, _ = l.VerificationGuard(1)
+	g, _, _ = l.VerificationGuard(1, 0)
 	mustMarker(t, l, 1, 0, 0, false)
 	if _, err := l.Append(txnBatch(t, 1, 0, 3, 1), verified(g)); !errors.Is(err, ErrInvalidTxnState) {
 		t.Fatalf("write verified before a marker: %v, want ErrInvalidTxnState", err)

@@ -166,26 +166,37 @@ func (l *Log) Producers() []ProducerInfo {
 }
 
 // VerificationGuard starts (or goes on with) the verification of producer
-// pid's next transactional write to this partition (KIP-890): unless the
-// producer has a transaction open here (inTxn, nothing to verify), it
-// returns the producer's guard, a token a marker for the producer or the
-// start of its transaction here clears. The caller asks the transaction
-// coordinator whether the partition is in the producer's transaction, and
-// appends with AppendOptions{VerifyTxn: true, Guard: guard}: a marker
-// written meanwhile (the transaction ended) makes that append fail.
-func (l *Log) VerificationGuard(pid int64) (guard uint64, inTxn bool) {
+// pid's next transactional write to this partition (KIP-890), a write at
+// producer epoch epoch. When the producer has a transaction open here at
+// that epoch, or at a later one (the append then refuses the stale write),
+// there is nothing to verify: inTxn. When its open transaction is of an
+// earlier epoch, the write is one of a transaction version 2 producer
+// whose previous transaction ended (every end bumps the epoch) before that
+// end's marker reached this partition: earlier, and the write would join
+// the transaction the marker ends; it must wait for the marker (pending;
+// the coordinator answers CONCURRENT_TRANSACTIONS meanwhile too).
+// Otherwise it returns the producer's guard, a token a marker for the
+// producer or the start of its transaction here clears. The caller asks
+// the transaction coordinator whether the partition is in the producer's
+// transaction, and appends with AppendOptions{VerifyTxn: true, Guard:
+// guard}: a marker written meanwhile (the transaction ended) makes that
+// append fail.
+func (l *Log) VerificationGuard(pid int64, epoch int16) (guard uint64, inTxn, pending bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.producers == nil {
-		return 0, false
+		return 0, false, false
 	}
 	if _, ok := l.producers.ongoing[pid]; ok {
-		return 0, true
+		if e := l.producers.entries[pid]; e != nil && e.epoch < epoch {
+			return 0, false, true
+		}
+		return 0, true, false
 	}
 	if g := l.producers.guards[pid]; g != 0 {
-		return g, false
+		return g, false, false
 	}
 	l.producers.lastGuard++
 	l.producers.guards[pid] = l.producers.lastGuard
-	return l.producers.lastGuard, false
+	return l.producers.lastGuard, false, false
 }
