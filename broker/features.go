@@ -5,17 +5,30 @@ package broker
 //
 // A feature level tells clients what they may use: a producer uses the
 // second transaction protocol at transaction.version 2, a consumer the
-// consumer group protocol at group.version 1, and so on. Gregor implements
-// none of these, so it reports each such feature supported at level 0
-// only, and finalizes none (a feature at level 0 is not listed, as Kafka
-// does not list it): clients stay on the protocols Gregor serves. It does
-// not report metadata.version or kraft.version: those describe KRaft's
-// metadata log and quorum, which Gregor does not have (its metadata is in
-// etcd), and a level would claim the behaviour Kafka ties to it.
-// UpdateFeatures accepts level 0 (nothing changes) and refuses any other
-// level, or a feature not listed, with INVALID_UPDATE_VERSION for the
-// whole request, as Kafka refuses a level its controller does not
-// support.
+// consumer group protocol at group.version 1, and so on. Gregor serves
+// transaction.version 2 (KIP-890 part 2: partition leaders add partitions
+// to a transaction on a producer's behalf, TxnOffsetCommit v5 adds the
+// group's offsets partition, and every EndTxn v5 bumps the producer
+// epoch) and finalizes it at 2, as Apache Kafka 4.x finalizes a new
+// cluster; clients that do not know version 2 keep the first protocol,
+// which is still served. The other client-facing features are reported
+// supported at level 0 only and are not finalized (a feature at level 0
+// is not listed, as Kafka does not list it): clients stay on the
+// protocols Gregor serves. It does not report metadata.version or
+// kraft.version: those describe KRaft's metadata log and quorum, which
+// Gregor does not have (its metadata is in etcd), and a level would claim
+// the behaviour Kafka ties to it. UpdateFeatures accepts a feature's
+// current level (nothing changes) and refuses any other level, or a
+// feature not listed, with INVALID_UPDATE_VERSION for the whole request,
+// as Kafka refuses a level its controller does not support: the levels
+// are fixed by the binary, not stored in the cluster metadata.
+//
+// Known limit: every broker of a cluster reports the same finalized levels
+// because they come from the binary. A cluster running brokers of an
+// older Gregor (one without transaction.version 2) beside newer ones
+// during an upgrade would have clients using version 2 against leaders
+// that only verify; upgrade such clusters with transactional producers
+// stopped.
 
 import (
 	"context"
@@ -28,14 +41,27 @@ import (
 
 var updateFeaturesAPI = handler{key: 57, min: 0, max: 2, handle: (*Broker).handleUpdateFeatures}
 
-// supportedFeatures are the features Gregor reports, each at level 0 only.
-var supportedFeatures = []string{
-	"eligible.leader.replicas.version",
-	"group.version",
-	"share.version",
-	"streams.version",
-	"transaction.version",
+// feature is one feature Gregor reports: the levels it supports and the
+// level finalized for every broker (0: not finalized, not listed).
+type feature struct {
+	name        string
+	min, max    int16
+	finalizedTo int16
 }
+
+// supportedFeatures are the features Gregor reports.
+var supportedFeatures = []feature{
+	{name: "eligible.leader.replicas.version"},
+	{name: "group.version"},
+	{name: "share.version"},
+	{name: "streams.version"},
+	{name: "transaction.version", max: 2, finalizedTo: 2},
+}
+
+// finalizedFeaturesEpoch versions the finalized levels for clients, which
+// keep the view with the highest epoch. The levels change only with the
+// binary, so the epoch is fixed.
+const finalizedFeaturesEpoch = 1
 
 // Feature upgrade types (UpdateFeatures v1+).
 const (
@@ -44,14 +70,21 @@ const (
 	upgradeTypeUnsafeDowngrade = 3
 )
 
-// addFeatures adds the supported features to an ApiVersions response.
+// addFeatures adds the supported and finalized features to an ApiVersions
+// response.
 func addFeatures(resp *kmsg.ApiVersionsResponse) {
-	for _, name := range supportedFeatures {
-		f := kmsg.NewApiVersionsResponseSupportedFeature()
-		f.Name, f.MinVersion, f.MaxVersion = name, 0, 0
-		resp.SupportedFeatures = append(resp.SupportedFeatures, f)
+	resp.FinalizedFeaturesEpoch = -1
+	for _, f := range supportedFeatures {
+		sf := kmsg.NewApiVersionsResponseSupportedFeature()
+		sf.Name, sf.MinVersion, sf.MaxVersion = f.name, f.min, f.max
+		resp.SupportedFeatures = append(resp.SupportedFeatures, sf)
+		if f.finalizedTo > 0 {
+			ff := kmsg.NewApiVersionsResponseFinalizedFeature()
+			ff.Name, ff.MinVersionLevel, ff.MaxVersionLevel = f.name, f.finalizedTo, f.finalizedTo
+			resp.FinalizedFeatures = append(resp.FinalizedFeatures, ff)
+			resp.FinalizedFeaturesEpoch = finalizedFeaturesEpoch
+		}
 	}
-	resp.FinalizedFeaturesEpoch = -1 // nothing is finalized
 }
 
 func (b *Broker) handleUpdateFeatures(_ context.Context, _ *conn, hdr protocol.RequestHeader, r kmsg.Request) (kmsg.Response, error) {
@@ -85,17 +118,20 @@ func checkFeatureUpdate(version int16, u kmsg.UpdateFeaturesRequestFeatureUpdate
 			upgrade = upgradeTypeSafeDowngrade
 		}
 	}
-	supported := false
-	for _, name := range supportedFeatures {
-		supported = supported || name == u.Feature
+	var f *feature
+	for i := range supportedFeatures {
+		if supportedFeatures[i].name == u.Feature {
+			f = &supportedFeatures[i]
+		}
 	}
 	switch {
-	case !supported:
+	case f == nil:
 		return fmt.Sprintf("Gregor does not support feature %s (level %d asked for).", u.Feature, u.MaxVersionLevel)
 	case upgrade < upgradeTypeUpgrade || upgrade > upgradeTypeUnsafeDowngrade:
 		return fmt.Sprintf("Upgrade type %d (feature %s) is not one of 1 (upgrade), 2 (safe downgrade) and 3 (unsafe downgrade).", upgrade, u.Feature)
-	case u.MaxVersionLevel != 0:
-		return fmt.Sprintf("Gregor supports feature %s at level 0 only, not %d.", u.Feature, u.MaxVersionLevel)
+	case u.MaxVersionLevel != f.finalizedTo:
+		return fmt.Sprintf("Gregor keeps feature %s at level %d (its levels come with the binary); level %d cannot be set.",
+			u.Feature, f.finalizedTo, u.MaxVersionLevel)
 	}
 	return ""
 }

@@ -10,8 +10,9 @@ import (
 )
 
 // TestFeatures reads the features from ApiVersions and updates them as
-// kafka-features does: Gregor supports the client-facing features at
-// level 0 only, finalizes none, and refuses any other level.
+// kafka-features does: Gregor finalizes transaction.version at 2, reports
+// the other client-facing features at level 0 only, and refuses any level
+// but the current one.
 func TestFeatures(t *testing.T) {
 	t.Parallel()
 	b := startBroker(t)
@@ -21,21 +22,33 @@ func TestFeatures(t *testing.T) {
 		req.SetVersion(v)
 		req.ClientSoftwareName, req.ClientSoftwareVersion = "gregor-test", "1"
 		resp := w.mustRoundTrip(req).(*kmsg.ApiVersionsResponse)
-		want := 0
+		want, wantFinal := 0, 0
 		if v >= 3 {
-			want = len(supportedFeatures)
+			want, wantFinal = len(supportedFeatures), 1
 		}
-		if len(resp.SupportedFeatures) != want || len(resp.FinalizedFeatures) != 0 {
-			t.Errorf("ApiVersions v%d: supported %+v, finalized %+v; want %d supported, none finalized",
-				v, resp.SupportedFeatures, resp.FinalizedFeatures, want)
+		if len(resp.SupportedFeatures) != want || len(resp.FinalizedFeatures) != wantFinal {
+			t.Errorf("ApiVersions v%d: supported %+v, finalized %+v; want %d supported, %d finalized",
+				v, resp.SupportedFeatures, resp.FinalizedFeatures, want, wantFinal)
 		}
 		for _, f := range resp.SupportedFeatures {
-			if f.MinVersion != 0 || f.MaxVersion != 0 {
-				t.Errorf("ApiVersions v%d: feature %s supported at %d-%d, want 0-0", v, f.Name, f.MinVersion, f.MaxVersion)
+			wantMax := int16(0)
+			if f.Name == "transaction.version" {
+				wantMax = 2
+			}
+			if f.MinVersion != 0 || f.MaxVersion != wantMax {
+				t.Errorf("ApiVersions v%d: feature %s supported at %d-%d, want 0-%d", v, f.Name, f.MinVersion, f.MaxVersion, wantMax)
 			}
 			if f.Name == "metadata.version" || f.Name == "kraft.version" {
 				t.Errorf("ApiVersions v%d reports %s", v, f.Name)
 			}
+		}
+		for _, f := range resp.FinalizedFeatures {
+			if f.Name != "transaction.version" || f.MinVersionLevel != 2 || f.MaxVersionLevel != 2 {
+				t.Errorf("ApiVersions v%d: finalized %+v, want transaction.version at 2", v, f)
+			}
+		}
+		if v >= 3 && resp.FinalizedFeaturesEpoch < 0 {
+			t.Errorf("ApiVersions v%d: finalized features epoch %d", v, resp.FinalizedFeaturesEpoch)
 		}
 	}
 
@@ -57,7 +70,8 @@ func TestFeatures(t *testing.T) {
 			want    protocol.ErrorCode
 		}{
 			{"group.version", 0, upgradeTypeUpgrade, protocol.None},
-			{"transaction.version", 0, upgradeTypeSafeDowngrade, protocol.None},
+			{"transaction.version", 2, upgradeTypeUpgrade, protocol.None},
+			{"transaction.version", 0, upgradeTypeSafeDowngrade, protocol.InvalidUpdateVersion},
 			{"group.version", 1, upgradeTypeUpgrade, protocol.InvalidUpdateVersion},
 			{"metadata.version", 22, upgradeTypeUpgrade, protocol.InvalidUpdateVersion},
 			{"no.such.feature", 0, upgradeTypeUpgrade, protocol.InvalidUpdateVersion},
