@@ -24,11 +24,14 @@ func (c *Coordinator) describeGroups(in Input, req *kmsg.DescribeGroupsRequest) 
 			}
 		}
 		g := c.groups[id]
-		if g == nil {
+		if g == nil || g.consumer != nil {
 			rg.State = StateDead.String()
 			if req.Version >= 6 {
 				rg.ErrorCode = errGroupIDNotFound
 				rg.ErrorMessage = strPtr("Group " + id + " not found.")
+				if g != nil {
+					rg.ErrorMessage = strPtr("Group " + id + " is not a classic group.")
+				}
 			}
 			resp.Groups = append(resp.Groups, rg)
 			continue
@@ -71,25 +74,26 @@ func (c *Coordinator) listGroups(in Input, req *kmsg.ListGroupsRequest) {
 			states[strings.ToLower(strings.TrimSpace(s))] = true
 		}
 	}
-	typeOK := true
-	if req.Version >= 5 && len(req.TypesFilter) > 0 {
-		typeOK = false
+	types := make(map[string]bool)
+	if req.Version >= 5 {
 		for _, t := range req.TypesFilter {
-			if strings.EqualFold(strings.TrimSpace(t), classicGroupType) {
-				typeOK = true
-			}
+			types[strings.ToLower(strings.TrimSpace(t))] = true
 		}
 	}
 	for _, id := range c.sortedGroupIDs() {
 		g := c.groups[id]
-		if !typeOK || (len(states) > 0 && !states[strings.ToLower(g.state.String())]) {
+		typ, state, protocolType := classicGroupType, g.state.String(), g.protocolType
+		if g.consumer != nil {
+			typ, state, protocolType = consumerGroupType, g.consumer.state().String(), consumerProtocolType
+		}
+		if (len(types) > 0 && !types[typ]) || (len(states) > 0 && !states[strings.ToLower(state)]) {
 			continue
 		}
 		lg := kmsg.NewListGroupsResponseGroup()
 		lg.Group = id
-		lg.ProtocolType = g.protocolType
-		lg.GroupState = g.state.String()
-		lg.GroupType = classicGroupType
+		lg.ProtocolType = protocolType
+		lg.GroupState = state
+		lg.GroupType = typ
 		resp.Groups = append(resp.Groups, lg)
 	}
 	c.respond(in.Token, resp)
@@ -110,7 +114,7 @@ func (c *Coordinator) deleteGroups(in Input, req *kmsg.DeleteGroupsRequest) {
 		switch {
 		case g == nil:
 			rg.ErrorCode = errGroupIDNotFound
-		case g.state != StateEmpty:
+		case g.consumer != nil && len(g.consumer.members) > 0, g.consumer == nil && g.state != StateEmpty:
 			rg.ErrorCode = errNonEmptyGroup
 		default:
 			for _, t := range g.sortedTopics() {
@@ -121,7 +125,11 @@ func (c *Coordinator) deleteGroups(in Input, req *kmsg.DeleteGroupsRequest) {
 			for _, tp := range g.pendingPartitions(func(string) bool { return true }) {
 				c.emit(offsetTombstone(id, tp.topic, tp.partition))
 			}
-			c.emit(groupTombstone(id))
+			if g.consumer != nil {
+				c.deleteConsumerState(g)
+			} else {
+				c.emit(groupTombstone(id))
+			}
 			c.dropGroup(g)
 		}
 		resp.Groups = append(resp.Groups, rg)

@@ -58,6 +58,19 @@ type Config struct {
 	// v10 then fail every topic with UNKNOWN_TOPIC_ID.
 	Topics Topics
 
+	// ConsumerSessionTimeout is how long a consumer group member (KIP-848)
+	// stays without a heartbeat before it is fenced
+	// (group.consumer.session.timeout.ms, 45000).
+	ConsumerSessionTimeout time.Duration
+	// ConsumerHeartbeatInterval is the heartbeat interval consumer group
+	// members are told to keep (group.consumer.heartbeat.interval.ms,
+	// 5000).
+	ConsumerHeartbeatInterval time.Duration
+	// ConsumerAssignors are the server-side assignors consumer groups may
+	// ask for, the first the default (group.consumer.assignors, "uniform,
+	// range").
+	ConsumerAssignors []string
+
 	// Rand is where new member ids get their randomness. Nil means
 	// crypto/rand. Tests set it to make member ids reproducible.
 	Rand io.Reader
@@ -75,6 +88,13 @@ type Topics interface {
 	TopicByID(id [16]byte) (name string, partitions int32, ok bool)
 }
 
+// TopicLister is an optional part of Topics: the names of every topic, for
+// consumer groups that subscribe by regular expression. Without it a
+// regular expression matches nothing.
+type TopicLister interface {
+	TopicNames() []string
+}
+
 // DefaultConfig returns Kafka 4.x's defaults.
 func DefaultConfig() Config {
 	return Config{
@@ -86,6 +106,9 @@ func DefaultConfig() Config {
 		OffsetsRetentionCheckInterval: 10 * time.Minute,
 		OffsetMetadataMaxBytes:        4096,
 		NewMemberJoinTimeout:          5 * time.Minute,
+		ConsumerSessionTimeout:        45 * time.Second,
+		ConsumerHeartbeatInterval:     5 * time.Second,
+		ConsumerAssignors:             []string{"uniform", "range"},
 	}
 }
 
@@ -115,6 +138,18 @@ func (c Config) Validate() error {
 		return bad("offset.metadata.max.bytes must not be negative, is %d", c.OffsetMetadataMaxBytes)
 	case c.NewMemberJoinTimeout <= 0:
 		return bad("new member join timeout must be positive, is %v", c.NewMemberJoinTimeout)
+	case c.ConsumerSessionTimeout <= 0:
+		return bad("group.consumer.session.timeout.ms must be positive, is %v", c.ConsumerSessionTimeout)
+	case c.ConsumerHeartbeatInterval <= 0 || c.ConsumerHeartbeatInterval >= c.ConsumerSessionTimeout:
+		return bad("group.consumer.heartbeat.interval.ms (%v) must be positive and below group.consumer.session.timeout.ms (%v)",
+			c.ConsumerHeartbeatInterval, c.ConsumerSessionTimeout)
+	case len(c.ConsumerAssignors) == 0:
+		return bad("group.consumer.assignors must name at least one assignor")
+	}
+	for _, name := range c.ConsumerAssignors {
+		if _, ok := assignors[name]; !ok {
+			return bad("group.consumer.assignors: unknown assignor %q (known: uniform, range)", name)
+		}
 	}
 	return nil
 }

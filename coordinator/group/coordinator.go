@@ -146,6 +146,10 @@ func (c *Coordinator) Loaded(now time.Time) Output {
 	c.phase = phaseActive
 	for _, id := range c.sortedGroupIDs() {
 		g := c.groups[id]
+		if g.consumer != nil {
+			c.startConsumerSessions(g)
+			continue
+		}
 		for _, mid := range g.order {
 			c.scheduleHeartbeat(g, mid, millis(g.members[mid].sessionTimeoutMs))
 		}
@@ -207,6 +211,10 @@ func (c *Coordinator) Step(now time.Time, in Input) Output {
 		c.deleteGroups(in, req)
 	case *kmsg.TxnOffsetCommitRequest:
 		c.txnOffsetCommit(in, req)
+	case *kmsg.ConsumerGroupHeartbeatRequest:
+		c.consumerGroupHeartbeat(in, req)
+	case *kmsg.ConsumerGroupDescribeRequest:
+		c.consumerGroupDescribe(in, req)
 	default:
 		panic(fmt.Sprintf("group: Step given unsupported request %T", in.Request))
 	}
@@ -219,7 +227,7 @@ func Handles(key int16) bool {
 	case kmsg.JoinGroup, kmsg.SyncGroup, kmsg.Heartbeat, kmsg.LeaveGroup,
 		kmsg.OffsetCommit, kmsg.OffsetFetch, kmsg.OffsetDelete,
 		kmsg.DescribeGroups, kmsg.ListGroups, kmsg.DeleteGroups,
-		kmsg.TxnOffsetCommit:
+		kmsg.TxnOffsetCommit, kmsg.ConsumerGroupHeartbeat, kmsg.ConsumerGroupDescribe:
 		return true
 	}
 	return false
@@ -351,6 +359,10 @@ func (c *Coordinator) fireDue() {
 		case timerExpiry:
 			c.expireOffsets()
 			c.timers.schedule(&timer{key: t.key, at: c.now.Add(c.cfg.OffsetsRetentionCheckInterval)})
+		case timerConsumerSession:
+			c.consumerSessionExpired(t.key.group, t.key.member)
+		case timerConsumerRebalance:
+			c.consumerRebalanceExpired(t.key.group, t.key.member, t.generation)
 		}
 	}
 }
@@ -393,6 +405,12 @@ func (c *Coordinator) dropGroup(g *group) {
 	}
 	for id := range g.pending {
 		c.cancelHeartbeat(g, id)
+	}
+	if g.consumer != nil {
+		for id := range g.consumer.members {
+			c.timers.cancel(timerKey{kind: timerConsumerSession, group: g.id, member: id})
+			c.timers.cancel(timerKey{kind: timerConsumerRebalance, group: g.id, member: id})
+		}
 	}
 }
 

@@ -1,8 +1,10 @@
-// Package group is Gregor's group coordinator for the classic consumer group
-// protocol: JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit,
+// Package group is Gregor's group coordinator: the classic consumer group
+// protocol (JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit,
 // OffsetFetch, OffsetDelete, DescribeGroups, ListGroups, DeleteGroups and
-// TxnOffsetCommit, as Apache Kafka 4.x's classic group coordinator answers
-// them.
+// TxnOffsetCommit) and the next-generation consumer group protocol of
+// KIP-848 (ConsumerGroupHeartbeat, ConsumerGroupDescribe: consumer.go,
+// reconcile.go, assignor.go), as Apache Kafka 4.x's group coordinator
+// answers them.
 //
 // A Coordinator owns the groups of one __consumer_offsets partition. It is a
 // state machine with no clock, no goroutines and no I/O (etcd-io/raft's
@@ -194,6 +196,37 @@
 //	int64   commit timestamp, Unix ms
 //	int64   expire timestamp, Unix ms
 //
-// Records with other key versions (KIP-848 consumer groups, share groups)
-// are skipped by Replay.
+// Consumer group records (key versions 3 to 8, and 16) are in
+// consumer_records.go. Records with other key versions (share groups) are
+// skipped by Replay.
+//
+// # Consumer groups (KIP-848)
+//
+// A member joins with epoch 0 and its subscription; the coordinator bumps
+// the group epoch whenever a member joins, leaves or changes what it
+// subscribes to, or the subscribed topics change (checked at every
+// heartbeat), computes a new target assignment with the group's assignor
+// (uniform or range; the one most members ask for, else the first of
+// ConsumerAssignors) and moves each member towards its target through its
+// heartbeats: partitions to give up first, new ones once nobody holds them
+// (reconcile.go). A member is fenced when its session runs out
+// (ConsumerSessionTimeout) or it does not revoke within its rebalance
+// timeout. Static members (an instance id) that leave with epoch -2 keep
+// their partitions for their return under a new member id. Offsets are
+// committed with the member's epoch (OffsetCommit v9+; an older epoch is
+// STALE_MEMBER_EPOCH). An empty classic group (offsets only) becomes a
+// consumer group on a member's join, and an empty consumer group a classic
+// one on a JoinGroup; a classic member cannot join a consumer group that
+// has members (INCONSISTENT_GROUP_PROTOCOL): online migration between the
+// protocols is not served. Where Gregor differs from Kafka:
+//
+//   - Regular expression subscriptions are resolved at every heartbeat
+//     against the topics that exist (Kafka resolves them in the background
+//     and records the result); the records of Kafka's resolution are read
+//     and skipped.
+//   - A known member that joins again with epoch 0 starts over (it is
+//     fenced and joins as new), where Kafka accepts it when its previous
+//     epoch is 0.
+//   - The group's assignor is the one most members ask for, ties to the
+//     first name in order.
 package group

@@ -50,6 +50,13 @@ const (
 	errGroupSubscribedToTopic    int16 = 86
 	errUnstableOffsetCommit      int16 = 88
 	errUnknownTopicID            int16 = 100
+	errUnsupportedVersion        int16 = 35
+	errInvalidRequest            int16 = 42
+	errFencedMemberEpoch         int16 = 110
+	errUnreleasedInstanceID      int16 = 111
+	errUnsupportedAssignor       int16 = 112
+	errStaleMemberEpoch          int16 = 113
+	errInvalidRegularExpression  int16 = 128
 )
 
 // appendErrorCode maps the error of a failed append to the code the client

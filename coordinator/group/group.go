@@ -94,6 +94,11 @@ type group struct {
 	// txns are the offsets of open transactions (TxnOffsetCommit), by
 	// producer id, invisible until the transaction's COMMIT marker.
 	txns map[int64]pendingTxn
+
+	// consumer is set for a consumer group of the next-generation
+	// protocol (KIP-848, consumer.go); the classic fields are then
+	// unused.
+	consumer *consumerGroup
 }
 
 // member is one member of a classic group.
@@ -420,6 +425,9 @@ func (g *group) computeSubscriptions() {
 // subscriptions are unknown, a consumer group counts as subscribed to
 // everything and any other group to nothing.
 func (g *group) isSubscribedTo(topic string) bool {
+	if g.consumer != nil {
+		return g.consumer.subscribesTo(topic)
+	}
 	if g.subscribedKnown {
 		return g.subscribed[topic]
 	}

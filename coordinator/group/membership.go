@@ -35,6 +35,18 @@ func (c *Coordinator) joinGroup(in Input, req *kmsg.JoinGroupRequest) {
 	}
 
 	g := c.groups[req.Group]
+	if g != nil && g.consumer != nil {
+		if len(g.consumer.members) > 0 {
+			// A classic member cannot join a consumer group that has
+			// members (online migration between the protocols is not
+			// served).
+			c.failJoin(w, req.MemberID, errInconsistentGroupProtocol)
+			return
+		}
+		// An empty consumer group becomes a classic one; its offsets
+		// stay.
+		c.deleteConsumerState(g)
+	}
 	isNew := g == nil
 	unknownMember := req.MemberID == ""
 	if isNew {

@@ -68,6 +68,8 @@ func (c *Coordinator) offsetCommit(in Input, req *kmsg.OffsetCommitRequest) {
 		code = errGroupIDNotFound
 	case g == nil:
 		code = errIllegalGeneration
+	case g.consumer != nil:
+		code = c.validateConsumerCommit(g, req.Version, req.MemberID, req.Generation, false)
 	default:
 		code = g.validateCommit(req)
 	}
@@ -182,6 +184,12 @@ func (c *Coordinator) offsetFetch(in Input, req *kmsg.OffsetFetchRequest) {
 
 	if req.Version >= 8 {
 		for _, rg := range req.Groups {
+			if code := c.validateConsumerFetch(rg.Group, rg.MemberID, rg.MemberEpoch); code != errNone {
+				fg := kmsg.NewOffsetFetchResponseGroup()
+				fg.Group, fg.ErrorCode = rg.Group, code
+				resp.Groups = append(resp.Groups, fg)
+				continue
+			}
 			resp.Groups = append(resp.Groups, c.fetchGroup(req.Version, rg.Group, rg.Topics, req.RequireStable))
 		}
 		return
@@ -360,7 +368,14 @@ func (c *Coordinator) offsetDelete(in Input, req *kmsg.OffsetDeleteRequest) {
 func (c *Coordinator) expireOffsets() {
 	for _, id := range c.sortedGroupIDs() {
 		g := c.groups[id]
-		if c.expireGroupOffsets(g) && g.state == StateEmpty {
+		switch {
+		case !c.expireGroupOffsets(g):
+		case g.consumer != nil:
+			if len(g.consumer.members) == 0 {
+				c.deleteConsumerState(g)
+				c.dropGroup(g)
+			}
+		case g.state == StateEmpty:
 			c.emit(groupTombstone(id))
 			c.dropGroup(g)
 		}
@@ -416,6 +431,10 @@ func (c *Coordinator) expireGroupOffsets(g *group) bool {
 func (g *group) expirationBase() func(*offset) int64 {
 	commit := func(o *offset) int64 { return o.commitMs }
 	switch {
+	case g.consumer != nil:
+		// Consumer groups: from the commit, for topics no member
+		// subscribes to (Kafka's ConsumerGroup).
+		return commit
 	case g.protocolType == "":
 		return commit
 	case g.state == StateEmpty:

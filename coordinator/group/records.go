@@ -129,6 +129,9 @@ func (c *Coordinator) replay(key, value []byte, producerID int64) error {
 	case groupMetadataKeyVersion:
 		return c.replayGroup(key, value)
 	}
+	if v := int16(binary.BigEndian.Uint16(key)); isConsumerRecordKey(v) {
+		return c.replayConsumer(key, value)
+	}
 	return nil
 }
 

@@ -121,9 +121,20 @@ func TestReplayEdgeCases(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Records of kinds the classic coordinator does not use are skipped.
-	if err := c.Replay([]byte{0, 3, 0, 1, 'g'}, []byte{0, 0, 0, 0, 0, 1}); err != nil {
+	// Records of kinds the coordinator does not use (share groups) are
+	// skipped; consumer group records are applied, and refused when they
+	// do not decode.
+	if err := c.Replay([]byte{0, 11, 0, 1, 's'}, []byte{0, 0, 0, 0, 0, 1, 0}); err != nil {
+		t.Fatalf("share group record: %v", err)
+	}
+	if err := c.Replay([]byte{0, 3, 0, 2, 'c', 'g'}, []byte{0, 0, 0, 0, 0, 1, 0}); err != nil {
 		t.Fatalf("consumer group record: %v", err)
+	}
+	if g := c.groups["cg"]; g == nil || g.consumer == nil || g.consumer.epoch != 1 {
+		t.Fatalf("consumer group record not applied: %+v", g)
+	}
+	if err := c.Replay([]byte{0, 3, 0, 2, 'c', 'g'}, []byte{0, 0, 0, 0, 0, 1}); !errors.Is(err, ErrCorruptRecord) {
+		t.Fatalf("truncated consumer group record: %v", err)
 	}
 	if err := c.Replay([]byte{0}, nil); !errors.Is(err, ErrCorruptRecord) {
 		t.Fatalf("short key: %v", err)

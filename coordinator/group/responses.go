@@ -108,6 +108,14 @@ func errorResponse(req kmsg.Request, code int16) kmsg.Response {
 			rg.Group, rg.ErrorCode = g, code
 			r.Groups = append(r.Groups, rg)
 		}
+	case *kmsg.ConsumerGroupHeartbeatResponse:
+		r.ErrorCode = code
+	case *kmsg.ConsumerGroupDescribeResponse:
+		for _, g := range req.(*kmsg.ConsumerGroupDescribeRequest).Groups {
+			rg := kmsg.NewConsumerGroupDescribeResponseGroup()
+			rg.Group, rg.ErrorCode = g, code
+			r.Groups = append(r.Groups, rg)
+		}
 	}
 	return resp
 }
@@ -170,6 +178,16 @@ func failResponse(resp kmsg.Response, code int16) kmsg.Response {
 		return r
 	case *kmsg.ListGroupsResponse:
 		r.ErrorCode, r.Groups = code, nil
+		return r
+	case *kmsg.ConsumerGroupHeartbeatResponse:
+		f := kmsg.NewPtrConsumerGroupHeartbeatResponse()
+		f.Version, f.ErrorCode = v, code
+		return f
+	case *kmsg.ConsumerGroupDescribeResponse:
+		for i := range r.Groups {
+			g := &r.Groups[i]
+			*g = kmsg.ConsumerGroupDescribeResponseGroup{Group: g.Group, ErrorCode: code, AuthorizedOperations: g.AuthorizedOperations}
+		}
 		return r
 	}
 	return resp

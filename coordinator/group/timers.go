@@ -22,6 +22,14 @@ const (
 	// timerExpiry looks for expired offsets and dead groups. One for the
 	// whole coordinator.
 	timerExpiry
+	// timerConsumerSession fences a consumer group member whose session
+	// timed out (group.consumer.session.timeout.ms). Keyed by group and
+	// member.
+	timerConsumerSession
+	// timerConsumerRebalance fences a consumer group member that did not
+	// revoke its partitions within its rebalance timeout. Keyed by group
+	// and member; generation holds the member epoch it was set at.
+	timerConsumerRebalance
 )
 
 // timerKey names a timer; scheduling a key that is already scheduled

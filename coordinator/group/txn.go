@@ -129,6 +129,11 @@ func (c *Coordinator) txnOffsetCommit(in Input, req *kmsg.TxnOffsetCommitRequest
 	case g == nil:
 		fail(errIllegalGeneration)
 		return
+	case g.consumer != nil:
+		if code := c.validateConsumerCommit(g, in.Version, memberID, generation, true); code != errNone {
+			fail(code)
+			return
+		}
 	default:
 		if code := g.validateTxnCommit(generation, memberID, instanceID); code != errNone {
 			fail(code)
