@@ -67,6 +67,8 @@ var handlers = []handler{
 	deleteGroupsAPI,
 	offsetDeleteAPI,
 	txnOffsetCommitAPI,
+	consumerGroupHeartbeatAPI,
+	consumerGroupDescribeAPI,
 	describeConfigsAPI,
 	describeLogDirsAPI,
 	alterReplicaLogDirsAPI,

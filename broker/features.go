@@ -52,7 +52,7 @@ type feature struct {
 // supportedFeatures are the features Gregor reports.
 var supportedFeatures = []feature{
 	{name: "eligible.leader.replicas.version"},
-	{name: "group.version"},
+	{name: "group.version", max: 1, finalizedTo: 1},
 	{name: "share.version"},
 	{name: "streams.version"},
 	{name: "transaction.version", max: 2, finalizedTo: 2},

@@ -653,6 +653,16 @@ func (r topicResolver) TopicByName(name string) ([16]byte, int32, bool) {
 	return t.ID, int32(len(t.Partitions)), true
 }
 
+// TopicNames lists every topic, for regular expression subscriptions.
+func (r topicResolver) TopicNames() []string {
+	ts := r.b.cluster.Snapshot().Topics
+	names := make([]string, 0, len(ts))
+	for name := range ts {
+		names = append(names, name)
+	}
+	return names
+}
+
 func (r topicResolver) TopicByID(id [16]byte) (string, int32, bool) {
 	t := r.b.cluster.Snapshot().TopicsByID[cluster.TopicID(id)]
 	if t == nil {

@@ -410,7 +410,15 @@ var brokerDefs = []*Def{
 	},
 	{
 		Name: "group.coordinator.rebalance.protocols", Type: TypeList, Default: "classic,consumer,streams",
-		Doc: "Group protocols the coordinator serves. Gregor serves the classic protocol only and reports \"classic\".",
+		Doc: "Group protocols the coordinator serves. Gregor serves the classic and the consumer (KIP-848) protocols and reports \"classic,consumer\".",
+	},
+	{
+		Name: "group.consumer.session.timeout.ms", Type: TypeInt, Default: "45000", check: atLeast(1),
+		Doc: "How long a member of a consumer group (the KIP-848 protocol) stays without a heartbeat before it is removed.",
+	},
+	{
+		Name: "group.consumer.heartbeat.interval.ms", Type: TypeInt, Default: "5000", check: atLeast(1),
+		Doc: "The heartbeat interval members of consumer groups (the KIP-848 protocol) are told to keep.",
 	},
 	{
 		Name: "offsets.retention.minutes", Type: TypeInt, Default: "10080", check: atLeast(1),

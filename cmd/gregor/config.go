@@ -230,6 +230,10 @@ var keys = []key{
 		func(c *serveConfig) *time.Duration { return &c.broker.Groups.MaxSessionTimeout }),
 	msField("group.initial.rebalance.delay.ms", 32, "how long a new group waits for more members before its first rebalance",
 		func(c *serveConfig) *time.Duration { return &c.broker.Groups.InitialRebalanceDelay }),
+	msField("group.consumer.session.timeout.ms", 32, "how long a consumer group member (KIP-848 protocol) stays without a heartbeat before it is removed",
+		func(c *serveConfig) *time.Duration { return &c.broker.Groups.ConsumerSessionTimeout }),
+	msField("group.consumer.heartbeat.interval.ms", 32, "heartbeat interval consumer group members (KIP-848 protocol) are told to keep",
+		func(c *serveConfig) *time.Duration { return &c.broker.Groups.ConsumerHeartbeatInterval }),
 	intField("group.max.size", "N", "most members a group may have",
 		func(c *serveConfig) *int32 { return &c.broker.Groups.MaxSize }),
 	{

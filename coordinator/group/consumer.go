@@ -14,6 +14,7 @@ package group
 // held.
 
 import (
+	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -291,6 +292,10 @@ func (c *Coordinator) checkHeartbeat(version int16, req *kmsg.ConsumerGroupHeart
 	switch {
 	case req.Group == "":
 		return errInvalidRequest, "GroupId can't be empty."
+	case len(req.Group) > math.MaxInt16 || len(req.MemberID) > math.MaxInt16 ||
+		(req.InstanceID != nil && len(*req.InstanceID) > math.MaxInt16):
+		// The record keys hold them as int16-length strings.
+		return errInvalidRequest, "GroupId, MemberId and InstanceId must be at most 32767 bytes."
 	case req.InstanceID != nil && *req.InstanceID == "":
 		return errInvalidRequest, "InstanceId can't be empty."
 	case req.RackID != nil && *req.RackID == "":

@@ -125,6 +125,7 @@ func (c *Coordinator) consumerGroupDescribe(in Input, req *kmsg.ConsumerGroupDes
 				dm.SubscribedTopicRegex = m.regex
 				dm.Assignment = c.describeAssignment(cg, m.assigned)
 				dm.TargetAssignment = c.describeAssignment(cg, cg.target[mid])
+				dm.MemberType = 1 // the consumer protocol (v1+)
 				dg.Members = append(dg.Members, dm)
 			}
 		}
