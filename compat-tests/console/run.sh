@@ -95,6 +95,13 @@
 #     admin-log-dirs          kafka-log-dirs --describe, and a replica moved
 #                             to its broker's other log dir with
 #                             kafka-reassign-partitions (log_dirs), --verify
+#     consumer-protocol-group the console consumer with --command-property
+#                             group.protocol=consumer (KIP-848) reads and
+#                             commits; kafka-consumer-groups --list --type,
+#                             --describe --state --verbose and --members
+#                             --verbose show the group as Consumer, its
+#                             assignor, epochs and member; a second one
+#                             resumes at the commits; Empty once it leaves
 #   kcat (version: kcat -V, with its librdkafka)
 #     produce-consume-<codec> -P -z <codec> -H ... -Z, read back with -C -e
 #                             and a -f format with %h (headers) and %S
@@ -1600,6 +1607,99 @@ lab_console_admin_groups() {
 	say "  $group_g1: --list (--state, --type), --describe, --reset-offsets (--to-earliest, --to-offset, --shift-by), --delete-offsets, refusals while a member is active, --delete: all as expected"
 }
 
+# The console consumer in a group of the consumer group protocol of KIP-848
+# (--command-property group.protocol=consumer: ConsumerGroupHeartbeat, the
+# broker assigns the partitions), as kafka-consumer-groups shows it:
+#   - a first consumer with --from-beginning --max-messages N reads every
+#     line the console producer wrote to a 3-partition topic and commits as
+#     it closes: --describe shows CURRENT-OFFSET at LOG-END-OFFSET;
+#   - a second one runs in the background: the group is Stable with one
+#     member; --list --type shows it as Consumer (and --type consumer lists
+#     it, --type classic does not); --describe --state --verbose shows the
+#     broker's assignor (uniform, Kafka's default) and the group epoch equal
+#     to the target assignment epoch; --describe --members --verbose shows
+#     the member holding partitions 0-2 as its current and its target
+#     assignment, at the same epoch;
+#   - the producer then writes M more lines: the second consumer
+#     (--max-messages M, no --from-beginning) reads exactly those, resuming
+#     from the first one's commits, and leaves as it exits, which empties
+#     the group at once; --describe shows the offsets at the new log end.
+# Against a broker without the protocol the consumer exits with its
+# UnsupportedVersionException, which the failure shows.
+lab_console_consumer_protocol_group() {
+	need_java
+	local topic=${P}cp-group group=${P}cp-group m=$((N / 5)) member start row hdr want got=()
+	local proto=(--command-property group.protocol=consumer)
+	create_topic "$topic" 3
+	check lines cpg 0 "$N" >"$work/cpg.in"
+	check partition 3 "$work/cpg.p" <"$work/cpg.in" >"$work/cpg.counts"
+	produce_java "$topic" "$work/cpg.in"
+	kafka_java "$CONSUMER" --bootstrap-server "$bs" --topic "$topic" --group "$group" "${proto[@]}" --from-beginning \
+		--max-messages "$N" --timeout-ms 30000 --formatter-property print.key=true \
+		</dev/null >"$work/cpg.first" 2>"$work/cpg.first.err" || true
+	check same-set "$work/cpg.in" "$work/cpg.first" >"$work/cmp" ||
+		fail "console consumer --group $group ${proto[*]} --from-beginning --max-messages $N: $(cat "$work/cmp")" "$work/cpg.first.err"
+	# shellcheck disable=SC2046 # one spec per partition
+	describe_offsets "after the first consumer" "$group" "$topic" $(at_end cpg)
+
+	start_bg "$work/cpg.second" timeout -k 5 "$TOOL_TIMEOUT" java "${JAVA_OPTS[@]}" -cp "$libs/*" "$CONSUMER" \
+		--bootstrap-server "$bs" --topic "$topic" --group "$group" "${proto[@]}" --max-messages "$m" \
+		--timeout-ms 100000 --formatter-property print.key=true
+	member=$bg_pid
+	wait_group_state "$group" Stable 1
+
+	groups_cmd "$work/cpg-list-type.out" --list --type
+	awk -v g="$group" '$1 == g && $2 == "Consumer" { found = 1 } END { exit !found }' "$work/cpg-list-type.out" ||
+		fail "kafka-consumer-groups --list --type does not show '$group Consumer'; it printed: $(lines_of "$work/cpg-list-type.out")" "$work/cpg-list-type.out.err"
+	groups_cmd "$work/cpg-list-consumer.out" --list --type consumer
+	awk -v g="$group" '$1 == g && $2 == "Consumer" { found = 1 } END { exit !found }' "$work/cpg-list-consumer.out" ||
+		fail "kafka-consumer-groups --list --type consumer does not show '$group Consumer'; it printed: $(lines_of "$work/cpg-list-consumer.out")" "$work/cpg-list-consumer.out.err"
+	groups_cmd "$work/cpg-list-classic.out" --list --type classic
+	! awk -v g="$group" '$1 == g { found = 1 } END { exit !found }' "$work/cpg-list-classic.out" ||
+		fail "kafka-consumer-groups --list --type classic shows $group, a consumer protocol group: $(lines_of "$work/cpg-list-classic.out")"
+
+	groups_cmd "$work/cpg-state.out" --describe --group "$group" --state --verbose
+	hdr=$(awk '$1 == "GROUP" { $1 = $1; print; exit }' "$work/cpg-state.out")
+	want="GROUP COORDINATOR (ID) ASSIGNMENT-STRATEGY STATE GROUP-EPOCH TARGET-ASSIGNMENT-EPOCH #MEMBERS"
+	[[ $hdr == "$want" ]] ||
+		fail "--describe --group $group --state --verbose: header '$hdr', expected '$want' (a consumer protocol group's epochs)" "$work/cpg-state.out"
+	# ASSIGNMENT-STRATEGY STATE GROUP-EPOCH TARGET-ASSIGNMENT-EPOCH #MEMBERS,
+	# counted from the end (the coordinator column holds a space).
+	row=$(awk -v g="$group" '$1 == g { print $(NF - 4), $(NF - 3), $(NF - 2), $(NF - 1), $NF; exit }' "$work/cpg-state.out")
+	read -r -a got <<<"$row"
+	[[ ${got[0]:-} == uniform && ${got[1]:-} == Stable && ${got[2]:-} =~ ^[1-9][0-9]*$ && ${got[2]} == "${got[3]:-}" && ${got[4]:-} == 1 ]] ||
+		fail "--describe --group $group --state --verbose: '${row:-no row}' (strategy, state, group epoch, target assignment epoch, members), expected 'uniform Stable E E 1'" "$work/cpg-state.out"
+	say "  --describe --state --verbose: $(awk -v g="$group" '$1 == g { $1 = $1; print; exit }' "$work/cpg-state.out")"
+
+	groups_cmd "$work/cpg-members.out" --describe --group "$group" --members --verbose
+	hdr=$(awk '$1 == "GROUP" { $1 = $1; print; exit }' "$work/cpg-members.out")
+	want="GROUP CONSUMER-ID HOST CLIENT-ID #PARTITIONS CURRENT-EPOCH CURRENT-ASSIGNMENT TARGET-EPOCH TARGET-ASSIGNMENT"
+	[[ $hdr == "$want" ]] ||
+		fail "--describe --group $group --members --verbose: header '$hdr', expected '$want'" "$work/cpg-members.out"
+	# CLIENT-ID #PARTITIONS CURRENT-EPOCH CURRENT-ASSIGNMENT TARGET-EPOCH TARGET-ASSIGNMENT
+	row=$(awk -v g="$group" '$1 == g { print $4, $5, $6, $7, $8, $9; n++ } END { exit n != 1 }' "$work/cpg-members.out") ||
+		fail "--describe --group $group --members --verbose: expected one member row" "$work/cpg-members.out"
+	read -r -a got <<<"$row"
+	[[ ${got[0]} == console-consumer && ${got[1]} == 3 && ${got[3]} == "$topic:0,1,2" && ${got[5]:-} == "$topic:0,1,2" && ${got[2]} == "${got[4]:-}" ]] ||
+		fail "--describe --group $group --members --verbose: '$row' (client id, partitions, current epoch and assignment, target epoch and assignment), expected 'console-consumer 3 E $topic:0,1,2 E $topic:0,1,2'" "$work/cpg-members.out"
+
+	check lines cpg "$N" "$m" >"$work/cpg2.in"
+	produce_java "$topic" "$work/cpg2.in"
+	start=$SECONDS
+	while kill -0 "$member" 2>/dev/null && ((SECONDS < start + 60)); do sleep 0.2; done
+	! kill -0 "$member" 2>/dev/null ||
+		fail "the second console consumer (--max-messages $m) did not exit within 60s of the produce; it read $(wc -l <"$work/cpg.second") lines" "$work/cpg.second.err"
+	check same-set "$work/cpg2.in" "$work/cpg.second" >"$work/cmp" ||
+		fail "the second console consumer in $group should resume at the first one's commits and read just the $m new lines: $(cat "$work/cmp")" "$work/cpg.second.err"
+	wait_group_state "$group" Empty 0
+	((waited <= 15)) ||
+		fail "$group became Empty only ${waited}s after its member exited (a consumer protocol member leaves with a heartbeat at epoch -1 as it closes)"
+	cat "$work/cpg.in" "$work/cpg2.in" | check partition 3 "$work/cpg-all.p" >"$work/cpg-all.counts"
+	# shellcheck disable=SC2046
+	describe_offsets "after the second consumer" "$group" "$topic" $(at_end cpg-all)
+	say "  group.protocol=consumer: the first console consumer read $N lines and committed; with a second one in the group, --list --type showed Consumer, --describe --state --verbose '$(awk -v g="$group" '$1 == g { print $(NF - 4), $(NF - 3), "epoch", $(NF - 2) "/" $(NF - 1), "members", $NF; exit }' "$work/cpg-state.out")', --members --verbose the member at $topic:0,1,2 (current = target); it resumed at the commits and read the $m new lines; Empty after it left; offsets at the log end"
+}
+
 # kcat -L lists the broker and a 3-partition topic made for it.
 lab_kcat_metadata() {
 	need_kcat
@@ -2124,6 +2224,7 @@ lab_main() {
 	lab_scenario console-tools admin-leader-election lab_admin_leader_election
 	lab_scenario console-tools admin-reassign lab_admin_reassign
 	lab_scenario console-tools admin-log-dirs lab_admin_log_dirs
+	lab_scenario console-tools consumer-protocol-group lab_console_consumer_protocol_group
 	for codec in none gzip snappy lz4 zstd; do
 		lab_scenario kcat "produce-consume-$codec" lab_kcat_produce_consume "$codec"
 	done

@@ -12,7 +12,7 @@ from typing import Dict, List, Optional, Sequence
 
 import confluent_kafka
 from confluent_kafka import (
-    TIMESTAMP_CREATE_TIME, Consumer, ConsumerGroupState, ConsumerGroupTopicPartitions,
+    TIMESTAMP_CREATE_TIME, Consumer, ConsumerGroupState, ConsumerGroupTopicPartitions, ConsumerGroupType,
     IsolationLevel, KafkaError, KafkaException, Producer, TopicCollection, TopicPartition,
 )
 from confluent_kafka.admin import (
@@ -590,6 +590,184 @@ def admin_groups(ctx: Context) -> str:
 
 
 # ---------------------------------------------------------------------------
+# The consumer group protocol of KIP-848
+
+def consumer_protocol_group(ctx: Context) -> str:
+    """consumer-protocol-group: two members with group.protocol=consumer
+    (ConsumerGroupHeartbeat; the broker assigns the partitions) join one
+    group on a 6-partition topic and are given 3 each (uniform), none twice;
+    describe_consumer_groups shows a group of type CONSUMER, STABLE, with
+    those members and assignments, and list_consumer_groups filtered by type
+    CONSUMER lists it. 300 records are produced only then: each member reads
+    exactly those of its own partitions. Member a commits its positions and
+    leaves; b is given all 6 and reads the next 300, on a's partitions from
+    a's commits. b commits and leaves (the group is EMPTY, its offsets at 100
+    per partition); a new member resumes exactly there and reads the 120
+    records produced since.
+
+    Against a broker without the protocol librdkafka does not report an
+    error: it marks the coordinator dead and looks it up again, forever
+    (logged at debug level only). So the scenario first asks each broker
+    for its ApiVersions and fails at once without ConsumerGroupHeartbeat."""
+    for addr, keys in lab.api_versions(ctx.bootstrap).items():
+        expect(68 in keys, "broker %s does not serve ConsumerGroupHeartbeat (API key 68) in ApiVersions; "
+               "librdkafka would retry the group's coordinator forever", addr)
+    admin = admin_client(ctx)
+    topic, group = ctx.name(), ctx.name("group")
+    create_topic(ctx, admin, topic, partitions=6)
+    all6 = frozenset(range(6))
+
+    class Member(lab.GroupMember):
+        def __init__(self, tag: str):
+            super().__init__(tag)
+            self.commit_on_stop = False
+            self.committed: Dict[int, int] = {}
+            self.member_id = ""
+
+        def open(self):
+            c = consumer(ctx, group, **{"group.protocol": "consumer",
+                                        "client.id": "compat-python-cp-" + self.tag})
+            c.subscribe([topic])
+            return c
+
+        def poll(self, c):
+            msgs = c.consume(num_messages=200, timeout=0.2)
+            for m in msgs:
+                if m.error():
+                    raise KafkaException(m.error())
+            check_no_fatal()
+            self.member_id = c.memberid() or ""
+            return (frozenset(tp.partition for tp in c.assignment()),
+                    [Placed(m.partition(), m.offset(), to_record(m)) for m in msgs])
+
+        def finish(self, c):
+            if not self.commit_on_stop:
+                return
+            done = c.commit(offsets=c.position(c.assignment()), asynchronous=False)
+            bad = [tp for tp in done if tp.error is not None]
+            expect(not bad, "commit: %s", [(tp.partition, str(tp.error)) for tp in bad])
+            self.committed = {tp.partition: tp.offset for tp in done}
+
+    def leave(m: Member) -> None:
+        m.commit_on_stop = True
+        m.stop.set()
+        m.join(timeout=lab.STEP_TIMEOUT)
+        expect(not m.is_alive(), "member %s did not close within %.0fs", m.tag, lab.STEP_TIMEOUT)
+        m.state()  # raises the member's error, if any
+
+    def describe():
+        return future_result(admin.describe_consumer_groups([group], request_timeout=lab.STEP_TIMEOUT)[group],
+                             "describe_consumer_groups %s" % group)
+
+    def described(d) -> str:
+        return "type %s state %s assignor %r members %s" % (
+            d.type, d.state, d.partition_assignor,
+            sorted((m.client_id, sorted(tp.partition for tp in m.assignment.topic_partitions)) for m in d.members))
+
+    def wait_described(what: str, cond):
+        last = []
+
+        def check():
+            d = describe()
+            last[:] = [d]
+            return cond(d) and d
+        try:
+            return wait_until("describe_consumer_groups to show %s %s" % (group, what), check)
+        except Failure as e:
+            raise Failure("%s; last described %s" % (e, described(last[0]) if last else "nothing"))
+
+    def assignments(d) -> Dict[str, frozenset]:
+        return {m.member_id: frozenset(tp.partition for tp in m.assignment.topic_partitions) for m in d.members}
+
+    a, b = Member("a"), Member("b")
+    try:
+        for m in (a, b):
+            m.start()
+
+        def split():
+            (pa, _), (pb, _) = a.state(), b.state()
+            return pa and pb and not (pa & pb) and (pa | pb) == all6 and (pa, pb)
+        pa, pb = wait_until("the broker to split the 6 partitions between both members", split)
+        # Kafka's default server-side assignor, uniform, balances the partitions.
+        expect(len(pa) == 3 and len(pb) == 3, "assignment %s / %s, want 3 partitions each", sorted(pa), sorted(pb))
+
+        d = wait_described("STABLE with a holding %s and b %s" % (sorted(pa), sorted(pb)),
+                           lambda d: d.state == ConsumerGroupState.STABLE
+                           and assignments(d) == {a.member_id: pa, b.member_id: pb})
+        expect(d.type == ConsumerGroupType.CONSUMER, "describe: type %s, want CONSUMER", d.type)
+        expect(d.partition_assignor == "uniform", "describe: assignor %r, want 'uniform'", d.partition_assignor)
+        for m in d.members:
+            target = m.target_assignment and sorted(tp.partition for tp in m.target_assignment.topic_partitions)
+            expect(target == sorted(tp.partition for tp in m.assignment.topic_partitions),
+                   "describe: member %s target assignment %s, assignment %s", m.client_id, target,
+                   sorted(tp.partition for tp in m.assignment.topic_partitions))
+        listed = future_result(admin.list_consumer_groups(types={ConsumerGroupType.CONSUMER},
+                                                          request_timeout=lab.STEP_TIMEOUT),
+                               "list_consumer_groups types={CONSUMER}")
+        mine = [g for g in listed.valid if g.group_id == group]
+        expect(len(mine) == 1 and mine[0].type == ConsumerGroupType.CONSUMER,
+               "list_consumer_groups types={CONSUMER}: %s, want %s of type CONSUMER",
+               [(g.group_id, str(g.type)) for g in mine], group)
+
+        first = lab.check_produced_dense(produce(ctx, topic, lab.make_records(300, seed=31),
+                                             partitions=[i % 6 for i in range(300)]))
+
+        def read_by(n: int, *members):
+            def enough():
+                return sum(len(m.state()[1]) for m in members) >= n
+            try:
+                wait_until("%d records read" % n, enough)
+            except Failure as e:
+                raise Failure("%s; read %s" % (e, [len(m.state()[1]) for m in members]))
+        read_by(300, a, b)
+        (na, ra), (nb, rb) = a.state(), b.state()
+        expect((na, nb) == (pa, pb), "assignment changed while reading: %s / %s became %s / %s",
+               sorted(pa), sorted(pb), sorted(na), sorted(nb))
+        for tag, recs, mine_ in (("a", ra, pa), ("b", rb, pb)):
+            others = sorted({r.partition for r in recs} - mine_)
+            expect(not others, "member %s read partitions %s it was not assigned (%s)", tag, others, sorted(mine_))
+        lab.compare(first, lab.by_partition(ra + rb), "first 300:")
+
+        leave(a)
+        expect(a.committed == {p: 50 for p in pa}, "member a committed %s, want 50 on %s", a.committed, sorted(pa))
+        wait_until("member b to hold all 6 partitions after a left", lambda: b.state()[0] == all6)
+        before_b = len(rb)
+        second = lab.check_produced_dense(produce(ctx, topic, lab.make_records(300, seed=32),
+                                              partitions=[i % 6 for i in range(300)]), start=50)
+        read_by(before_b + 300, b)
+        want_b = {p: (first[p] if p in pb else []) + second[p] for p in all6}
+        lab.compare(want_b, lab.by_partition(b.state()[1]), "member b after a left:")
+
+        leave(b)
+        expect(b.committed == {p: 100 for p in all6}, "member b committed %s, want 100 on each", b.committed)
+        wait_described("EMPTY with no members after b left",
+                       lambda d: d.state == ConsumerGroupState.EMPTY and not d.members)
+        offs = future_result(admin.list_consumer_group_offsets(
+            [ConsumerGroupTopicPartitions(group)], request_timeout=lab.STEP_TIMEOUT)[group],
+            "list_consumer_group_offsets %s" % group)
+        have = {tp.partition: tp.offset for tp in offs.topic_partitions if tp.topic == topic}
+        expect(have == {p: 100 for p in all6}, "list_consumer_group_offsets: %s, want 100 on each", have)
+    finally:
+        for m in (a, b):
+            m.stop.set()
+        for m in (a, b):
+            m.join(timeout=30)
+
+    third = lab.check_produced_dense(produce(ctx, topic, lab.make_records(120, seed=33),
+                                         partitions=[i % 6 for i in range(120)]), start=100)
+    c = consumer(ctx, group, **{"group.protocol": "consumer", "client.id": "compat-python-cp-c"})
+    try:
+        c.subscribe([topic])
+        rest = poll_until_ends(c, {p: 120 for p in all6})
+    finally:
+        c.close()
+    lab.compare(third, rest, "member c (resuming at 100):")
+    return ("type CONSUMER, assignor uniform: split %s / %s, 300 read once each; a committed and left, "
+            "b got all 6 and read the next 300 from the commits; b committed 100 each and left (EMPTY); "
+            "c resumed there and read %s" % (sorted(pa), sorted(pb), lab.counts(rest)))
+
+
+# ---------------------------------------------------------------------------
 # Transactions
 
 def txn_producer(ctx: Context, txn_id: str) -> Producer:
@@ -791,6 +969,7 @@ SCENARIOS = [("produce-consume-" + c, produce_consume(c)) for c in lab.CODECS] +
     ("txn-abort-invisible", txn_abort_invisible),
     ("txn-consume-transform-produce", txn_consume_transform_produce),
     ("txn-fencing", txn_fencing),
+    ("consumer-protocol-group", consumer_protocol_group),
 ]
 
 if __name__ == "__main__":

@@ -32,6 +32,7 @@ import json
 import os
 import random
 import socket
+import struct
 import subprocess
 import sys
 import threading
@@ -281,6 +282,42 @@ def expect(cond: bool, fmt: str, *args) -> None:
 
 
 # ---------------------------------------------------------------------------
+# Broker versions
+
+def api_versions(bootstrap: str, timeout: float = 10.0) -> Dict[str, Dict[int, Tuple[int, int]]]:
+    """Each broker of bootstrap's answer to ApiVersions v0, sent by hand: its
+    API keys and their (min, max) versions. For a scenario whose client
+    does not say when the broker lacks an API it needs (librdkafka retries
+    the coordinator of a consumer protocol group forever, logging at debug
+    level only), so that the scenario can say it at once."""
+    out: Dict[str, Dict[int, Tuple[int, int]]] = {}
+    for addr in bootstrap.split(","):
+        host, _, port = addr.rpartition(":")
+        client_id = b"compat-lab"
+        req = struct.pack(">hhih", 18, 0, 1, len(client_id)) + client_id
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout) as s:
+            s.sendall(struct.pack(">i", len(req)) + req)
+            size = struct.unpack(">i", _recv_exactly(s, 4))[0]
+            body = _recv_exactly(s, size)
+        _, error, count = struct.unpack_from(">ihi", body)
+        if error != 0:
+            raise Failure("ApiVersions v0 to %s: error code %d" % (addr, error))
+        out[addr] = {k: (lo, hi) for k, lo, hi in
+                     (struct.unpack_from(">hhh", body, 10 + 6 * i) for i in range(count))}
+    return out
+
+
+def _recv_exactly(s: socket.socket, n: int) -> bytes:
+    buf = b""
+    while len(buf) < n:
+        chunk = s.recv(n - len(buf))
+        if not chunk:
+            raise Failure("connection closed after %d of %d bytes of an ApiVersions response" % (len(buf), n))
+        buf += chunk
+    return buf
+
+
+# ---------------------------------------------------------------------------
 # Running
 
 Scenario = Callable[[Context], str]
@@ -308,6 +345,11 @@ class GroupMember(threading.Thread):
         A client error is raised."""
         raise NotImplementedError
 
+    def finish(self, consumer) -> None:
+        """Called once polling has stopped, before the consumer is closed
+        (which leaves the group): a member that commits its position as it
+        leaves does it here. A client error is raised."""
+
     def run(self):
         c = None
         try:
@@ -317,6 +359,7 @@ class GroupMember(threading.Thread):
                 with self.lock:
                     self.assigned = assigned
                     self.records.extend(placed)
+            self.finish(c)
         except Exception as e:  # reported by the main thread
             with self.lock:
                 self.error = "%s: %s" % (type(e).__name__, e)

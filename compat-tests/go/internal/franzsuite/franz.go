@@ -53,6 +53,7 @@ func Scenarios(log io.Writer, debug bool) []compat.Scenario {
 		compat.Scenario{Name: "txn-abort-invisible", Run: s.txnAbortInvisible},
 		compat.Scenario{Name: "txn-consume-transform-produce", Run: s.txnConsumeTransformProduce},
 		compat.Scenario{Name: "txn-fencing", Run: s.txnFencing},
+		compat.Scenario{Name: "consumer-protocol-group", Run: s.consumerProtocolGroup},
 	)
 }
 

@@ -120,6 +120,21 @@ final class Lab {
         return new KafkaConsumer<>(conf);
     }
 
+    /**
+     * A member of group groupId that speaks the consumer group protocol of
+     * KIP-848 (group.protocol=consumer: ConsumerGroupHeartbeat, the broker
+     * assigns the partitions). The classic protocol's settings
+     * (partition.assignment.strategy, session and heartbeat timeouts) are
+     * left out, as the client refuses them with this protocol. Offsets are
+     * committed only by the scenario itself.
+     */
+    KafkaConsumer<byte[], byte[]> consumerProtocolMember(String groupId, String clientSuffix) {
+        Map<String, Object> conf = consumerConfig(clientSuffix);
+        conf.put(ConsumerConfig.GROUP_ID_CONFIG, groupId);
+        conf.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, "consumer");
+        return new KafkaConsumer<>(conf);
+    }
+
     private Map<String, Object> consumerConfig(String clientSuffix) {
         Map<String, Object> conf = new HashMap<>();
         conf.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);

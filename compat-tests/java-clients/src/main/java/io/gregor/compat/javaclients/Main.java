@@ -43,7 +43,10 @@ public final class Main {
     private Main() {
     }
 
-    /** The scenarios in the order they run: data paths first, then groups, then admin, then transactions. */
+    /**
+     * The scenarios in the order they run: data paths first, then groups, then admin, then transactions, then
+     * the consumer group protocol of KIP-848.
+     */
     static Map<String, Scenario> scenarios() {
         Map<String, Scenario> s = new LinkedHashMap<>();
         for (String codec : List.of("none", "gzip", "snappy", "lz4", "zstd")) {
@@ -62,6 +65,8 @@ public final class Main {
         s.put("txn-abort-invisible", TxnScenarios::abortInvisible);
         s.put("txn-consume-transform-produce", TxnScenarios::consumeTransformProduce);
         s.put("txn-fencing", TxnScenarios::fencing);
+        s.put("consumer-protocol-group", ConsumerProtocolScenarios::group);
+        s.put("consumer-protocol-regex", ConsumerProtocolScenarios::regex);
         return s;
     }
 
