@@ -653,12 +653,15 @@ func (r topicResolver) TopicByName(name string) ([16]byte, int32, bool) {
 	return t.ID, int32(len(t.Partitions)), true
 }
 
-// TopicNames lists every topic, for regular expression subscriptions.
+// TopicNames lists the topics a regular expression subscription may
+// match: every topic but the internal ones, which Kafka leaves out too.
 func (r topicResolver) TopicNames() []string {
 	ts := r.b.cluster.Snapshot().Topics
 	names := make([]string, 0, len(ts))
 	for name := range ts {
-		names = append(names, name)
+		if !internalTopics[name] {
+			names = append(names, name)
+		}
 	}
 	return names
 }

@@ -8,7 +8,9 @@ package group
 // sorted order.
 
 import (
+	"bytes"
 	"cmp"
+	"maps"
 	"slices"
 )
 
@@ -59,7 +61,7 @@ func (uniformAssignor) assign(members []assignorMember, topics map[[16]byte]assi
 	count := make([]int, len(ms))
 	// 1. Keep what is still valid.
 	for i, m := range ms {
-		for _, t := range sortedIDs(m.current) {
+		for _, t := range sortedKeys(m.current) {
 			if !m.topics[t] {
 				continue
 			}
@@ -218,20 +220,9 @@ func collect(ms []assignorMember, owner map[assignedPartition]int) map[string]ma
 	return out
 }
 
-func sortedIDs(m map[[16]byte][]int32) [][16]byte {
-	ids := make([][16]byte, 0, len(m))
-	for t := range m {
-		ids = append(ids, t)
-	}
-	slices.SortFunc(ids, compareIDs)
-	return ids
+// sortedKeys returns the topic ids of m in order.
+func sortedKeys[V any](m map[[16]byte]V) [][16]byte {
+	return slices.SortedFunc(maps.Keys(m), compareIDs)
 }
 
-func compareIDs(a, b [16]byte) int {
-	for i := range a {
-		if c := cmp.Compare(a[i], b[i]); c != 0 {
-			return c
-		}
-	}
-	return 0
-}
+func compareIDs(a, b [16]byte) int { return bytes.Compare(a[:], b[:]) }

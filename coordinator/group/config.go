@@ -88,9 +88,9 @@ type Topics interface {
 	TopicByID(id [16]byte) (name string, partitions int32, ok bool)
 }
 
-// TopicLister is an optional part of Topics: the names of every topic, for
-// consumer groups that subscribe by regular expression. Without it a
-// regular expression matches nothing.
+// TopicLister is an optional part of Topics: the names of the topics a
+// consumer group's regular expression may match (internal topics left
+// out). Without it a regular expression matches nothing.
 type TopicLister interface {
 	TopicNames() []string
 }

@@ -14,7 +14,9 @@ package group
 // held.
 
 import (
+	"maps"
 	"math"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -92,6 +94,7 @@ type consumerMember struct {
 	clientHost         string
 	topics             []string // subscribed topic names, sorted
 	regex              *string
+	re                 *regexp.Regexp // regex compiled; nil without one (or one that does not compile)
 	rebalanceTimeoutMs int32
 	assignor           *string
 	reconcileState
@@ -254,7 +257,7 @@ func (c *Coordinator) consumerGroupHeartbeat(in Input, req *kmsg.ConsumerGroupHe
 	if m == nil || !sameMemberMetadata(m, next) {
 		c.writeConsumerMember(g, next)
 	}
-	if sub := c.subscriptionMetadata(cg); !sameSubscription(sub, cg.subscription) {
+	if sub := c.subscriptionMetadata(cg); !maps.Equal(sub, cg.subscription) {
 		c.writeConsumerSubscription(g, sub)
 		bump = true
 	}
@@ -394,34 +397,16 @@ func ownedSet(topics []kmsg.ConsumerGroupHeartbeatRequestTopic) partitionSet {
 func responseAssignment(s partitionSet) *kmsg.ConsumerGroupHeartbeatResponseAssignment {
 	a := kmsg.NewConsumerGroupHeartbeatResponseAssignment()
 	a.Topics = []kmsg.ConsumerGroupHeartbeatResponseAssignmentTopic{}
-	for _, t := range sortedTopicIDs(s) {
+	for _, t := range sortedKeys(s) {
 		at := kmsg.NewConsumerGroupHeartbeatResponseAssignmentTopic()
 		at.TopicID = t
-		at.Partitions = sortedPartitionsOf(s[t])
+		at.Partitions = slices.Sorted(maps.Keys(s[t]))
 		if len(at.Partitions) == 0 {
 			continue
 		}
 		a.Topics = append(a.Topics, at)
 	}
 	return &a
-}
-
-func sortedTopicIDs(s partitionSet) [][16]byte {
-	ids := make([][16]byte, 0, len(s))
-	for t := range s {
-		ids = append(ids, t)
-	}
-	slices.SortFunc(ids, func(a, b [16]byte) int { return strings.Compare(string(a[:]), string(b[:])) })
-	return ids
-}
-
-func sortedPartitionsOf(ps map[int32]bool) []int32 {
-	out := make([]int32, 0, len(ps))
-	for p := range ps {
-		out = append(out, p)
-	}
-	slices.Sort(out)
-	return out
 }
 
 func equalStringPtr(a, b *string) bool {

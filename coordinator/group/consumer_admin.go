@@ -1,6 +1,7 @@
 package group
 
 import (
+	"maps"
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -13,10 +14,8 @@ func (cg *consumerGroup) subscribesTo(topic string) bool {
 		if slices.Contains(m.topics, topic) {
 			return true
 		}
-		if m.regex != nil {
-			if re, err := compileTopicRegex(*m.regex); err == nil && re.MatchString(topic) {
-				return true
-			}
+		if m.re != nil && m.re.MatchString(topic) {
+			return true
 		}
 	}
 	return false
@@ -143,8 +142,8 @@ func (c *Coordinator) describeAssignment(cg *consumerGroup, s partitionSet) kmsg
 	for name, t := range cg.subscription {
 		names[t.id] = name
 	}
-	for _, t := range sortedTopicIDs(s) {
-		ps := sortedPartitionsOf(s[t])
+	for _, t := range sortedKeys(s) {
+		ps := slices.Sorted(maps.Keys(s[t]))
 		if len(ps) == 0 {
 			continue
 		}

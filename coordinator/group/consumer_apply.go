@@ -44,6 +44,12 @@ func applyConsumerMember(cg *consumerGroup, id string, v *consumerMemberMetadata
 	}
 	m.instanceID, m.rackID = v.instanceID, v.rackID
 	m.clientID, m.clientHost = v.clientID, v.clientHost
+	if !equalStringPtr(m.regex, v.subscribedTopicRegex) {
+		m.re = nil
+		if v.subscribedTopicRegex != nil {
+			m.re, _ = compileTopicRegex(*v.subscribedTopicRegex) // checked by the heartbeat
+		}
+	}
 	m.topics, m.regex = v.subscribedTopicNames, v.subscribedTopicRegex
 	m.rebalanceTimeoutMs, m.assignor = v.rebalanceTimeoutMs, v.serverAssignor
 	if m.instanceID != nil {

@@ -2,8 +2,7 @@ package group
 
 import (
 	"encoding/base64"
-	"fmt"
-	"io"
+	"maps"
 	"regexp"
 	"slices"
 
@@ -19,12 +18,7 @@ func (g *group) isEmptyClassic() bool {
 // newUUID returns a random UUID in Kafka's form (URL-safe base64 without
 // padding), for member ids the coordinator makes (heartbeat v0).
 func (c *Coordinator) newUUID() string {
-	var u [16]byte
-	if _, err := io.ReadFull(c.rand, u[:]); err != nil {
-		panic(fmt.Sprintf("group: reading randomness for a member id: %v", err))
-	}
-	u[6] = u[6]&0x0f | 0x40
-	u[8] = u[8]&0x3f | 0x80
+	u := c.randomUUID()
 	return base64.RawURLEncoding.EncodeToString(u[:])
 }
 
@@ -83,34 +77,36 @@ func sameMemberMetadata(a, b *consumerMember) bool {
 		equalStringPtr(a.assignor, b.assignor)
 }
 
-// memberTopics returns the topic names m subscribes to: its names and the
-// existing topics its regular expression matches.
-func (c *Coordinator) memberTopics(m *consumerMember) []string {
-	if m.regex == nil {
-		return m.topics
-	}
-	re, err := compileTopicRegex(*m.regex)
-	if err != nil || c.cfg.Topics == nil {
-		return m.topics
-	}
+// topicNames lists the topics a regular expression may match, once per
+// call that needs them: nil when no member of the group subscribes by one
+// (or Config.Topics cannot list them).
+func (c *Coordinator) topicNames(cg *consumerGroup) []string {
 	lister, ok := c.cfg.Topics.(TopicLister)
 	if !ok {
+		return nil
+	}
+	for _, m := range cg.members {
+		if m.re != nil {
+			return lister.TopicNames()
+		}
+	}
+	return nil
+}
+
+// memberTopics returns the topic names m subscribes to: its names and,
+// of names (topicNames), those its regular expression matches.
+func memberTopics(m *consumerMember, names []string) []string {
+	if m.re == nil {
 		return m.topics
 	}
 	out := slices.Clone(m.topics)
-	for _, name := range lister.TopicNames() {
-		if re.MatchString(name) && !internalTopic(name) {
+	for _, name := range names {
+		if m.re.MatchString(name) {
 			out = append(out, name)
 		}
 	}
 	slices.Sort(out)
 	return slices.Compact(out)
-}
-
-// internalTopic reports Kafka's internal topics, which regular expression
-// subscriptions never match.
-func internalTopic(name string) bool {
-	return name == "__consumer_offsets" || name == "__transaction_state" || name == "__share_group_state"
 }
 
 // subscriptionMetadata resolves the topics the group's members subscribe
@@ -120,8 +116,9 @@ func (c *Coordinator) subscriptionMetadata(cg *consumerGroup) map[string]subscri
 	if c.cfg.Topics == nil {
 		return out
 	}
+	names := c.topicNames(cg)
 	for _, m := range cg.members {
-		for _, name := range c.memberTopics(m) {
+		for _, name := range memberTopics(m, names) {
 			if _, done := out[name]; done {
 				continue
 			}
@@ -131,18 +128,6 @@ func (c *Coordinator) subscriptionMetadata(cg *consumerGroup) map[string]subscri
 		}
 	}
 	return out
-}
-
-func sameSubscription(a, b map[string]subscribedTopic) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for name, t := range a {
-		if b[name] != t {
-			return false
-		}
-	}
-	return true
 }
 
 // computeTargetAssignment runs the group's assignor and writes the new
@@ -158,17 +143,18 @@ func (c *Coordinator) computeTargetAssignment(g *group) {
 		byName[n] = t.id
 	}
 	members := make([]assignorMember, 0, len(cg.members))
+	names := c.topicNames(cg)
 	for _, id := range cg.sortedMemberIDs() {
 		m := cg.members[id]
 		am := assignorMember{id: id, instanceID: m.instanceID, rackID: m.rackID,
 			topics: map[[16]byte]bool{}, current: map[[16]byte][]int32{}}
-		for _, n := range c.memberTopics(m) {
+		for _, n := range memberTopics(m, names) {
 			if tid, ok := byName[n]; ok {
 				am.topics[tid] = true
 			}
 		}
 		for t, ps := range cg.target[id] {
-			am.current[t] = sortedPartitionsOf(ps)
+			am.current[t] = slices.Sorted(maps.Keys(ps))
 		}
 		members = append(members, am)
 	}
@@ -290,7 +276,7 @@ func (c *Coordinator) consumerRebalanceExpired(groupID, memberID string, epoch i
 func (c *Coordinator) fenceConsumerMember(g *group, m *consumerMember) {
 	cg := g.consumer
 	c.writeRemoveConsumerMember(g, m.id)
-	if sub := c.subscriptionMetadata(cg); !sameSubscription(sub, cg.subscription) {
+	if sub := c.subscriptionMetadata(cg); !maps.Equal(sub, cg.subscription) {
 		c.writeConsumerSubscription(g, sub)
 	}
 	c.writeConsumerGroupEpoch(g, cg.epoch+1)

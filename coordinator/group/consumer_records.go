@@ -33,8 +33,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
+	"strings"
 )
 
 // Key versions of the consumer group records.
@@ -106,7 +108,6 @@ func newFlexValue() *flexWriter { return &flexWriter{b: []byte{0, 0}} } // versi
 
 func (w *flexWriter) int8(v int8)   { w.b = append(w.b, byte(v)) }
 func (w *flexWriter) int32(v int32) { w.b = binary.BigEndian.AppendUint32(w.b, uint32(v)) }
-func (w *flexWriter) int64(v int64) { w.b = binary.BigEndian.AppendUint64(w.b, uint64(v)) }
 func (w *flexWriter) uvarint(v int) { w.b = binary.AppendUvarint(w.b, uint64(v)) }
 func (w *flexWriter) uuid(v [16]byte) {
 	w.b = append(w.b, v[:]...)
@@ -129,8 +130,16 @@ func (w *flexWriter) arrayLen(n int) { w.uvarint(n + 1) }
 
 func (w *flexWriter) noTags() { w.uvarint(0) }
 
+// tag0 writes a tagged-field section holding tag 0 alone.
+func (w *flexWriter) tag0(data []byte) {
+	w.uvarint(1)
+	w.uvarint(0)
+	w.uvarint(len(data))
+	w.b = append(w.b, data...)
+}
+
 func (w *flexWriter) topicPartitions(s partitionSet) {
-	ids := sortedTopicIDs(s)
+	ids := sortedKeys(s)
 	n := 0
 	for _, t := range ids {
 		if len(s[t]) > 0 {
@@ -139,7 +148,7 @@ func (w *flexWriter) topicPartitions(s partitionSet) {
 	}
 	w.arrayLen(n)
 	for _, t := range ids {
-		ps := sortedPartitionsOf(s[t])
+		ps := slices.Sorted(maps.Keys(s[t]))
 		if len(ps) == 0 {
 			continue
 		}
@@ -162,10 +171,7 @@ func consumerGroupMetadataRecord(group string, v *consumerGroupMetadata) Record 
 	w := newFlexValue()
 	w.int32(v.epoch)
 	if v.hasHash {
-		w.uvarint(1)
-		w.uvarint(0)
-		w.uvarint(8)
-		w.int64(v.metadataHash)
+		w.tag0(binary.BigEndian.AppendUint64(nil, uint64(v.metadataHash)))
 	} else {
 		w.noTags()
 	}
@@ -198,15 +204,7 @@ func partitionMetadataOf(sub map[string]subscribedTopic) partitionMetadata {
 	for name, t := range sub {
 		out = append(out, partitionMetadataTopic{id: t.id, name: name, partitions: t.partitions})
 	}
-	slices.SortFunc(out, func(a, b partitionMetadataTopic) int {
-		switch {
-		case a.name < b.name:
-			return -1
-		case a.name > b.name:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(out, func(a, b partitionMetadataTopic) int { return strings.Compare(a.name, b.name) })
 	return out
 }
 
@@ -228,10 +226,7 @@ func consumerMemberRecord(group, member string, v *consumerMemberMetadata) Recor
 	w.int32(v.rebalanceTimeoutMs)
 	w.nullableStr(v.serverAssignor)
 	if v.classic != nil {
-		w.uvarint(1)
-		w.uvarint(0)
-		w.uvarint(len(v.classic))
-		w.b = append(w.b, v.classic...)
+		w.tag0(v.classic)
 	} else {
 		w.noTags()
 	}

@@ -2,6 +2,7 @@ package group
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"testing"
 	"time"
@@ -48,8 +49,8 @@ func (m *cgMember) request() *kmsg.ConsumerGroupHeartbeatRequest {
 		req.SubscribedTopicNames = m.topics
 	}
 	req.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
-	for _, t := range sortedTopicIDs(m.owned) {
-		req.Topics = append(req.Topics, kmsg.ConsumerGroupHeartbeatRequestTopic{TopicID: t, Partitions: sortedPartitionsOf(m.owned[t])})
+	for _, t := range sortedKeys(m.owned) {
+		req.Topics = append(req.Topics, kmsg.ConsumerGroupHeartbeatRequestTopic{TopicID: t, Partitions: slices.Sorted(maps.Keys(m.owned[t]))})
 	}
 	if m.epoch == 0 {
 		req.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
@@ -85,7 +86,7 @@ func (m *cgMember) send(req *kmsg.ConsumerGroupHeartbeatRequest) *kmsg.ConsumerG
 }
 
 // partitions lists what the member owns of topic t.
-func (m *cgMember) partitions() []int32 { return sortedPartitionsOf(m.owned[cgTopic]) }
+func (m *cgMember) partitions() []int32 { return slices.Sorted(maps.Keys(m.owned[cgTopic])) }
 
 func mustBeat(t *testing.T, m *cgMember) *kmsg.ConsumerGroupHeartbeatResponse {
 	t.Helper()
@@ -289,7 +290,7 @@ func TestConsumerGroupReplay(t *testing.T) {
 	if loaded == nil {
 		t.Fatal("the consumer group was not replayed")
 	}
-	if live.epoch != loaded.epoch || live.assignmentEpoch != loaded.assignmentEpoch || !sameSubscription(live.subscription, loaded.subscription) {
+	if live.epoch != loaded.epoch || live.assignmentEpoch != loaded.assignmentEpoch || !maps.Equal(live.subscription, loaded.subscription) {
 		t.Fatalf("group: live epoch %d/%d %v, loaded %d/%d %v", live.epoch, live.assignmentEpoch, live.subscription,
 			loaded.epoch, loaded.assignmentEpoch, loaded.subscription)
 	}

@@ -437,15 +437,21 @@ func (c *Coordinator) sortedGroupIDs() []string {
 	return ids
 }
 
-// newMemberID returns prefix + "-" + a random (version 4) UUID, the form of
-// Kafka's member ids.
-func (c *Coordinator) newMemberID(prefix string) string {
+// randomUUID returns a random (version 4) UUID.
+func (c *Coordinator) randomUUID() [16]byte {
 	var u [16]byte
 	if _, err := io.ReadFull(c.rand, u[:]); err != nil {
 		panic(fmt.Sprintf("group: reading randomness for a member id: %v", err))
 	}
 	u[6] = u[6]&0x0f | 0x40
 	u[8] = u[8]&0x3f | 0x80
+	return u
+}
+
+// newMemberID returns prefix + "-" + a random (version 4) UUID, the form of
+// Kafka's member ids.
+func (c *Coordinator) newMemberID(prefix string) string {
+	u := c.randomUUID()
 	h := hex.EncodeToString(u[:])
 	return prefix + "-" + h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]
 }
