@@ -1,6 +1,8 @@
 package group
 
 import (
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -96,6 +98,15 @@ func (c *Coordinator) listGroups(in Input, req *kmsg.ListGroupsRequest) {
 		lg.GroupType = typ
 		resp.Groups = append(resp.Groups, lg)
 	}
+	for _, id := range slices.Sorted(maps.Keys(c.shares)) {
+		state := c.shares[id].state()
+		if (len(types) > 0 && !types[shareGroupType]) || (len(states) > 0 && !states[strings.ToLower(state)]) {
+			continue
+		}
+		lg := kmsg.NewListGroupsResponseGroup()
+		lg.Group, lg.ProtocolType, lg.GroupState, lg.GroupType = id, shareProtocolType, state, shareGroupType
+		resp.Groups = append(resp.Groups, lg)
+	}
 	c.respond(in.Token, resp)
 }
 
@@ -111,6 +122,15 @@ func (c *Coordinator) deleteGroups(in Input, req *kmsg.DeleteGroupsRequest) {
 		rg := kmsg.NewDeleteGroupsResponseGroup()
 		rg.Group = id
 		g := c.groups[id]
+		if sg := c.shares[id]; sg != nil {
+			if len(sg.members) > 0 {
+				rg.ErrorCode = errNonEmptyGroup
+			} else {
+				c.deleteShareGroup(sg)
+			}
+			resp.Groups = append(resp.Groups, rg)
+			continue
+		}
 		switch {
 		case g == nil:
 			rg.ErrorCode = errGroupIDNotFound

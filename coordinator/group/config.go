@@ -71,6 +71,15 @@ type Config struct {
 	// range").
 	ConsumerAssignors []string
 
+	// ShareSessionTimeout is how long a share group member stays without
+	// a heartbeat before it is removed (group.share.session.timeout.ms,
+	// 45000); ShareHeartbeatInterval the interval members are told to
+	// keep (group.share.heartbeat.interval.ms, 5000); ShareMaxSize the
+	// most members a share group may have (group.share.max.size, 200).
+	ShareSessionTimeout    time.Duration
+	ShareHeartbeatInterval time.Duration
+	ShareMaxSize           int32
+
 	// Rand is where new member ids get their randomness. Nil means
 	// crypto/rand. Tests set it to make member ids reproducible.
 	Rand io.Reader
@@ -109,6 +118,9 @@ func DefaultConfig() Config {
 		ConsumerSessionTimeout:        45 * time.Second,
 		ConsumerHeartbeatInterval:     5 * time.Second,
 		ConsumerAssignors:             []string{"uniform", "range"},
+		ShareSessionTimeout:           45 * time.Second,
+		ShareHeartbeatInterval:        5 * time.Second,
+		ShareMaxSize:                  200,
 	}
 }
 
@@ -145,6 +157,13 @@ func (c Config) Validate() error {
 			c.ConsumerHeartbeatInterval, c.ConsumerSessionTimeout)
 	case len(c.ConsumerAssignors) == 0:
 		return bad("group.consumer.assignors must name at least one assignor")
+	case c.ShareSessionTimeout <= 0:
+		return bad("group.share.session.timeout.ms must be positive, is %v", c.ShareSessionTimeout)
+	case c.ShareHeartbeatInterval <= 0 || c.ShareHeartbeatInterval >= c.ShareSessionTimeout:
+		return bad("group.share.heartbeat.interval.ms (%v) must be positive and below group.share.session.timeout.ms (%v)",
+			c.ShareHeartbeatInterval, c.ShareSessionTimeout)
+	case c.ShareMaxSize < 1:
+		return bad("group.share.max.size must be at least 1, is %d", c.ShareMaxSize)
 	}
 	for _, name := range c.ConsumerAssignors {
 		if _, ok := assignors[name]; !ok {

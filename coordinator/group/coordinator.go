@@ -24,6 +24,9 @@ type Coordinator struct {
 	rand   io.Reader
 	phase  phase
 	groups map[string]*group
+	// shares are the share groups (share.go), by id; an id is in groups
+	// or in shares, never both.
+	shares map[string]*shareGroup
 	timers timers
 
 	// txnGroups indexes the groups with offsets of each producer's open
@@ -129,6 +132,7 @@ func New(cfg Config) (*Coordinator, error) {
 		cfg:       cfg,
 		rand:      r,
 		groups:    make(map[string]*group),
+		shares:    make(map[string]*shareGroup),
 		timers:    newTimers(),
 		txnGroups: make(map[int64]map[string]bool),
 	}, nil
@@ -188,6 +192,9 @@ func (c *Coordinator) Step(now time.Time, in Input) Output {
 		return c.flush()
 	}
 	c.fireDue()
+	if c.shareGroupConflict(in) {
+		return c.flush()
+	}
 	switch req := in.Request.(type) {
 	case *kmsg.JoinGroupRequest:
 		c.joinGroup(in, req)
@@ -215,6 +222,10 @@ func (c *Coordinator) Step(now time.Time, in Input) Output {
 		c.consumerGroupHeartbeat(in, req)
 	case *kmsg.ConsumerGroupDescribeRequest:
 		c.consumerGroupDescribe(in, req)
+	case *kmsg.ShareGroupHeartbeatRequest:
+		c.shareGroupHeartbeat(in, req)
+	case *kmsg.ShareGroupDescribeRequest:
+		c.shareGroupDescribe(in, req)
 	default:
 		panic(fmt.Sprintf("group: Step given unsupported request %T", in.Request))
 	}
@@ -227,7 +238,8 @@ func Handles(key int16) bool {
 	case kmsg.JoinGroup, kmsg.SyncGroup, kmsg.Heartbeat, kmsg.LeaveGroup,
 		kmsg.OffsetCommit, kmsg.OffsetFetch, kmsg.OffsetDelete,
 		kmsg.DescribeGroups, kmsg.ListGroups, kmsg.DeleteGroups,
-		kmsg.TxnOffsetCommit, kmsg.ConsumerGroupHeartbeat, kmsg.ConsumerGroupDescribe:
+		kmsg.TxnOffsetCommit, kmsg.ConsumerGroupHeartbeat, kmsg.ConsumerGroupDescribe,
+		kmsg.ShareGroupHeartbeat, kmsg.ShareGroupDescribe:
 		return true
 	}
 	return false
@@ -289,6 +301,7 @@ func (c *Coordinator) Unload() []Response {
 		}
 	}
 	c.groups = make(map[string]*group)
+	c.shares = make(map[string]*shareGroup)
 	c.txnGroups = make(map[int64]map[string]bool)
 	c.timers = newTimers()
 	return out
@@ -363,6 +376,8 @@ func (c *Coordinator) fireDue() {
 			c.consumerSessionExpired(t.key.group, t.key.member)
 		case timerConsumerRebalance:
 			c.consumerRebalanceExpired(t.key.group, t.key.member, t.generation)
+		case timerShareSession:
+			c.shareSessionExpired(t.key.group, t.key.member)
 		}
 	}
 }

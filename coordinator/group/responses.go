@@ -110,6 +110,14 @@ func errorResponse(req kmsg.Request, code int16) kmsg.Response {
 		}
 	case *kmsg.ConsumerGroupHeartbeatResponse:
 		r.ErrorCode = code
+	case *kmsg.ShareGroupHeartbeatResponse:
+		r.ErrorCode = code
+	case *kmsg.ShareGroupDescribeResponse:
+		for _, g := range req.(*kmsg.ShareGroupDescribeRequest).GroupIDs {
+			rg := kmsg.NewShareGroupDescribeResponseGroup()
+			rg.GroupID, rg.ErrorCode = g, code
+			r.Groups = append(r.Groups, rg)
+		}
 	case *kmsg.ConsumerGroupDescribeResponse:
 		for _, g := range req.(*kmsg.ConsumerGroupDescribeRequest).Groups {
 			rg := kmsg.NewConsumerGroupDescribeResponseGroup()

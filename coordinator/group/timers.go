@@ -30,6 +30,9 @@ const (
 	// revoke its partitions within its rebalance timeout. Keyed by group
 	// and member; generation holds the member epoch it was set at.
 	timerConsumerRebalance
+	// timerShareSession removes a share group member whose session timed
+	// out (group.share.session.timeout.ms). Keyed by group and member.
+	timerShareSession
 )
 
 // timerKey names a timer; scheduling a key that is already scheduled
