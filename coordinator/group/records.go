@@ -128,7 +128,7 @@ func (c *Coordinator) replay(key, value []byte, producerID int64) error {
 		return c.replayOffset(key, value, producerID)
 	case groupMetadataKeyVersion:
 		return c.replayGroup(key, value)
-	case shareGroupMetadataKey:
+	case shareGroupMetadataKey, shareStatePartitionsKey:
 		return c.replayShare(key, value)
 	}
 	if v := int16(binary.BigEndian.Uint16(key)); isConsumerRecordKey(v) {

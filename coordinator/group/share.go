@@ -16,7 +16,9 @@ package group
 //
 // What is written to __consumer_offsets is the group epoch (Kafka's
 // ShareGroupMetadata record, key version 11), so a reloaded coordinator
-// knows the group and never hands out an epoch twice. Members are kept in
+// knows the group and never hands out an epoch twice, and the topics the
+// group consumed (ShareGroupStatePartitionMetadata, key version 15, as its
+// initialized topics), whose share offsets are the group's. Members are kept in
 // memory only: after the coordinator moves, a member's next heartbeat gets
 // UNKNOWN_MEMBER_ID and it joins again with epoch 0, as the client does after
 // any fencing. Records in flight are untouched by that: they belong to the
@@ -39,6 +41,9 @@ const (
 	shareProtocolType     = "share"
 	shareAssignorName     = "simple"
 	shareGroupMetadataKey = int16(11)
+	// shareStatePartitionsKey is Kafka's ShareGroupStatePartitionMetadata
+	// record: the topics whose share state the group has.
+	shareStatePartitionsKey = int16(15)
 )
 
 // shareGroup is one share group.
@@ -51,6 +56,10 @@ type shareGroup struct {
 	target map[string]partitionSet
 	// subscription is the subscribed topics' metadata at the last epoch.
 	subscription map[string]subscribedTopic
+	// consumed are the topics members ever subscribed to (Kafka's
+	// initialized topics), by name: their share offsets are the group's
+	// until the group is deleted, members or not.
+	consumed map[string]subscribedTopic
 }
 
 // shareMember is one member of a share group.
@@ -70,6 +79,7 @@ func newShareGroup(id string) *shareGroup {
 		members:      map[string]*shareMember{},
 		target:       map[string]partitionSet{},
 		subscription: map[string]subscribedTopic{},
+		consumed:     map[string]subscribedTopic{},
 	}
 }
 
@@ -175,6 +185,7 @@ func (c *Coordinator) shareGroupHeartbeat(in Input, req *kmsg.ShareGroupHeartbea
 	if bump {
 		c.writeShareGroupEpoch(sg, sg.epoch+1)
 	}
+	c.noteConsumedTopics(sg)
 
 	// 2. A new target assignment when the group epoch moved past it.
 	if sg.epoch > sg.assignmentEpoch {
@@ -288,7 +299,11 @@ func (c *Coordinator) replayShare(key, value []byte) error {
 		return err
 	}
 	if p.tombstone {
-		delete(c.shares, p.group)
+		if p.kind == shareGroupMetadataKey {
+			delete(c.shares, p.group)
+		} else if sg := c.shares[p.group]; sg != nil {
+			sg.consumed = map[string]subscribedTopic{}
+		}
 		return nil
 	}
 	sg := c.shares[p.group]
@@ -296,23 +311,27 @@ func (c *Coordinator) replayShare(key, value []byte) error {
 		sg = newShareGroup(p.group)
 		c.shares[p.group] = sg
 	}
+	if p.kind == shareStatePartitionsKey {
+		sg.consumed = p.consumed
+		return nil
+	}
 	sg.epoch = p.epoch
 	sg.assignmentEpoch = p.epoch // members rejoin: the first join moves past it
 	return nil
 }
 
 type parsedShareRecord struct {
+	kind      int16
 	group     string
 	tombstone bool
 	epoch     int32
+	consumed  map[string]subscribedTopic
 }
 
 func parseShareRecord(key, value []byte) (parsedShareRecord, error) {
 	var p parsedShareRecord
 	kr := &flexReader{b: key}
-	if kr.int16() != shareGroupMetadataKey {
-		return p, fmt.Errorf("%w: share group record key", ErrCorruptRecord)
-	}
+	p.kind = kr.int16()
 	n := int(kr.int16())
 	p.group = string(kr.take(n))
 	if kr.err != nil || len(kr.b) != 0 {
@@ -326,7 +345,28 @@ func parseShareRecord(key, value []byte) (parsedShareRecord, error) {
 	if v := r.int16(); r.err == nil && v != 0 {
 		return p, fmt.Errorf("%w: share group record value version %d", ErrCorruptRecord, v)
 	}
-	p.epoch = r.int32()
+	if p.kind == shareGroupMetadataKey {
+		p.epoch = r.int32()
+	} else {
+		p.consumed = map[string]subscribedTopic{}
+		for list := range 3 {
+			n := r.arrayLen(16 + 1 + 1)
+			for i := 0; i < n && r.err == nil; i++ {
+				id, name := r.uuid(), r.str()
+				var parts int32
+				if list < 2 {
+					ps := r.arrayLen(4)
+					for j := 0; j < ps && r.err == nil; j++ {
+						parts = max(parts, r.int32()+1)
+					}
+				}
+				r.tags(nil)
+				if list == 1 {
+					p.consumed[name] = subscribedTopic{id: id, partitions: parts}
+				}
+			}
+		}
+	}
 	r.tags(nil)
 	if r.err != nil {
 		return p, fmt.Errorf("%w: share group record value: %w", ErrCorruptRecord, r.err)
@@ -336,8 +376,41 @@ func parseShareRecord(key, value []byte) (parsedShareRecord, error) {
 
 // deleteShareGroup deletes an empty share group (DeleteGroups).
 func (c *Coordinator) deleteShareGroup(sg *shareGroup) {
+	c.emit(Record{Key: cgKey(shareStatePartitionsKey, sg.id, nil)})
 	c.emit(Record{Key: cgKey(shareGroupMetadataKey, sg.id, nil)})
 	delete(c.shares, sg.id)
+}
+
+// noteConsumedTopics records the subscribed topics the group did not
+// consume before.
+func (c *Coordinator) noteConsumedTopics(sg *shareGroup) {
+	changed := false
+	for name, t := range sg.subscription {
+		if sg.consumed[name] != t {
+			sg.consumed[name] = t
+			changed = true
+		}
+	}
+	if !changed {
+		return
+	}
+	w := newFlexValue()
+	w.arrayLen(0) // initializing topics: none, Gregor's leaders initialize
+	names := slices.Sorted(maps.Keys(sg.consumed))
+	w.arrayLen(len(names))
+	for _, name := range names {
+		t := sg.consumed[name]
+		w.uuid(t.id)
+		w.str(name)
+		w.arrayLen(int(t.partitions))
+		for p := range t.partitions {
+			w.int32(p)
+		}
+		w.noTags()
+	}
+	w.arrayLen(0) // deleting topics
+	w.noTags()
+	c.emit(Record{Key: cgKey(shareStatePartitionsKey, sg.id, nil), Value: w.b})
 }
 
 // assignShare is Kafka's "simple" share assignor for the group's current
@@ -561,33 +634,17 @@ func (c *Coordinator) shareGroupConflict(in Input) bool {
 	return true
 }
 
-// ShareGroupTopics returns the partitions a share group's members are
-// assigned now, by topic id, for DescribeShareGroupOffsets and
-// DeleteGroups; ok is false when the group is not a share group here.
-func (c *Coordinator) ShareGroupTopics(groupID string) (topics map[[16]byte][]int32, ok bool) {
+// ShareGroup describes a share group for the share group offset APIs:
+// the topics it consumed (ever subscribed to), by name with their ids, and
+// how many members it has now; ok is false when groupID is no share group here.
+func (c *Coordinator) ShareGroup(groupID string) (topics map[string][16]byte, members int, ok bool) {
 	sg := c.shares[groupID]
 	if sg == nil {
-		return nil, false
+		return nil, 0, false
 	}
-	topics = map[[16]byte][]int32{}
-	for _, t := range sg.subscription {
-		for p := range t.partitions {
-			topics[t.id] = append(topics[t.id], p)
-		}
+	topics = map[string][16]byte{}
+	for name, t := range sg.consumed {
+		topics[name] = t.id
 	}
-	return topics, true
-}
-
-// ShareGroupSubscribedTopics returns the topics, by name, a share group's
-// members subscribe to, with their ids.
-func (c *Coordinator) ShareGroupSubscribedTopics(groupID string) (map[string][16]byte, bool) {
-	sg := c.shares[groupID]
-	if sg == nil {
-		return nil, false
-	}
-	out := map[string][16]byte{}
-	for name, t := range sg.subscription {
-		out[name] = t.id
-	}
-	return out, true
+	return topics, len(sg.members), true
 }

@@ -1,6 +1,7 @@
 package group
 
 import (
+	"maps"
 	"testing"
 	"time"
 
@@ -193,8 +194,11 @@ func TestShareGroupReplay(t *testing.T) {
 	}
 	c.Loaded(h.now)
 	live, loaded := h.c.shares["sg"], c.shares["sg"]
-	if loaded == nil || loaded.epoch != live.epoch {
-		t.Fatalf("loaded share group %+v, want epoch %d", loaded, live.epoch)
+	if loaded == nil || loaded.epoch != live.epoch || !maps.Equal(loaded.consumed, live.consumed) || len(live.consumed) != 1 {
+		t.Fatalf("loaded share group %+v, want epoch %d and consumed %v", loaded, live.epoch, live.consumed)
+	}
+	if topics, members, ok := c.ShareGroup("sg"); !ok || members != 0 || topics["t"] != cgTopic {
+		t.Fatalf("ShareGroup after load: %v %d %v", topics, members, ok)
 	}
 	h.c = c
 	wantCode(t, "heartbeat after the move", a.beat().ErrorCode, errUnknownMemberID)
