@@ -69,6 +69,13 @@ var handlers = []handler{
 	txnOffsetCommitAPI,
 	consumerGroupHeartbeatAPI,
 	consumerGroupDescribeAPI,
+	shareGroupHeartbeatAPI,
+	shareGroupDescribeAPI,
+	shareFetchAPI,
+	shareAcknowledgeAPI,
+	describeShareGroupOffsetsAPI,
+	alterShareGroupOffsetsAPI,
+	deleteShareGroupOffsetsAPI,
 	describeConfigsAPI,
 	describeLogDirsAPI,
 	alterReplicaLogDirsAPI,
@@ -104,15 +111,22 @@ type Broker struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	apis     *protocol.Registry
-	handlers map[int16]*handler
-	sessions *fetchSessions
-	metrics  *metrics
+	apis *protocol.Registry
+	// internalAPIs are the versions of internalHandlers, served and not
+	// advertised.
+	internalAPIs *protocol.Registry
+	handlers     map[int16]*handler
+	sessions     *fetchSessions
+	metrics      *metrics
 	// apiMetrics are the request metrics by API key, resolved at New.
 	apiMetrics map[int16]*apiMetrics
 	groups     *groupDrivers
 	txns       *txnDrivers
-	verifier   txnVerifier
+	// shares are the share partitions this broker leads and their
+	// sessions; shareCoords its share coordinators.
+	shares      *shareManager
+	shareCoords *shareCoordDrivers
+	verifier    txnVerifier
 
 	logs    *storage.Manager
 	cluster *cluster.Cluster
@@ -191,6 +205,13 @@ func New(cfg Config) (*Broker, error) {
 		b.handlers[h.key] = h
 		b.apiMetrics[h.key] = b.metrics.forAPI(h.key, h.min, h.max)
 	}
+	b.internalAPIs = &protocol.Registry{}
+	for i := range internalHandlers {
+		h := &internalHandlers[i]
+		b.internalAPIs.Register(h.key, h.min, h.max)
+		b.handlers[h.key] = h
+		b.apiMetrics[h.key] = b.metrics.forAPI(h.key, h.min, h.max)
+	}
 	quotas, err := newConnQuotas(cfg)
 	if err != nil {
 		return nil, err
@@ -200,6 +221,8 @@ func New(cfg Config) (*Broker, error) {
 	b.alterLogDirsRate.Store(configs.Unthrottled)
 	b.groups = newGroupDrivers(b)
 	b.txns = newTxnDrivers(b)
+	b.shares = newShareManager(b)
+	b.shareCoords = newShareCoordDrivers(b)
 	if cfg.Registerer != nil {
 		cfg.Registerer.MustRegister(newGroupLagCollector(b), newLogCollector(b))
 	}
@@ -505,6 +528,9 @@ func (b *Broker) Close() error {
 	}
 	b.groups.stopAll()
 	b.txns.stopAll()
+	b.shareCoords.stopAll()
+	b.shares.state.close()
+	b.shares.dropAll()
 	b.verifier.close()
 	b.wg.Wait()
 	var errs []error

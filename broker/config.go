@@ -145,6 +145,27 @@ type Config struct {
 	TransactionStateLogReplicationFactor int16
 	TransactionStateLogMinISR            int32
 	TransactionStateLogSegmentBytes      int64
+
+	// ShareStateTopicNumPartitions, ShareStateTopicReplicationFactor,
+	// ShareStateTopicMinISR and ShareStateTopicSegmentBytes shape
+	// __share_group_state, where the share coordinators keep share groups'
+	// state (share.coordinator.state.topic.num.partitions, 50;
+	// .replication.factor, 3; .min.isr, 2; .segment.bytes, 100 MiB).
+	ShareStateTopicNumPartitions     int32
+	ShareStateTopicReplicationFactor int16
+	ShareStateTopicMinISR            int32
+	ShareStateTopicSegmentBytes      int64
+	// ShareRecordLockDuration is how long a share group member holds the
+	// records it acquired before they are offered again
+	// (group.share.record.lock.duration.ms, 30000); ShareDeliveryCountLimit
+	// how often a record is delivered before it is archived
+	// (group.share.delivery.count.limit, 5); SharePartitionMaxRecordLocks
+	// the most records in flight per share partition
+	// (group.share.partition.max.record.locks, 2000).
+	ShareRecordLockDuration      time.Duration
+	ShareDeliveryCountLimit      int16
+	SharePartitionMaxRecordLocks int
+
 	// Transactions configures the transaction coordinator
 	// (transaction.max.timeout.ms, transactional.id.expiration.ms, the
 	// cleanup intervals). Its ProducerIDs, Topics and
@@ -300,6 +321,13 @@ func DefaultConfig() Config {
 		TransactionStateLogReplicationFactor: 3,
 		TransactionStateLogMinISR:            2,
 		TransactionStateLogSegmentBytes:      100 << 20,
+		ShareStateTopicNumPartitions:         50,
+		ShareStateTopicReplicationFactor:     3,
+		ShareStateTopicMinISR:                2,
+		ShareStateTopicSegmentBytes:          100 << 20,
+		ShareRecordLockDuration:              30 * time.Second,
+		ShareDeliveryCountLimit:              5,
+		SharePartitionMaxRecordLocks:         2000,
 		Transactions:                         txn.DefaultConfig(),
 		TransactionPartitionVerification:     true,
 	}
@@ -433,6 +461,20 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: transaction.state.log.min.isr %d below 1", ErrInvalidConfig, c.TransactionStateLogMinISR)
 	case c.TransactionStateLogSegmentBytes < 1<<20:
 		return fmt.Errorf("%w: transaction.state.log.segment.bytes %d below 1048576", ErrInvalidConfig, c.TransactionStateLogSegmentBytes)
+	case c.ShareStateTopicNumPartitions < 1:
+		return fmt.Errorf("%w: share.coordinator.state.topic.num.partitions %d below 1", ErrInvalidConfig, c.ShareStateTopicNumPartitions)
+	case c.ShareStateTopicReplicationFactor < 1:
+		return fmt.Errorf("%w: share.coordinator.state.topic.replication.factor %d below 1", ErrInvalidConfig, c.ShareStateTopicReplicationFactor)
+	case c.ShareStateTopicMinISR < 1:
+		return fmt.Errorf("%w: share.coordinator.state.topic.min.isr %d below 1", ErrInvalidConfig, c.ShareStateTopicMinISR)
+	case c.ShareStateTopicSegmentBytes < 1<<20:
+		return fmt.Errorf("%w: share.coordinator.state.topic.segment.bytes %d below 1048576", ErrInvalidConfig, c.ShareStateTopicSegmentBytes)
+	case c.ShareRecordLockDuration < time.Second || c.ShareRecordLockDuration > time.Hour:
+		return fmt.Errorf("%w: group.share.record.lock.duration.ms %v outside 1000-3600000", ErrInvalidConfig, c.ShareRecordLockDuration)
+	case c.ShareDeliveryCountLimit < 2 || c.ShareDeliveryCountLimit > 10:
+		return fmt.Errorf("%w: group.share.delivery.count.limit %d outside 2-10", ErrInvalidConfig, c.ShareDeliveryCountLimit)
+	case c.SharePartitionMaxRecordLocks < 100 || c.SharePartitionMaxRecordLocks > 10000:
+		return fmt.Errorf("%w: group.share.partition.max.record.locks %d outside 100-10000", ErrInvalidConfig, c.SharePartitionMaxRecordLocks)
 	}
 	for host, n := range c.MaxConnectionsPerIPOverrides {
 		if host == "" || n < 0 {

@@ -5,7 +5,8 @@ package broker
 //
 // A feature level tells clients what they may use: a producer uses the
 // second transaction protocol at transaction.version 2, a consumer the
-// consumer group protocol at group.version 1, and so on. Gregor serves
+// consumer group protocol at group.version 1, share groups at
+// share.version 1, and so on. Gregor serves
 // transaction.version 2 (KIP-890 part 2: partition leaders add partitions
 // to a transaction on a producer's behalf, TxnOffsetCommit v5 adds the
 // group's offsets partition, and every EndTxn v5 bumps the producer
@@ -53,7 +54,7 @@ type feature struct {
 var supportedFeatures = []feature{
 	{name: "eligible.leader.replicas.version"},
 	{name: "group.version", max: 1, finalizedTo: 1},
-	{name: "share.version"},
+	{name: "share.version", max: 1, finalizedTo: 1},
 	{name: "streams.version"},
 	{name: "transaction.version", max: 2, finalizedTo: 2},
 }

@@ -11,7 +11,7 @@ import (
 
 // TestFeatures reads the features from ApiVersions and updates them as
 // kafka-features does: Gregor finalizes transaction.version at 2 and
-// group.version at 1, reports the other client-facing features at level 0
+// group.version and share.version at 1, reports the other client-facing features at level 0
 // only, and refuses any level but the current one.
 func TestFeatures(t *testing.T) {
 	t.Parallel()
@@ -24,14 +24,14 @@ func TestFeatures(t *testing.T) {
 		resp := w.mustRoundTrip(req).(*kmsg.ApiVersionsResponse)
 		want, wantFinal := 0, 0
 		if v >= 3 {
-			want, wantFinal = len(supportedFeatures), 2
+			want, wantFinal = len(supportedFeatures), 3
 		}
 		if len(resp.SupportedFeatures) != want || len(resp.FinalizedFeatures) != wantFinal {
 			t.Errorf("ApiVersions v%d: supported %+v, finalized %+v; want %d supported, %d finalized",
 				v, resp.SupportedFeatures, resp.FinalizedFeatures, want, wantFinal)
 		}
 		for _, f := range resp.SupportedFeatures {
-			wantMax := map[string]int16{"transaction.version": 2, "group.version": 1}[f.Name]
+			wantMax := map[string]int16{"transaction.version": 2, "group.version": 1, "share.version": 1}[f.Name]
 			if f.MinVersion != 0 || f.MaxVersion != wantMax {
 				t.Errorf("ApiVersions v%d: feature %s supported at %d-%d, want 0-%d", v, f.Name, f.MinVersion, f.MaxVersion, wantMax)
 			}
@@ -40,9 +40,9 @@ func TestFeatures(t *testing.T) {
 			}
 		}
 		for _, f := range resp.FinalizedFeatures {
-			want := map[string]int16{"transaction.version": 2, "group.version": 1}[f.Name]
+			want := map[string]int16{"transaction.version": 2, "group.version": 1, "share.version": 1}[f.Name]
 			if want == 0 || f.MinVersionLevel != want || f.MaxVersionLevel != want {
-				t.Errorf("ApiVersions v%d: finalized %+v, want transaction.version at 2 and group.version at 1", v, f)
+				t.Errorf("ApiVersions v%d: finalized %+v, want transaction.version at 2, group.version and share.version at 1", v, f)
 			}
 		}
 		if v >= 3 && resp.FinalizedFeaturesEpoch < 0 {
@@ -69,7 +69,8 @@ func TestFeatures(t *testing.T) {
 		}{
 			{"group.version", 1, upgradeTypeUpgrade, protocol.None},
 			{"group.version", 0, upgradeTypeSafeDowngrade, protocol.InvalidUpdateVersion},
-			{"share.version", 0, upgradeTypeUpgrade, protocol.None},
+			{"share.version", 1, upgradeTypeUpgrade, protocol.None},
+			{"share.version", 0, upgradeTypeSafeDowngrade, protocol.InvalidUpdateVersion},
 			{"transaction.version", 2, upgradeTypeUpgrade, protocol.None},
 			{"transaction.version", 0, upgradeTypeSafeDowngrade, protocol.InvalidUpdateVersion},
 			{"streams.version", 1, upgradeTypeUpgrade, protocol.InvalidUpdateVersion},

@@ -31,6 +31,8 @@ func (b *Broker) handleGroupRequest(ctx context.Context, c *conn, hdr protocol.R
 		id = req.Group
 	case *kmsg.ConsumerGroupHeartbeatRequest:
 		id = req.Group
+	case *kmsg.ShareGroupHeartbeatRequest:
+		id = req.GroupID
 	case *kmsg.OffsetFetchRequest:
 		if hdr.APIVersion >= 8 {
 			return b.handleOffsetFetchGroups(ctx, c, hdr, req), nil

@@ -143,6 +143,7 @@ func (b *Broker) finishLogDirMove(tp storage.TopicPartition) (bool, error) {
 		t := b.parts.Load()
 		b.groups.sync(t)
 		b.txns.sync(t)
+		b.shareCoords.sync(t)
 	}
 	return true, nil
 }

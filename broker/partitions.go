@@ -83,7 +83,7 @@ type partitionTable struct {
 }
 
 // internalTopics are the topics clients may not produce to directly.
-var internalTopics = map[string]bool{"__consumer_offsets": true, "__transaction_state": true}
+var internalTopics = map[string]bool{"__consumer_offsets": true, "__transaction_state": true, "__share_group_state": true}
 
 // lookupPartition finds a partition this broker leads, by topic name, or by
 // id when byID. Kafka's codes: an unknown topic or partition number is
@@ -465,6 +465,7 @@ func (b *Broker) syncPartitions(md *cluster.Metadata) error {
 	}
 	b.groups.sync(next)
 	b.txns.sync(next)
+	b.shareCoords.sync(next)
 	return errors.Join(errs...)
 }
 

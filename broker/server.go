@@ -39,6 +39,10 @@ type conn struct {
 	// (long poll, durability wait, group coordinator), kept out of
 	// gregor_request_local_seconds. Read loop (where handlers run) only.
 	parked time.Duration
+	// shareSessions are the share sessions this connection opened: they
+	// close with it, releasing the records their members hold (Kafka ties
+	// a share session to its connection). Read loop only.
+	shareSessions map[shareSessionKey]*shareSession
 
 	closeOnce sync.Once
 }
@@ -96,6 +100,9 @@ func (c *conn) run() {
 	close(c.out)
 	<-done
 	c.close()
+	if len(c.shareSessions) > 0 {
+		c.b.shares.connClosed(c.shareSessions)
+	}
 }
 
 func (c *conn) close() {
@@ -187,7 +194,7 @@ func (c *conn) handle(ctx context.Context, frame []byte, arrived time.Time) (*ou
 	if err != nil {
 		return nil, nil, err
 	}
-	if !c.b.apis.Supports(prefix.APIKey, prefix.APIVersion) {
+	if !c.b.apis.Supports(prefix.APIKey, prefix.APIVersion) && !c.b.internalAPIs.Supports(prefix.APIKey, prefix.APIVersion) {
 		if prefix.APIKey == protocol.APIVersionsKey {
 			// KIP-511: an ApiVersions version above ours gets a v0 reply
 			// with UNSUPPORTED_VERSION and, as Kafka answers, the range of

@@ -1,0 +1,307 @@
+package broker
+
+// ShareFetch (key 78), versions 1-2.
+//
+// Share groups (KIP-932): a member fetches records of its assigned
+// partitions from their leader, which acquires them for it (a lock of
+// share.record.lock.duration.ms; AcquiredRecords says which offsets, with
+// their delivery counts), and acknowledges earlier records in the same
+// request. The share session (share_sessions.go) holds the partitions;
+// acknowledgements are applied and made durable at the share coordinator
+// before the answer, then records are acquired on every partition of the
+// session, at most MaxRecords in all, waiting up to MaxWaitMs while none
+// are available. Epoch -1 closes the session after its acknowledgements and
+// fetches nothing. The records sent are whole batches of the log: the
+// client keeps the acquired offsets only.
+//
+// v2 (KIP-1222) adds the renew acknowledgement (type 4: the lock is
+// extended) and IsRenewAck, a request that only renews and fetches nothing;
+// ShareAcquireMode record_limit asks for at most MaxRecords records, which
+// Gregor always keeps to (it acquires record by record). Renew in a v1
+// request is INVALID_REQUEST.
+
+import (
+	"context"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/gregor-io/gregor/coordinator/share"
+	"github.com/gregor-io/gregor/protocol"
+)
+
+var shareFetchAPI = handler{key: 78, min: 1, max: 2, handle: (*Broker).handleShareFetch}
+
+// maxShareFetchWait bounds a ShareFetch's MaxWaitMillis, as maxFetchWait
+// does a Fetch's.
+const maxShareFetchWait = maxFetchWait
+
+func (b *Broker) handleShareFetch(ctx context.Context, c *conn, _ protocol.RequestHeader, r kmsg.Request) (kmsg.Response, error) {
+	req := r.(*kmsg.ShareFetchRequest)
+	resp := req.ResponseKind().(*kmsg.ShareFetchResponse)
+	groupID, memberID := derefStr(req.GroupID), derefStr(req.MemberID)
+	set := b.shareSettings(groupID)
+	resp.AcquisitionLockTimeoutMillis = int32(set.lockDuration / time.Millisecond)
+	fail := func(code protocol.ErrorCode, msg string) (kmsg.Response, error) {
+		resp.ErrorCode = int16(code)
+		if msg != "" {
+			resp.ErrorMessage = &msg
+		}
+		return resp, nil
+	}
+	if groupID == "" || memberID == "" {
+		return fail(protocol.InvalidRequest, "GroupId and MemberId must be set.")
+	}
+	var requested []shareTP
+	acks := map[shareTP][]share.Ack{}
+	for _, t := range req.Topics {
+		for _, p := range t.Partitions {
+			tp := shareTP{t.TopicID, p.Partition}
+			requested = append(requested, tp)
+			for _, ab := range p.AcknowledgementBatches {
+				acks[tp] = append(acks[tp], share.Ack{First: ab.FirstOffset, Last: ab.LastOffset, Types: ab.AcknowledgeTypes})
+			}
+		}
+	}
+	if code := checkAckTypes(req.Version, acks); code != protocol.None {
+		return fail(code, "Unknown acknowledge type for this version.")
+	}
+	if req.ShareSessionEpoch == 0 && len(acks) > 0 {
+		return fail(protocol.InvalidRequest, "Acknowledge data is not allowed in the first request of a share session.")
+	}
+	var forgotten []shareTP
+	for _, t := range req.ForgottenTopicsData {
+		for _, p := range t.Partitions {
+			forgotten = append(forgotten, shareTP{t.TopicID, p})
+		}
+	}
+	now := time.Now()
+	sess, code := b.shares.session(shareSessionKey{groupID, memberID}, req.ShareSessionEpoch, now)
+	if code != protocol.None {
+		return fail(code, "")
+	}
+	defer sess.mu.Unlock()
+	switch req.ShareSessionEpoch {
+	case 0:
+		if c.shareSessions == nil {
+			c.shareSessions = map[shareSessionKey]*shareSession{}
+		}
+		c.shareSessions[sess.key] = sess
+	case -1:
+		delete(c.shareSessions, sess.key)
+	}
+	if req.ShareSessionEpoch != -1 {
+		sess.updateLocked(requested, forgotten)
+	}
+
+	out := newShareFetchOut(resp)
+	// 1. Acknowledgements, durable before anything is answered.
+	for _, tp := range requested {
+		if a := acks[tp]; len(a) > 0 {
+			rp := out.partition(tp)
+			sp, code := b.sharePartFor(ctx, groupID, tp)
+			if code == protocol.None {
+				code = b.shares.acknowledge(ctx, sp, memberID, a)
+			}
+			rp.AcknowledgeErrorCode = int16(code)
+			b.setShareLeaderHint(&rp.CurrentLeader.LeaderID, &rp.CurrentLeader.LeaderEpoch, tp, code)
+		}
+	}
+	if req.IsRenewAck && req.ShareSessionEpoch != -1 {
+		return out.done(), nil
+	}
+	if req.ShareSessionEpoch == -1 {
+		for _, tp := range sess.mu.parts {
+			if sp, code := b.sharePartFor(ctx, groupID, tp); code == protocol.None {
+				b.shares.releaseMember(ctx, sp, memberID)
+			}
+		}
+		return out.done(), nil
+	}
+
+	// 2. Records: acquire on every partition of the session, waiting while
+	// there are none.
+	maxRecords := int(req.MaxRecords)
+	if maxRecords <= 0 {
+		maxRecords = shareFetchDefaultMaxRecords
+	}
+	maxBytes := int64(req.MaxBytes)
+	if maxBytes <= 0 {
+		maxBytes = 50 << 20
+	}
+	wait := min(time.Duration(max(req.MaxWaitMillis, 0))*time.Millisecond, maxShareFetchWait)
+	deadline := now.Add(wait)
+	var parkedAt time.Time
+	for {
+		wake := make(chan struct{}, 1)
+		var unsubs []func()
+		var partWakes []chan struct{}
+		got := 0
+		for _, tp := range sess.mu.parts {
+			if got >= maxRecords || maxBytes <= 0 {
+				break
+			}
+			sp, code := b.sharePartFor(ctx, groupID, tp)
+			if code != protocol.None {
+				rp := out.partition(tp)
+				rp.ErrorCode = int16(code)
+				b.setShareLeaderHint(&rp.CurrentLeader.LeaderID, &rp.CurrentLeader.LeaderEpoch, tp, code)
+				continue
+			}
+			unsubs = append(unsubs, sp.log.Subscribe(wake))
+			partWakes = append(partWakes, sp.wakeChan())
+			recs, acquired, err := b.shares.acquire(sp, memberID, maxRecords-got, maxBytes, set.readCommitted)
+			if err != nil {
+				rp := out.partition(tp)
+				rp.ErrorCode = int16(errorCode(err))
+				continue
+			}
+			if len(acquired) == 0 {
+				continue
+			}
+			rp := out.partition(tp)
+			rp.Records = recs
+			maxBytes -= int64(len(recs))
+			for _, a := range acquired {
+				ar := kmsg.NewShareFetchResponseTopicPartitionAcquiredRecord()
+				ar.FirstOffset, ar.LastOffset, ar.DeliveryCount = a.First, a.Last, a.DeliveryCount
+				rp.AcquiredRecords = append(rp.AcquiredRecords, ar)
+				got += int(a.Last - a.First + 1)
+			}
+		}
+		left := time.Until(deadline)
+		if got > 0 || len(acks) > 0 || left <= 0 || len(sess.mu.parts) == 0 {
+			for _, u := range unsubs {
+				u()
+			}
+			break
+		}
+		if parkedAt.IsZero() {
+			parkedAt = time.Now()
+			c.releaseSlot()
+		}
+		timer := time.NewTimer(left)
+		merged := make(chan struct{})
+		stop := make(chan struct{})
+		for _, w := range partWakes {
+			go func() {
+				select {
+				case <-w:
+					select {
+					case merged <- struct{}{}:
+					default:
+					}
+				case <-stop:
+				}
+			}()
+		}
+		select {
+		case <-wake:
+		case <-merged:
+		case <-timer.C:
+		case <-ctx.Done():
+		}
+		close(stop)
+		timer.Stop()
+		for _, u := range unsubs {
+			u()
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	if !parkedAt.IsZero() {
+		c.addParked(time.Since(parkedAt))
+	}
+	return out.done(), nil
+}
+
+// sharePartFor finds the share partition of group on a partition this
+// broker leads, loading it on first use.
+func (b *Broker) sharePartFor(ctx context.Context, group string, tp shareTP) (*sharePart, protocol.ErrorCode) {
+	p, code := b.lookupPartition("", tp.topicID, true, tp.partition)
+	if code != protocol.None {
+		return nil, code
+	}
+	name := b.parts.Load().names[tp.topicID]
+	return b.shares.part(ctx, group, name, p)
+}
+
+// setShareLeaderHint fills a partition's current leader for a
+// NOT_LEADER_OR_FOLLOWER answer, so the client goes to the new leader.
+func (b *Broker) setShareLeaderHint(id, epoch *int32, tp shareTP, code protocol.ErrorCode) {
+	*id, *epoch = -1, -1
+	if code != protocol.NotLeaderOrFollower {
+		return
+	}
+	md := b.cluster.Snapshot()
+	for _, t := range md.Topics {
+		if [16]byte(t.ID) == tp.topicID && int(tp.partition) < len(t.Partitions) {
+			*id, *epoch = t.Partitions[tp.partition].Leader, t.Partitions[tp.partition].LeaderEpoch
+			return
+		}
+	}
+}
+
+// shareFetchOut builds a ShareFetch response, a topic and partition entry
+// on first mention.
+type shareFetchOut struct {
+	resp  *kmsg.ShareFetchResponse
+	parts map[shareTP]*kmsg.ShareFetchResponseTopicPartition
+	order []shareTP
+}
+
+func newShareFetchOut(resp *kmsg.ShareFetchResponse) *shareFetchOut {
+	return &shareFetchOut{resp: resp, parts: map[shareTP]*kmsg.ShareFetchResponseTopicPartition{}}
+}
+
+func (o *shareFetchOut) partition(tp shareTP) *kmsg.ShareFetchResponseTopicPartition {
+	if rp := o.parts[tp]; rp != nil {
+		return rp
+	}
+	rp := kmsg.NewShareFetchResponseTopicPartition()
+	rp.Partition = tp.partition
+	rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = -1, -1
+	rp.Records = []byte{}
+	o.parts[tp] = &rp
+	o.order = append(o.order, tp)
+	return &rp
+}
+
+func (o *shareFetchOut) done() *kmsg.ShareFetchResponse {
+	index := map[[16]byte]int{}
+	for _, tp := range o.order {
+		i, ok := index[tp.topicID]
+		if !ok {
+			t := kmsg.NewShareFetchResponseTopic()
+			t.TopicID = tp.topicID
+			o.resp.Topics = append(o.resp.Topics, t)
+			i = len(o.resp.Topics) - 1
+			index[tp.topicID] = i
+		}
+		o.resp.Topics[i].Partitions = append(o.resp.Topics[i].Partitions, *o.parts[tp])
+	}
+	return o.resp
+}
+
+// checkAckTypes refuses acknowledgement types the version does not know:
+// renew (4) came with v2.
+func checkAckTypes(version int16, acks map[shareTP][]share.Ack) protocol.ErrorCode {
+	for _, as := range acks {
+		for _, a := range as {
+			for _, t := range a.Types {
+				if t < share.AckGap || t > share.AckRenew || (t == share.AckRenew && version < 2) {
+					return protocol.InvalidRequest
+				}
+			}
+		}
+	}
+	return protocol.None
+}
+
+func derefStr(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}

@@ -1,0 +1,282 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/gregor-io/gregor/protocol"
+)
+
+// shareStartOffset is a share group's start offset on a partition, as
+// DescribeShareGroupOffsets reports it.
+func shareStartOffset(ctx context.Context, cl *kgo.Client, groupID, topic string, partition int32) (int64, error) {
+	req := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
+	g := kmsg.NewDescribeShareGroupOffsetsRequestGroup()
+	g.GroupID = groupID
+	rt := kmsg.NewDescribeShareGroupOffsetsRequestGroupTopic()
+	rt.Topic, rt.Partitions = topic, []int32{partition}
+	g.Topics = append(g.Topics, rt)
+	req.Groups = append(req.Groups, g)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return 0, err
+	}
+	if len(resp.Groups) != 1 || resp.Groups[0].ErrorCode != 0 {
+		return 0, fmt.Errorf("describe share group offsets: %+v", resp.Groups)
+	}
+	for _, t := range resp.Groups[0].Topics {
+		for _, p := range t.Partitions {
+			if p.Partition == partition {
+				if p.ErrorCode != 0 {
+					return 0, fmt.Errorf("partition error %d", p.ErrorCode)
+				}
+				return p.StartOffset, nil
+			}
+		}
+	}
+	return 0, fmt.Errorf("partition missing: %+v", resp.Groups[0].Topics)
+}
+
+// TestShareGroupConsume: three franz-go share consumers on a one-partition
+// topic read every record, each record accepted once; records one member
+// releases come back to some member with delivery count 2. The group's
+// start offset reaches the end, and after a broker restart the share state
+// is still there: nothing accepted is delivered again, new records are.
+func TestShareGroupConsume(t *testing.T) {
+	t.Parallel()
+	rb := startGrpRestartable(t, false)
+	ctx := testContext(t, 3*time.Minute)
+	const topic, groupID, n = "queue", "share-group", 600
+	admCl := newClient(t, rb.b)
+	grpCreateTopic(ctx, t, kadm.NewClient(admCl), topic, 1)
+
+	var mu sync.Mutex
+	accepted := map[string]int{}
+	released := map[string]bool{}
+	redelivered := map[string]int32{}
+	byMember := map[string]int{}
+	done := make(chan struct{})
+	var closeOnce sync.Once
+	var wg sync.WaitGroup
+	member := func(name string, release bool) {
+		defer wg.Done()
+		cl := newClient(t, rb.b, kgo.ShareGroup(groupID), kgo.ConsumeTopics(topic), kgo.ClientID(name),
+			kgo.ShareMaxRecords(50))
+		for {
+			select {
+			case <-done:
+				cl.Close()
+				return
+			default:
+			}
+			pctx, cancel := context.WithTimeout(ctx, time.Second)
+			fs := cl.PollFetches(pctx)
+			cancel()
+			if ctx.Err() != nil {
+				return
+			}
+			mu.Lock()
+			fs.EachRecord(func(r *kgo.Record) {
+				v := string(r.Value)
+				if release && !released[v] && len(v) > 0 && v[len(v)-1] == '0' {
+					released[v] = true
+					cl.MarkAcks(kgo.AckRelease, r)
+					return
+				}
+				if released[v] {
+					redelivered[v] = r.DeliveryCount()
+				}
+				accepted[v]++
+				byMember[name]++
+				cl.MarkAcks(kgo.AckAccept, r)
+			})
+			all := len(accepted) == n
+			mu.Unlock()
+			if err := cl.FlushAcks(ctx); err != nil {
+				t.Errorf("flush acks: %v", err)
+			}
+			if all {
+				closeOnce.Do(func() { close(done) })
+			}
+		}
+	}
+	wg.Add(3)
+	go member("a", true)
+	go member("b", false)
+	go member("c", false)
+	// The group starts at the end of the partition (share.auto.offset.reset
+	// latest): produce once its state is initialized.
+	waitFor(t, 30*time.Second, "the share partition initialized", func() error {
+		off, err := shareStartOffset(ctx, admCl, groupID, topic, 0)
+		if err == nil && off != 0 {
+			err = fmt.Errorf("start offset %d", off)
+		}
+		return err
+	})
+	prod := newClient(t, rb.b, kgo.DefaultProduceTopic(topic))
+	for i := range n {
+		prod.Produce(ctx, kgo.StringRecord(fmt.Sprint(i)), nil)
+	}
+	if err := prod.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+	wg.Wait()
+	mu.Lock()
+	if len(accepted) != n {
+		t.Fatalf("%d of %d records accepted", len(accepted), n)
+	}
+	for v, c := range accepted {
+		if c != 1 {
+			t.Errorf("record %s accepted %d times", v, c)
+		}
+	}
+	if len(released) == 0 {
+		t.Fatal("member a released nothing")
+	}
+	for v := range released {
+		if redelivered[v] != 2 {
+			t.Errorf("released record %s came back with delivery count %d, want 2", v, redelivered[v])
+		}
+	}
+	t.Logf("records per member: %v; %d released and delivered again", byMember, len(released))
+	mu.Unlock()
+
+	waitFor(t, 30*time.Second, "start offset at the end", func() error {
+		off, err := shareStartOffset(ctx, admCl, groupID, topic, 0)
+		if err == nil && off != n {
+			err = fmt.Errorf("start offset %d, want %d", off, n)
+		}
+		return err
+	})
+
+	rb.restart(t)
+	prod = newClient(t, rb.b, kgo.DefaultProduceTopic(topic))
+	for i := n; i < n+10; i++ {
+		if err := prod.ProduceSync(ctx, kgo.StringRecord(fmt.Sprint(i))).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cl := newClient(t, rb.b, kgo.ShareGroup(groupID), kgo.ConsumeTopics(topic))
+	got := map[string]bool{}
+	deadline := time.Now().Add(60 * time.Second)
+	for len(got) < 10 && time.Now().Before(deadline) {
+		pctx, cancel := context.WithTimeout(ctx, time.Second)
+		fs := cl.PollFetches(pctx)
+		cancel()
+		fs.EachRecord(func(r *kgo.Record) {
+			got[string(r.Value)] = true
+			cl.MarkAcks(kgo.AckAccept, r)
+		})
+	}
+	if len(got) != 10 {
+		t.Fatalf("after the restart %d records delivered (%v), want the 10 new ones", len(got), got)
+	}
+	for i := n; i < n+10; i++ {
+		if !got[fmt.Sprint(i)] {
+			t.Fatalf("after the restart got %v: accepted records delivered again or new ones missing", got)
+		}
+	}
+}
+
+// TestShareFetchLockTimeout: records a member acquired and never
+// acknowledged go to another member once their lock expires, with delivery
+// count 2; acknowledging them afterwards as the first member fails with
+// INVALID_RECORD_STATE. Share session errors are Kafka's.
+func TestShareFetchLockTimeout(t *testing.T) {
+	t.Parallel()
+	b := startBroker(t, func(c *Config) { c.ShareRecordLockDuration = time.Second })
+	ctx := testContext(t, time.Minute)
+	cl := newClient(t, b)
+	topicID := grpCreateTopic(ctx, t, kadm.NewClient(cl), "locks", 1)
+	w1, w2 := dialWire(t, b), dialWire(t, b)
+	wait := int32(10)
+	fetch := func(w *wireConn, member string, epoch int32, ack *kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch) *kmsg.ShareFetchResponse {
+		t.Helper()
+		req := kmsg.NewPtrShareFetchRequest()
+		req.SetVersion(1)
+		req.GroupID, req.MemberID = kmsg.StringPtr("g"), kmsg.StringPtr(member)
+		req.ShareSessionEpoch, req.MaxWaitMillis, req.MinBytes, req.MaxBytes, req.MaxRecords = epoch, wait, 1, 1<<20, 100
+		tp := kmsg.NewShareFetchRequestTopicPartition()
+		if ack != nil {
+			tp.AcknowledgementBatches = append(tp.AcknowledgementBatches, *ack)
+		}
+		rt := kmsg.NewShareFetchRequestTopic()
+		rt.TopicID = [16]byte(topicID)
+		rt.Partitions = append(rt.Partitions, tp)
+		req.Topics = append(req.Topics, rt)
+		return w.mustRoundTrip(req).(*kmsg.ShareFetchResponse)
+	}
+	acquired := func(r *kmsg.ShareFetchResponse) []kmsg.ShareFetchResponseTopicPartitionAcquiredRecord {
+		if r.ErrorCode != 0 || len(r.Topics) == 0 || len(r.Topics[0].Partitions) == 0 {
+			return nil
+		}
+		return r.Topics[0].Partitions[0].AcquiredRecords
+	}
+	// The first fetch initializes the share partition at the end of the
+	// (empty) partition; the records come after it.
+	if a := acquired(fetch(w1, "m1", 0, nil)); len(a) != 0 {
+		t.Fatalf("fetch of an empty partition acquired %+v", a)
+	}
+	prod := newClient(t, b, kgo.DefaultProduceTopic("locks"))
+	for i := range 5 {
+		if err := prod.ProduceSync(ctx, kgo.StringRecord(fmt.Sprint(i))).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wait = 3000
+	first := fetch(w1, "m1", 1, nil)
+	if a := acquired(first); len(a) != 1 || a[0].FirstOffset != 0 || a[0].LastOffset != 4 || a[0].DeliveryCount != 1 {
+		t.Fatalf("first fetch acquired %+v (error %d)", a, first.ErrorCode)
+	}
+	if first.AcquisitionLockTimeoutMillis != 1000 {
+		t.Fatalf("lock timeout %d ms, want 1000", first.AcquisitionLockTimeoutMillis)
+	}
+	// m2 finds nothing while m1 holds the records, then gets them with
+	// delivery count 2 once the lock expired.
+	var second []kmsg.ShareFetchResponseTopicPartitionAcquiredRecord
+	epoch := int32(0)
+	waitFor(t, 20*time.Second, "records redelivered after the lock", func() error {
+		r := fetch(w2, "m2", epoch, nil)
+		if r.ErrorCode != 0 {
+			return fmt.Errorf("fetch error %d", r.ErrorCode)
+		}
+		epoch++
+		second = append(second, acquired(r)...)
+		if len(second) == 0 {
+			return fmt.Errorf("nothing yet")
+		}
+		return nil
+	})
+	if len(second) != 1 || second[0].FirstOffset != 0 || second[0].LastOffset != 4 || second[0].DeliveryCount != 2 {
+		t.Fatalf("second member acquired %+v, want offsets 0-4 with delivery count 2", second)
+	}
+	// m1's late acknowledgement is refused.
+	wait = 10
+	ack := kmsg.NewShareFetchRequestTopicPartitionAcknowledgementBatch()
+	ack.FirstOffset, ack.LastOffset, ack.AcknowledgeTypes = 0, 4, []int8{1}
+	late := fetch(w1, "m1", 2, &ack)
+	if late.ErrorCode != 0 || len(late.Topics) == 0 || late.Topics[0].Partitions[0].AcknowledgeErrorCode != int16(protocol.InvalidRecordState) {
+		t.Fatalf("late acknowledgement: %+v", late)
+	}
+	// Session errors.
+	if r := fetch(w1, "m1", 7, nil); r.ErrorCode != int16(protocol.InvalidShareSessionEpoch) {
+		t.Fatalf("wrong epoch: error %d", r.ErrorCode)
+	}
+	if r := fetch(w1, "nobody", 3, nil); r.ErrorCode != int16(protocol.ShareSessionNotFound) {
+		t.Fatalf("no session: error %d", r.ErrorCode)
+	}
+	if r := fetch(w1, "m3", 0, &ack); r.ErrorCode != int16(protocol.InvalidRequest) {
+		t.Fatalf("acknowledgement in a new session: error %d", r.ErrorCode)
+	}
+}
