@@ -32,9 +32,9 @@ package broker
 // Kafka's controller reports them (see configs.Resolve).
 //
 // BROKER_LOGGER lists the components' loggers and their levels (see
-// loggers.go), after Kafka's checks of the name (this broker's id). Not
-// served: CLIENT_METRICS and GROUP resources get INVALID_REQUEST
-// ("Unsupported resource type: ..."). A
+// loggers.go), after Kafka's checks of the name (this broker's id). GROUP
+// lists a group's configs (group_configs.go). Not served: CLIENT_METRICS
+// gets INVALID_REQUEST ("Unsupported resource type: ..."). A
 // resource type Kafka does not know fails the whole request: every resource
 // gets INVALID_REQUEST with Kafka's default message, as Kafka's error
 // response does.
@@ -88,6 +88,8 @@ func (b *Broker) handleDescribeConfigs(_ context.Context, _ *conn, _ protocol.Re
 			if err = b.checkBrokerLoggerName(rr.ResourceName); err == nil {
 				out.Configs = b.describeLoggers(rr.ConfigNames)
 			}
+		case kmsg.ConfigResourceTypeGroupConfig:
+			out.Configs, err = b.describeGroupConfigs(md, rr, req.IncludeSynonyms, req.IncludeDocumentation)
 		default:
 			err = unsupportedResource(rr.ResourceType)
 		}

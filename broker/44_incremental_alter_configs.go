@@ -26,8 +26,9 @@ package broker
 //     the duplicate and null checks; both are INVALID_REQUEST.
 //   - BROKER_LOGGER: after Kafka's checks of the name (this broker's id),
 //     SET and DELETE of the components' log levels (see loggers.go).
-//     GROUP and CLIENT_METRICS are not served yet (INVALID_REQUEST); other
-//     types are "Unknown resource type N".
+//   - GROUP: SET and DELETE of a group's configs (group_configs.go).
+//     CLIENT_METRICS is not served yet (INVALID_REQUEST); other types are
+//     "Unknown resource type N".
 //
 // validate_only stops before writing. Once any resource changed, the local
 // logs are brought in line with the new values before the response.
@@ -82,7 +83,9 @@ func (b *Broker) incrementalAlter(ctx context.Context, rr kmsg.IncrementalAlterC
 			return false, err
 		}
 		return false, b.alterLoggers(rr.Configs, validateOnly)
-	case kmsg.ConfigResourceTypeClientMetrics, kmsg.ConfigResourceTypeGroupConfig:
+	case kmsg.ConfigResourceTypeGroupConfig:
+		return b.incrementalAlterGroup(ctx, rr.ResourceName, ops, validateOnly)
+	case kmsg.ConfigResourceTypeClientMetrics:
 		return false, unsupportedResource(rr.ResourceType)
 	}
 	return false, newTopicError(protocol.InvalidRequest, "Unknown resource type %d", rr.ResourceType)

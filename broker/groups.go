@@ -8,6 +8,7 @@ import (
 	"math"
 	"net"
 	"sort"
+	"strconv"
 	"sync"
 	"time"
 
@@ -182,6 +183,7 @@ func (g *groupDrivers) run(d *groupDriver) {
 // meanwhile wait in the channel.
 func (g *groupDrivers) load(d *groupDriver) (*group.Coordinator, group.Output, error) {
 	cfg := g.b.cfg.Groups
+	cfg.Overrides = g.b.groupOverrides
 	cfg.Topics = topicResolver{g.b}
 	c, err := group.New(cfg)
 	if err != nil {
@@ -672,4 +674,26 @@ func (r topicResolver) TopicByID(id [16]byte) (string, int32, bool) {
 		return "", 0, false
 	}
 	return t.Name, int32(len(t.Partitions)), true
+}
+
+// groupOverrides are a group's own session and heartbeat settings, from its
+// GROUP configs in the registry's cached view (never blocking).
+func (b *Broker) groupOverrides(groupID string) group.Overrides {
+	set := b.cluster.Snapshot().GroupConfigs[groupID]
+	if len(set) == 0 {
+		return group.Overrides{}
+	}
+	get := func(name string) time.Duration {
+		n, err := strconv.ParseInt(set[name], 10, 64)
+		if err != nil {
+			return 0
+		}
+		return time.Duration(n) * time.Millisecond
+	}
+	return group.Overrides{
+		ConsumerSessionTimeout:    get("consumer.session.timeout.ms"),
+		ConsumerHeartbeatInterval: get("consumer.heartbeat.interval.ms"),
+		ShareSessionTimeout:       get("share.session.timeout.ms"),
+		ShareHeartbeatInterval:    get("share.heartbeat.interval.ms"),
+	}
 }

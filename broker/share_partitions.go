@@ -16,6 +16,7 @@ package broker
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"time"
 
@@ -142,9 +143,10 @@ func (m *shareManager) load(sp *sharePart) {
 	}
 	set := m.b.shareSettings(sp.key.Group)
 	if st.StartOffset < 0 {
-		start := sp.log.HighWatermark()
-		if set.autoOffsetReset == "earliest" {
-			start = sp.log.LogStartOffset()
+		start, err := startOffsetFor(sp.log, set.autoOffsetReset, time.Now())
+		if err != nil {
+			fail(errorCode(err))
+			return
 		}
 		if code := m.state.initialize(ctx, sp.key, st.StateEpoch, start); code != protocol.None {
 			fail(code)
@@ -404,16 +406,42 @@ func (m *shareManager) dropAll() {
 	}
 }
 
+// startOffsetFor is where a share group starts on a partition it never
+// consumed: share.auto.offset.reset latest (the high watermark), earliest
+// (the log start) or by_duration:D (the first record at most D old, else
+// the high watermark).
+func startOffsetFor(l *storage.Log, reset string, now time.Time) (int64, error) {
+	switch {
+	case reset == "earliest":
+		return l.LogStartOffset(), nil
+	case strings.HasPrefix(reset, "by_duration:"):
+		d, ok := parseISODuration(strings.TrimPrefix(reset, "by_duration:"))
+		if !ok {
+			return l.HighWatermark(), nil
+		}
+		to, found, err := l.OffsetForTimestamp(now.Add(-d).UnixMilli())
+		if err != nil {
+			return 0, err
+		}
+		if found && to.Offset < l.HighWatermark() {
+			return to.Offset, nil
+		}
+	}
+	return l.HighWatermark(), nil
+}
+
 // errShareClosed is returned by the state client once the broker closes.
 var errShareClosed = errors.New("share state client closed")
 
 // shareSettings are a share group's settings: the broker's, with the
 // group's own configs (GROUP config resource) over them.
 func (b *Broker) shareSettings(groupID string) shareSettings {
+	md := b.cluster.Snapshot()
 	return shareSettings{
-		lockDuration:    b.cfg.ShareRecordLockDuration,
+		lockDuration:    b.groupDuration(md, groupID, "share.record.lock.duration.ms"),
 		deliveryLimit:   b.cfg.ShareDeliveryCountLimit,
 		maxInFlight:     b.cfg.SharePartitionMaxRecordLocks,
-		autoOffsetReset: "latest",
+		autoOffsetReset: b.groupSetting(md, groupID, "share.auto.offset.reset"),
+		readCommitted:   b.groupSetting(md, groupID, "share.isolation.level") == "read_committed",
 	}
 }

@@ -59,6 +59,7 @@
 //	P/configs/topics/<name>      {"config":{"retention.ms":"86400000"}}
 //	P/configs/brokers/<node id>  {"config":{...}}
 //	P/configs/brokers/default    {"config":{...}}
+//	P/configs/groups/<group id>  {"config":{"share.auto.offset.reset":"earliest"}}  (group id path-escaped)
 //	    Dynamic configs by Kafka name, as strings. Absent when empty.
 //	P/controller/<lease id hex>  {"node":1}
 //	    A controller candidate, bound to its broker's registration lease.

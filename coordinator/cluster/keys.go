@@ -3,6 +3,7 @@ package cluster
 import (
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"strconv"
 	"strings"
 )
@@ -28,6 +29,10 @@ func (k keyspace) topic(name string) string     { return k.root + "topics/" + na
 func (k keyspace) topicID(id TopicID) string    { return k.root + "topic_ids/" + id.String() }
 func (k keyspace) partitionsOf(t string) string { return k.root + "partitions/" + t + "/" }
 func (k keyspace) topicConfig(t string) string  { return k.root + "configs/topics/" + t }
+
+// groupConfig is a group's key: the group id path-escaped, since a group
+// id may hold any character.
+func (k keyspace) groupConfig(g string) string { return k.root + "configs/groups/" + url.PathEscape(g) }
 
 // controllerPrefix is the election's prefix: each candidate's key is
 // controllerPrefix + "/" + its lease id in hex (concurrency.Election).
@@ -60,6 +65,7 @@ const (
 	kindPartition
 	kindTopicConfig
 	kindBrokerConfig
+	kindGroupConfig
 	kindController
 )
 
@@ -67,7 +73,7 @@ const (
 type parsedKey struct {
 	kind      keyKind
 	node      int32  // kindBroker, kindRegistered, kindBrokerConfig (-1 = default)
-	topic     string // kindTopic, kindPartition, kindTopicConfig
+	topic     string // kindTopic, kindPartition, kindTopicConfig; the group id for kindGroupConfig
 	partition int32  // kindPartition
 }
 
@@ -124,6 +130,10 @@ func (k keyspace) parse(key string) parsedKey {
 		switch sub {
 		case "topics":
 			return parsedKey{kind: kindTopicConfig, topic: name}
+		case "groups":
+			if g, err := url.PathUnescape(name); err == nil && g != "" {
+				return parsedKey{kind: kindGroupConfig, topic: g}
+			}
 		case "brokers":
 			if name == defaultConfigName {
 				return parsedKey{kind: kindBrokerConfig, node: -1}

@@ -158,6 +158,9 @@ type Metadata struct {
 	// BrokerConfigs are dynamic broker configs by node id; -1 holds the
 	// cluster-wide defaults.
 	BrokerConfigs map[int32]map[string]string
+	// GroupConfigs are the dynamic configs of groups (the GROUP config
+	// resource), by group id; a group need not exist to have them.
+	GroupConfigs map[string]map[string]string
 }
 
 // Broker returns the registration of a live broker.
@@ -184,6 +187,7 @@ type state struct {
 	partitions    map[string]map[int32]partitionAt
 	topicConfigs  map[string]map[string]string
 	brokerConfigs map[int32]map[string]string
+	groupConfigs  map[string]map[string]string
 	// controllers are the controller candidates by key, with the create
 	// revision of each key.
 	controllers map[string]controllerCandidate
@@ -209,6 +213,7 @@ func newState(keys keyspace, warn func(string, ...any)) *state {
 		partitions:    map[string]map[int32]partitionAt{},
 		topicConfigs:  map[string]map[string]string{},
 		brokerConfigs: map[int32]map[string]string{},
+		groupConfigs:  map[string]map[string]string{},
 		controllers:   map[string]controllerCandidate{},
 		built:         map[string]*Topic{},
 		dirty:         map[string]bool{},
@@ -312,6 +317,14 @@ func (s *state) apply(key string, value []byte, revs keyRevs, deleted bool) {
 			return
 		}
 		s.brokerConfigs[pk.node] = r.Config
+	case kindGroupConfig:
+		s.configsDirty = true
+		var r configRecord
+		if deleted || !decode(&r) || len(r.Config) == 0 {
+			delete(s.groupConfigs, pk.topic)
+			return
+		}
+		s.groupConfigs[pk.topic] = r.Config
 	}
 }
 
@@ -359,8 +372,12 @@ func (s *state) snapshot(rev int64) *Metadata {
 		for id, c := range s.brokerConfigs {
 			m.BrokerConfigs[id] = c
 		}
+		m.GroupConfigs = make(map[string]map[string]string, len(s.groupConfigs))
+		for id, c := range s.groupConfigs {
+			m.GroupConfigs[id] = c
+		}
 	} else {
-		m.BrokerConfigs = prev.BrokerConfigs
+		m.BrokerConfigs, m.GroupConfigs = prev.BrokerConfigs, prev.GroupConfigs
 	}
 
 	if len(s.dirty) > 0 || prev == nil {

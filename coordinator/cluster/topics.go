@@ -341,6 +341,18 @@ func (c *Cluster) UpdateBrokerConfigs(ctx context.Context, nodeID int32, update 
 	return nil
 }
 
+// UpdateGroupConfigs is UpdateTopicConfigs for the configs of a group (the
+// GROUP config resource). The group need not exist.
+func (c *Cluster) UpdateGroupConfigs(ctx context.Context, groupID string, update func(map[string]string) (map[string]string, error)) error {
+	if err := c.checkOpen(); err != nil {
+		return err
+	}
+	if err := c.updateConfigs(ctx, c.keys.groupConfig(groupID), "", update); err != nil {
+		return fmt.Errorf("set configs of group %q: %w", groupID, err)
+	}
+	return nil
+}
+
 // updateConfigs is the compare-and-swap loop of the config updates. When
 // owner is not empty, the key it names must exist (ErrUnknownTopic if not)
 // and still be the same incarnation (create revision) at commit.

@@ -80,6 +80,11 @@ type Config struct {
 	ShareHeartbeatInterval time.Duration
 	ShareMaxSize           int32
 
+	// Overrides returns a group's own settings (its GROUP configs), over
+	// the ones above; zero fields keep those. Nil means none. Called from
+	// inside Step and Tick, so it must not block.
+	Overrides func(groupID string) Overrides
+
 	// Rand is where new member ids get their randomness. Nil means
 	// crypto/rand. Tests set it to make member ids reproducible.
 	Rand io.Reader
@@ -102,6 +107,34 @@ type Topics interface {
 // out). Without it a regular expression matches nothing.
 type TopicLister interface {
 	TopicNames() []string
+}
+
+// Overrides are the settings a group may set for itself (Kafka's group
+// configs consumer.session.timeout.ms, consumer.heartbeat.interval.ms,
+// share.session.timeout.ms and share.heartbeat.interval.ms).
+type Overrides struct {
+	ConsumerSessionTimeout    time.Duration
+	ConsumerHeartbeatInterval time.Duration
+	ShareSessionTimeout       time.Duration
+	ShareHeartbeatInterval    time.Duration
+}
+
+// overrides returns a group's settings, the defaults filled in.
+func (c *Config) overrides(groupID string) Overrides {
+	o := Overrides{}
+	if c.Overrides != nil {
+		o = c.Overrides(groupID)
+	}
+	pick := func(v *time.Duration, def time.Duration) {
+		if *v <= 0 {
+			*v = def
+		}
+	}
+	pick(&o.ConsumerSessionTimeout, c.ConsumerSessionTimeout)
+	pick(&o.ConsumerHeartbeatInterval, c.ConsumerHeartbeatInterval)
+	pick(&o.ShareSessionTimeout, c.ShareSessionTimeout)
+	pick(&o.ShareHeartbeatInterval, c.ShareHeartbeatInterval)
+	return o
 }
 
 // DefaultConfig returns Kafka 4.x's defaults.

@@ -281,7 +281,7 @@ func (c *Coordinator) consumerGroupHeartbeat(in Input, req *kmsg.ConsumerGroupHe
 
 	resp.MemberID = &memberID
 	resp.MemberEpoch = member.epoch
-	resp.HeartbeatIntervalMillis = int32(c.cfg.ConsumerHeartbeatInterval / time.Millisecond)
+	resp.HeartbeatIntervalMillis = int32(c.cfg.overrides(g.id).ConsumerHeartbeatInterval / time.Millisecond)
 	full := join || (req.RebalanceTimeoutMillis != -1 && req.SubscribedTopicNames != nil && req.Topics != nil)
 	if full || !before.assigned.equal(member.assigned) {
 		resp.Assignment = responseAssignment(member.assigned)

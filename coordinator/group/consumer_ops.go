@@ -243,7 +243,7 @@ func (c *Coordinator) reconcileMember(g *group, m *consumerMember, owned partiti
 func (c *Coordinator) scheduleConsumerSession(g *group, memberID string) {
 	c.timers.schedule(&timer{
 		key: timerKey{kind: timerConsumerSession, group: g.id, member: memberID},
-		at:  c.after(c.cfg.ConsumerSessionTimeout),
+		at:  c.after(c.cfg.overrides(g.id).ConsumerSessionTimeout),
 	})
 }
 

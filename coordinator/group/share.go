@@ -206,7 +206,7 @@ func (c *Coordinator) shareGroupHeartbeat(in Input, req *kmsg.ShareGroupHeartbea
 
 	resp.MemberID = &next.id
 	resp.MemberEpoch = next.epoch
-	resp.HeartbeatIntervalMillis = int32(c.cfg.ShareHeartbeatInterval / time.Millisecond)
+	resp.HeartbeatIntervalMillis = int32(c.cfg.overrides(sg.id).ShareHeartbeatInterval / time.Millisecond)
 	if join || req.SubscribedTopicNames != nil || !before.equal(next.assigned) {
 		resp.Assignment = shareResponseAssignment(next.assigned)
 	}
@@ -270,7 +270,7 @@ func (c *Coordinator) removeShareMember(sg *shareGroup, memberID string) {
 func (c *Coordinator) scheduleShareSession(sg *shareGroup, memberID string) {
 	c.timers.schedule(&timer{
 		key: timerKey{kind: timerShareSession, group: sg.id, member: memberID},
-		at:  c.after(c.cfg.ShareSessionTimeout),
+		at:  c.after(c.cfg.overrides(sg.id).ShareSessionTimeout),
 	})
 }
 

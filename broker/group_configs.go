@@ -1,0 +1,274 @@
+package broker
+
+// Group configs (KIP-848, KIP-932): the GROUP config resource of
+// DescribeConfigs and IncrementalAlterConfigs, as `kafka-configs
+// --entity-type groups` uses it. A group's configs override the broker's
+// group.consumer.* and group.share.* settings for that group; they are
+// kept in the registry (coordinator/cluster, configs/groups/<id>), seen by
+// every broker, and may be set before the group exists, as in Kafka.
+//
+// The keys are Kafka 4.x's group configs that Gregor applies; each value is
+// checked against the broker's bounds (INVALID_CONFIG), an unknown key is
+// INVALID_CONFIG, APPEND and SUBTRACT (no group config is a list) are
+// INVALID_CONFIG, and a resource with a duplicate key or a null value is
+// INVALID_REQUEST. DescribeConfigs lists every key: DYNAMIC_GROUP_CONFIG
+// where the group sets it, else the broker's value as DEFAULT_CONFIG.
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/gregor-io/gregor/broker/configs"
+	"github.com/gregor-io/gregor/coordinator/cluster"
+	"github.com/gregor-io/gregor/protocol"
+)
+
+// sourceDynamicGroupConfig is DescribeConfigs' source for a group config the
+// group sets (Kafka's DYNAMIC_GROUP_CONFIG).
+const sourceDynamicGroupConfig = 8
+
+// groupConfigDef is one group config key.
+type groupConfigDef struct {
+	name string
+	typ  kmsg.ConfigType
+	doc  string
+	// def is the broker's value, used when the group does not set it.
+	def func(b *Broker) string
+	// check validates a value.
+	check func(b *Broker, v string) error
+}
+
+// msBetween checks an int config in milliseconds against bounds.
+func msBetween(lo, hi func(b *Broker) time.Duration) func(*Broker, string) error {
+	return func(b *Broker, v string) error {
+		n, err := strconv.ParseInt(v, 10, 32)
+		if err != nil {
+			return fmt.Errorf("not an int: %q", v)
+		}
+		if l, h := lo(b).Milliseconds(), hi(b).Milliseconds(); n < l || n > h {
+			return fmt.Errorf("value %d out of range [%d, %d]", n, l, h)
+		}
+		return nil
+	}
+}
+
+func ms(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
+
+func fixed(d time.Duration) func(*Broker) time.Duration { return func(*Broker) time.Duration { return d } }
+
+// isoDuration matches the ISO-8601 durations by_duration takes (Java's
+// Duration.parse, days at most).
+var isoDuration = regexp.MustCompile(`^P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?$`)
+
+// parseISODuration parses what isoDuration matches.
+func parseISODuration(s string) (time.Duration, bool) {
+	m := isoDuration.FindStringSubmatch(s)
+	if m == nil || s == "P" || strings.HasSuffix(s, "T") {
+		return 0, false
+	}
+	var d time.Duration
+	for i, unit := range []time.Duration{24 * time.Hour, time.Hour, time.Minute} {
+		if m[i+1] != "" {
+			n, err := strconv.ParseInt(m[i+1], 10, 64)
+			if err != nil {
+				return 0, false
+			}
+			d += time.Duration(n) * unit
+		}
+	}
+	if m[4] != "" {
+		f, err := strconv.ParseFloat(m[4], 64)
+		if err != nil {
+			return 0, false
+		}
+		d += time.Duration(f * float64(time.Second))
+	}
+	return d, true
+}
+
+var groupConfigDefs = []groupConfigDef{
+	{name: "consumer.heartbeat.interval.ms", typ: kmsg.ConfigTypeInt,
+		doc: "The heartbeat interval given to the members of a consumer group.",
+		def: func(b *Broker) string { return ms(b.cfg.Groups.ConsumerHeartbeatInterval) },
+		check: msBetween(func(b *Broker) time.Duration { return min(5*time.Second, b.cfg.Groups.ConsumerHeartbeatInterval) },
+			func(b *Broker) time.Duration { return max(15*time.Second, b.cfg.Groups.ConsumerHeartbeatInterval) })},
+	{name: "consumer.session.timeout.ms", typ: kmsg.ConfigTypeInt,
+		doc: "The timeout to detect client failures when using the consumer group protocol.",
+		def: func(b *Broker) string { return ms(b.cfg.Groups.ConsumerSessionTimeout) },
+		check: msBetween(func(b *Broker) time.Duration { return min(45*time.Second, b.cfg.Groups.ConsumerSessionTimeout) },
+			func(b *Broker) time.Duration { return max(60*time.Second, b.cfg.Groups.ConsumerSessionTimeout) })},
+	{name: "share.auto.offset.reset", typ: kmsg.ConfigTypeString,
+		doc: "Where a share group starts on a partition it never consumed: latest, earliest, or by_duration:<ISO-8601 duration>.",
+		def: func(*Broker) string { return "latest" },
+		check: func(_ *Broker, v string) error {
+			if v == "latest" || v == "earliest" {
+				return nil
+			}
+			if d, ok := strings.CutPrefix(v, "by_duration:"); ok {
+				if _, ok := parseISODuration(d); ok {
+					return nil
+				}
+			}
+			return fmt.Errorf("invalid value %q: latest, earliest or by_duration:<duration>", v)
+		}},
+	{name: "share.heartbeat.interval.ms", typ: kmsg.ConfigTypeInt,
+		doc: "The heartbeat interval given to the members of a share group.",
+		def: func(b *Broker) string { return ms(b.cfg.Groups.ShareHeartbeatInterval) },
+		check: msBetween(func(b *Broker) time.Duration { return min(5*time.Second, b.cfg.Groups.ShareHeartbeatInterval) },
+			func(b *Broker) time.Duration { return max(15*time.Second, b.cfg.Groups.ShareHeartbeatInterval) })},
+	{name: "share.isolation.level", typ: kmsg.ConfigTypeString,
+		doc: "read_uncommitted: share group members get every record; read_committed: records of committed transactions only.",
+		def: func(*Broker) string { return "read_uncommitted" },
+		check: func(_ *Broker, v string) error {
+			if v == "read_uncommitted" || v == "read_committed" {
+				return nil
+			}
+			return fmt.Errorf("invalid value %q: read_committed or read_uncommitted", v)
+		}},
+	{name: "share.record.lock.duration.ms", typ: kmsg.ConfigTypeInt,
+		doc: "How long a share group member holds the records it acquired.",
+		def: func(b *Broker) string { return ms(b.cfg.ShareRecordLockDuration) },
+		check: msBetween(func(b *Broker) time.Duration { return min(15*time.Second, b.cfg.ShareRecordLockDuration) },
+			func(b *Broker) time.Duration { return max(60*time.Second, b.cfg.ShareRecordLockDuration) })},
+	{name: "share.session.timeout.ms", typ: kmsg.ConfigTypeInt,
+		doc: "The timeout to detect share group member failures.",
+		def: func(b *Broker) string { return ms(b.cfg.Groups.ShareSessionTimeout) },
+		check: msBetween(func(b *Broker) time.Duration { return min(45*time.Second, b.cfg.Groups.ShareSessionTimeout) },
+			func(b *Broker) time.Duration { return max(60*time.Second, b.cfg.Groups.ShareSessionTimeout) })},
+}
+
+func groupConfigDefFor(name string) *groupConfigDef {
+	for i := range groupConfigDefs {
+		if groupConfigDefs[i].name == name {
+			return &groupConfigDefs[i]
+		}
+	}
+	return nil
+}
+
+// groupSetting is a group's value of a group config: its own, else the
+// broker's.
+func (b *Broker) groupSetting(md *cluster.Metadata, groupID, name string) string {
+	if v, ok := md.GroupConfigs[groupID][name]; ok {
+		return v
+	}
+	return groupConfigDefFor(name).def(b)
+}
+
+// groupDuration is a group's millisecond setting as a duration.
+func (b *Broker) groupDuration(md *cluster.Metadata, groupID, name string) time.Duration {
+	n, _ := strconv.ParseInt(b.groupSetting(md, groupID, name), 10, 64)
+	return time.Duration(n) * time.Millisecond
+}
+
+// describeGroupConfigs lists a group's configs.
+func (b *Broker) describeGroupConfigs(md *cluster.Metadata, rr kmsg.DescribeConfigsRequestResource,
+	withSynonyms, withDocs bool) ([]kmsg.DescribeConfigsResponseResourceConfig, error) {
+	if rr.ResourceName == "" {
+		return nil, newTopicError(protocol.InvalidRequest, "Group name must not be empty")
+	}
+	wanted := configNameFilter(rr.ConfigNames)
+	set := md.GroupConfigs[rr.ResourceName]
+	var out []kmsg.DescribeConfigsResponseResourceConfig
+	for _, d := range groupConfigDefs {
+		if !wanted(d.name) {
+			continue
+		}
+		c := kmsg.NewDescribeConfigsResponseResourceConfig()
+		c.Name, c.ConfigType = d.name, d.typ
+		v, own := set[d.name]
+		if own {
+			c.Source = sourceDynamicGroupConfig
+		} else {
+			v = d.def(b)
+			c.Source = kmsg.ConfigSourceDefaultConfig
+			c.IsDefault = true
+		}
+		c.Value = &v
+		if withDocs {
+			doc := d.doc
+			c.Documentation = &doc
+		}
+		if withSynonyms {
+			syn := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
+			syn.Name, syn.Value, syn.Source = d.name, &v, c.Source
+			c.ConfigSynonyms = []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{syn}
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// incrementalAlterGroup applies IncrementalAlterConfigs operations to a
+// group's configs.
+func (b *Broker) incrementalAlterGroup(ctx context.Context, name string, ops []configs.Op, validateOnly bool) (bool, error) {
+	if name == "" {
+		return false, newTopicError(protocol.InvalidRequest, "Group name must not be empty")
+	}
+	seen := map[string]bool{}
+	for _, op := range ops {
+		switch {
+		case seen[op.Name]:
+			return false, newTopicError(protocol.InvalidRequest, "Error due to duplicate config keys")
+		case op.Op < configs.OpSet || op.Op > configs.OpSubtract:
+			return false, newTopicError(protocol.InvalidRequest, "Unknown operations type %d", op.Op)
+		case op.Op != configs.OpDelete && op.Value == nil:
+			return false, newTopicError(protocol.InvalidRequest, "Null value not supported for : %s", op.Name)
+		}
+		seen[op.Name] = true
+	}
+	apply := func(cur map[string]string) (map[string]string, error) {
+		next := map[string]string{}
+		for k, v := range cur {
+			next[k] = v
+		}
+		for _, op := range ops {
+			d := groupConfigDefFor(op.Name)
+			switch {
+			case d == nil:
+				return nil, newTopicError(protocol.InvalidConfig, "Unknown group config name: %s", op.Name)
+			case op.Op == configs.OpAppend || op.Op == configs.OpSubtract:
+				return nil, newTopicError(protocol.InvalidConfig, "Can't %s to key %s because its type is not LIST.", op.Op, op.Name)
+			case op.Op == configs.OpDelete:
+				delete(next, op.Name)
+			default:
+				if err := d.check(b, *op.Value); err != nil {
+					return nil, newTopicError(protocol.InvalidConfig, "Invalid value %s for configuration %s: %v", *op.Value, op.Name, err)
+				}
+				next[op.Name] = *op.Value
+			}
+		}
+		// A heartbeat interval must stay below its session timeout.
+		for _, kind := range []string{"consumer", "share"} {
+			hb, session := next[kind+".heartbeat.interval.ms"], next[kind+".session.timeout.ms"]
+			if hb == "" {
+				hb = groupConfigDefFor(kind + ".heartbeat.interval.ms").def(b)
+			}
+			if session == "" {
+				session = groupConfigDefFor(kind + ".session.timeout.ms").def(b)
+			}
+			h, _ := strconv.ParseInt(hb, 10, 64)
+			s, _ := strconv.ParseInt(session, 10, 64)
+			if h >= s {
+				return nil, newTopicError(protocol.InvalidConfig, "%s.heartbeat.interval.ms must be less than %s.session.timeout.ms", kind, kind)
+			}
+		}
+		return next, nil
+	}
+	if _, err := apply(b.cluster.Snapshot().GroupConfigs[name]); err != nil {
+		return false, err
+	}
+	if validateOnly {
+		return false, nil
+	}
+	if err := b.cluster.UpdateGroupConfigs(ctx, name, apply); err != nil {
+		return false, configWriteError(err, name, func(err error) error { return err })
+	}
+	return true, nil
+}

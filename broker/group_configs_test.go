@@ -1,0 +1,114 @@
+package broker
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/gregor-io/gregor/protocol"
+)
+
+// alterGroupConfig sends one IncrementalAlterConfigs GROUP resource and
+// returns its error code.
+func alterGroupConfig(ctx context.Context, t testing.TB, cl *kgo.Client, groupID string, op kmsg.IncrementalAlterConfigOp, name string, value *string) int16 {
+	t.Helper()
+	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	res := kmsg.NewIncrementalAlterConfigsRequestResource()
+	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeGroupConfig, groupID
+	c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+	c.Name, c.Op, c.Value = name, op, value
+	res.Configs = append(res.Configs, c)
+	req.Resources = append(req.Resources, res)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatalf("alter group config %s: %v", name, err)
+	}
+	return resp.Resources[0].ErrorCode
+}
+
+func setGroupConfig(ctx context.Context, t testing.TB, cl *kgo.Client, groupID, name, value string) {
+	t.Helper()
+	if code := alterGroupConfig(ctx, t, cl, groupID, kmsg.IncrementalAlterConfigOpSet, name, kmsg.StringPtr(value)); code != 0 {
+		t.Fatalf("set group config %s=%s: error %d", name, value, code)
+	}
+}
+
+// describeGroupConfig returns a group's configs: value and source by name.
+func describeGroupConfig(ctx context.Context, t testing.TB, cl *kgo.Client, groupID string) map[string]kmsg.DescribeConfigsResponseResourceConfig {
+	t.Helper()
+	req := kmsg.NewPtrDescribeConfigsRequest()
+	res := kmsg.NewDescribeConfigsRequestResource()
+	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeGroupConfig, groupID
+	req.Resources = append(req.Resources, res)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil || resp.Resources[0].ErrorCode != 0 {
+		t.Fatalf("describe group configs: %v %+v", err, resp)
+	}
+	out := map[string]kmsg.DescribeConfigsResponseResourceConfig{}
+	for _, c := range resp.Resources[0].Configs {
+		out[c.Name] = c
+	}
+	return out
+}
+
+// TestGroupConfigs: the GROUP config resource as kafka-configs
+// --entity-type groups uses it: defaults from the broker, set and delete,
+// Kafka's errors for unknown keys and bad values, and the values kept
+// across a restart.
+func TestGroupConfigs(t *testing.T) {
+	t.Parallel()
+	rb := startGrpRestartable(t, false)
+	ctx := testContext(t, time.Minute)
+	cl := newClient(t, rb.b)
+	got := describeGroupConfig(ctx, t, cl, "no-such-group-yet")
+	if c := got["share.auto.offset.reset"]; c.Value == nil || *c.Value != "latest" || c.Source != kmsg.ConfigSourceDefaultConfig {
+		t.Fatalf("default share.auto.offset.reset: %+v", c)
+	}
+	if c := got["consumer.session.timeout.ms"]; c.Value == nil || *c.Value != "45000" {
+		t.Fatalf("default consumer.session.timeout.ms: %+v", c)
+	}
+	setGroupConfig(ctx, t, cl, "g1", "share.auto.offset.reset", "earliest")
+	setGroupConfig(ctx, t, cl, "g1", "share.record.lock.duration.ms", "20000")
+	for _, c := range []struct {
+		name, value string
+		code        protocol.ErrorCode
+	}{
+		{"share.auto.offset.reset", "sometime", protocol.InvalidConfig},
+		{"share.auto.offset.reset", "by_duration:PT1H", protocol.None},
+		{"share.record.lock.duration.ms", "1000", protocol.InvalidConfig},
+		{"consumer.heartbeat.interval.ms", "60000", protocol.InvalidConfig},
+		{"no.such.config", "1", protocol.InvalidConfig},
+	} {
+		if code := alterGroupConfig(ctx, t, cl, "g2", kmsg.IncrementalAlterConfigOpSet, c.name, kmsg.StringPtr(c.value)); code != int16(c.code) {
+			t.Errorf("set %s=%s: code %d, want %d", c.name, c.value, code, c.code)
+		}
+	}
+	if code := alterGroupConfig(ctx, t, cl, "g2", kmsg.IncrementalAlterConfigOpAppend, "share.auto.offset.reset", kmsg.StringPtr("x")); code != int16(protocol.InvalidConfig) {
+		t.Errorf("APPEND: code %d", code)
+	}
+	if code := alterGroupConfig(ctx, t, cl, "g2", kmsg.IncrementalAlterConfigOpSet, "share.auto.offset.reset", nil); code != int16(protocol.InvalidRequest) {
+		t.Errorf("null value: code %d", code)
+	}
+	if code := alterGroupConfig(ctx, t, cl, "g2", kmsg.IncrementalAlterConfigOpDelete, "share.auto.offset.reset", nil); code != 0 {
+		t.Errorf("delete: code %d", code)
+	}
+	if c := describeGroupConfig(ctx, t, cl, "g2")["share.auto.offset.reset"]; *c.Value != "latest" || c.Source != kmsg.ConfigSourceDefaultConfig {
+		t.Errorf("after delete: %+v", c)
+	}
+
+	rb.restart(t)
+	cl = newClient(t, rb.b)
+	got = describeGroupConfig(ctx, t, cl, "g1")
+	if c := got["share.auto.offset.reset"]; *c.Value != "earliest" || c.Source != sourceDynamicGroupConfig {
+		t.Fatalf("after restart share.auto.offset.reset: %+v", c)
+	}
+	if c := got["share.record.lock.duration.ms"]; *c.Value != "20000" {
+		t.Fatalf("after restart share.record.lock.duration.ms: %+v", c)
+	}
+	if s := rb.b.shareSettings("g1"); s.lockDuration != 20*time.Second || s.autoOffsetReset != "earliest" {
+		t.Fatalf("share settings of g1: %+v", s)
+	}
+}
