@@ -60,8 +60,6 @@ func msBetween(lo, hi func(b *Broker) time.Duration) func(*Broker, string) error
 
 func ms(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
 
-func fixed(d time.Duration) func(*Broker) time.Duration { return func(*Broker) time.Duration { return d } }
-
 // isoDuration matches the ISO-8601 durations by_duration takes (Java's
 // Duration.parse, days at most).
 var isoDuration = regexp.MustCompile(`^P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?$`)
