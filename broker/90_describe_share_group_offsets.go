@@ -4,8 +4,7 @@ package broker
 //
 // The start offset (SPSO) of each partition of a share group, read from the
 // share coordinators, and from v1 the lag: records from the start offset to
-// the high watermark (records already acknowledged beyond the start offset
-// are counted too: Gregor's state summary does not give their number).
+// the high watermark not yet acknowledged or archived.
 // Sent to the group's coordinator, which knows the topics the group
 // consumed; with no topics named, all of them. A partition the group never
 // fetched has start offset -1. Not the group's coordinator:
@@ -81,7 +80,7 @@ func (b *Broker) handleDescribeShareGroupOffsets(ctx context.Context, c *conn, _
 					if code == protocol.None && sum.StartOffset >= 0 {
 						rp.StartOffset, rp.LeaderEpoch = sum.StartOffset, sum.LeaderEpoch
 						if hw, ok := b.highWatermark(w.name, p); ok {
-							rp.Lag = max(hw-sum.StartOffset, 0)
+							rp.Lag = max(hw-sum.StartOffset-int64(sum.DeliveryCompleteCount), 0)
 						}
 					}
 				}

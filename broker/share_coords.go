@@ -313,5 +313,5 @@ var (
 	readShareGroupStateAPI        = handler{key: 84, min: 0, max: 0, handle: (*Broker).handleShareStateRequest}
 	writeShareGroupStateAPI       = handler{key: 85, min: 0, max: 0, handle: (*Broker).handleShareStateRequest}
 	deleteShareGroupStateAPI      = handler{key: 86, min: 0, max: 0, handle: (*Broker).handleShareStateRequest}
-	readShareGroupStateSummaryAPI = handler{key: 87, min: 0, max: 0, handle: (*Broker).handleShareStateRequest}
+	readShareGroupStateSummaryAPI = handler{key: 87, min: 0, max: 1, handle: (*Broker).handleShareStateRequest}
 )

@@ -233,6 +233,7 @@ func (s *shareStateClient) write(ctx context.Context, key share.Key, st share.St
 // offset (-1 when never initialized), for DescribeShareGroupOffsets.
 func (s *shareStateClient) summary(ctx context.Context, key share.Key) (kmsg.ReadShareGroupStateSummaryResponseTopicPartition, protocol.ErrorCode) {
 	req := kmsg.NewPtrReadShareGroupStateSummaryRequest()
+	req.SetVersion(1) // with DeliveryCompleteCount, for the lag
 	req.GroupID = key.Group
 	t := kmsg.NewReadShareGroupStateSummaryRequestTopic()
 	t.TopicID = key.TopicID

@@ -102,6 +102,14 @@
 #                             --verbose show the group as Consumer, its
 #                             assignor, epochs and member; a second one
 #                             resumes at the commits; Empty once it leaves
+#     share-group             share groups (KIP-932): kafka-configs
+#                             --entity-type groups sets
+#                             share.auto.offset.reset=earliest; two
+#                             kafka-console-share-consumer processes read
+#                             every line once between them; kafka-share-groups
+#                             --list, --describe --members --verbose while
+#                             they run, then --describe (lag 0) and --state
+#                             --verbose (Empty) once they exit
 #   kcat (version: kcat -V, with its librdkafka)
 #     produce-consume-<codec> -P -z <codec> -H ... -Z, read back with -C -e
 #                             and a -f format with %h (headers) and %S
@@ -133,6 +141,8 @@ PRODUCER=org.apache.kafka.tools.ConsoleProducer
 CONSUMER=org.apache.kafka.tools.consumer.ConsoleConsumer
 OFFSETS=org.apache.kafka.tools.GetOffsetShell
 CONFIGS=org.apache.kafka.tools.ConfigCommand # kafka-configs
+SHARE_CONSUMER=org.apache.kafka.tools.consumer.ConsoleShareConsumer # kafka-console-share-consumer
+SHARE_GROUPS=org.apache.kafka.tools.consumer.group.ShareGroupCommand # kafka-share-groups
 CONSUMER_GROUPS=org.apache.kafka.tools.consumer.group.ConsumerGroupCommand # kafka-consumer-groups
 # Quick JVM start-up; slf4j-simple logs warnings and errors to stderr only.
 JAVA_OPTS=(-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xshare:auto
@@ -1700,6 +1710,76 @@ lab_console_consumer_protocol_group() {
 	say "  group.protocol=consumer: the first console consumer read $N lines and committed; with a second one in the group, --list --type showed Consumer, --describe --state --verbose '$(awk -v g="$group" '$1 == g { print $(NF - 4), $(NF - 3), "epoch", $(NF - 2) "/" $(NF - 1), "members", $NF; exit }' "$work/cpg-state.out")', --members --verbose the member at $topic:0,1,2 (current = target); it resumed at the commits and read the $m new lines; Empty after it left; offsets at the log end"
 }
 
+# Share groups (KIP-932): the group's share.auto.offset.reset is set to
+# earliest with kafka-configs --entity-type groups; two
+# kafka-console-share-consumer processes share a one-partition topic and
+# between them print every line once (each record acknowledged once, the
+# default accept); kafka-share-groups lists the group, describes its two
+# members while they run, and once they are gone shows the partition with
+# lag 0 and the group Empty.
+lab_console_share_group() {
+	need_java
+	local topic=${P}share group=${P}share-group a b start row hdr out=$work/share-members.out
+	create_topic "$topic" 1
+	check lines shg 0 "$N" >"$work/shg.in"
+	produce_java "$topic" "$work/shg.in"
+	configs_cmd "$work/shg-config.out" --entity-type groups --entity-name "$group" --alter \
+		--add-config share.auto.offset.reset=earliest
+	configs_cmd "$work/shg-config-describe.out" --entity-type groups --entity-name "$group" --describe
+	grep -q "share.auto.offset.reset=earliest" "$work/shg-config-describe.out" ||
+		fail "kafka-configs --entity-type groups --describe does not show share.auto.offset.reset=earliest: $(lines_of "$work/shg-config-describe.out")" "$work/shg-config-describe.out.err"
+	# Each consumer prints what it gets until the other has taken the rest:
+	# together they stop once no line is left for 15 s.
+	start_bg "$work/shg.a" timeout -k 5 "$TOOL_TIMEOUT" java "${JAVA_OPTS[@]}" -cp "$libs/*" "$SHARE_CONSUMER" \
+		--bootstrap-server "$bs" --topic "$topic" --group "$group" --timeout-ms 15000 --formatter-property print.key=true
+	a=$bg_pid
+	start_bg "$work/shg.b" timeout -k 5 "$TOOL_TIMEOUT" java "${JAVA_OPTS[@]}" -cp "$libs/*" "$SHARE_CONSUMER" \
+		--bootstrap-server "$bs" --topic "$topic" --group "$group" --timeout-ms 15000 --formatter-property print.key=true
+	b=$bg_pid
+	start=$SECONDS
+	row=""
+	while ((SECONDS < start + GROUP_WAIT)); do
+		if kafka_java "$SHARE_GROUPS" --bootstrap-server "$bs" --describe --group "$group" --members --verbose \
+			</dev/null >"$out" 2>"$out.err"; then
+			# Both members, each assigned the partition.
+			row=$(awk -v g="$group" -v t="$topic:0" '$1 == g && $5 == 1 && $7 == t { n++ } END { print n + 0 }' "$out")
+			[[ $row == 2 ]] && break
+		fi
+		sleep 0.5
+	done
+	[[ $row == 2 ]] || fail "kafka-share-groups --describe --group $group --members --verbose did not show two members, each with $topic:0, within ${GROUP_WAIT}s: $(lines_of "$out")" "$out"
+	hdr=$(awk '$1 == "GROUP" { $1 = $1; print; exit }' "$out")
+	[[ $hdr == "GROUP CONSUMER-ID HOST CLIENT-ID #PARTITIONS MEMBER-EPOCH ASSIGNMENT" ]] ||
+		fail "kafka-share-groups --describe --members --verbose: header '$hdr'" "$out"
+	for pid in "$a" "$b"; do
+		while kill -0 "$pid" 2>/dev/null && ((SECONDS < start + 120)); do sleep 0.2; done
+		! kill -0 "$pid" 2>/dev/null || fail "a console share consumer did not exit within 120s" "$work/shg.a.err"
+	done
+	cat "$work/shg.a" "$work/shg.b" >"$work/shg.out"
+	check same-set "$work/shg.in" "$work/shg.out" >"$work/cmp" ||
+		fail "two console share consumers of $group should print every line once between them: $(cat "$work/cmp")" "$work/shg.a.err"
+	tool_cmd "$SHARE_GROUPS" kafka-share-groups "$work/shg-list.out" --list
+	grep -qx "$group" "$work/shg-list.out" ||
+		fail "kafka-share-groups --list does not show $group: $(lines_of "$work/shg-list.out")" "$work/shg-list.out.err"
+	row=""
+	start=$SECONDS
+	while ((SECONDS < start + GROUP_WAIT)); do
+		tool_cmd "$SHARE_GROUPS" kafka-share-groups "$work/shg-describe.out" --describe --group "$group"
+		# GROUP TOPIC PARTITION START-OFFSET LAG
+		row=$(awk -v g="$group" -v t="$topic" '$1 == g && $2 == t { print $3, $5; exit }' "$work/shg-describe.out")
+		[[ $row == "0 0" ]] && break
+		sleep 0.5
+	done
+	[[ $row == "0 0" ]] ||
+		fail "kafka-share-groups --describe --group $group: '${row:-no row}' (partition, lag), expected '0 0'" "$work/shg-describe.out"
+	tool_cmd "$SHARE_GROUPS" kafka-share-groups "$work/shg-state.out" --describe --group "$group" --state --verbose
+	# ... STATE GROUP-EPOCH ASSIGNMENT-EPOCH #MEMBERS, from the end
+	row=$(awk -v g="$group" '$1 == g { print $(NF - 3), $NF; exit }' "$work/shg-state.out")
+	[[ $row == "Empty 0" ]] ||
+		fail "kafka-share-groups --describe --group $group --state --verbose: '${row:-no row}', expected 'Empty 0' once both consumers left" "$work/shg-state.out"
+	say "  share group: kafka-configs set share.auto.offset.reset=earliest; two console share consumers printed the $N lines once between them ($(wc -l <"$work/shg.a") and $(wc -l <"$work/shg.b")); kafka-share-groups listed the group, showed both members on $topic:0, then lag 0 and Empty"
+}
+
 # kcat -L lists the broker and a 3-partition topic made for it.
 lab_kcat_metadata() {
 	need_kcat
@@ -2225,6 +2305,7 @@ lab_main() {
 	lab_scenario console-tools admin-reassign lab_admin_reassign
 	lab_scenario console-tools admin-log-dirs lab_admin_log_dirs
 	lab_scenario console-tools consumer-protocol-group lab_console_consumer_protocol_group
+	lab_scenario console-tools share-group lab_console_share_group
 	for codec in none gzip snappy lz4 zstd; do
 		lab_scenario kcat "produce-consume-$codec" lab_kcat_produce_consume "$codec"
 	done

@@ -304,6 +304,7 @@ func (c *Coordinator) serve(now time.Time, req kmsg.Request) kmsg.Response {
 					rp.ErrorCode = errNotCoordinator
 				} else if st := c.states[k]; st != nil {
 					rp.StateEpoch, rp.LeaderEpoch, rp.StartOffset = st.StateEpoch, st.LeaderEpoch, st.StartOffset
+					rp.DeliveryCompleteCount = deliveryComplete(st)
 				}
 				rt.Partitions = append(rt.Partitions, rp)
 			}
@@ -451,6 +452,18 @@ func mergeBatches(older, newer []StateBatch, start int64) []StateBatch {
 		out = append(out, b)
 	}
 	return out
+}
+
+// deliveryComplete counts the offsets past the start offset that are done
+// (acknowledged or archived), for the lag (ReadShareGroupStateSummary v1).
+func deliveryComplete(st *State) int32 {
+	var n int64
+	for _, b := range st.Batches {
+		if b.DeliveryState == Acknowledged || b.DeliveryState == Archived {
+			n += b.LastOffset - b.FirstOffset + 1
+		}
+	}
+	return int32(min(n, 1<<31-1))
 }
 
 // ErrorResponse answers a share coordinator request with code on every

@@ -111,6 +111,18 @@ func TestCoordinatorLifecycle(t *testing.T) {
 		t.Fatalf("second write: %d", code)
 	}
 	want := []StateBatch{{15, 19, Acknowledged, 1}, {20, 21, Available, 1}, {22, 24, Archived, 2}, {25, 29, Available, 1}}
+	sum := kmsg.NewPtrReadShareGroupStateSummaryRequest()
+	sum.SetVersion(1)
+	sum.GroupID = k.Group
+	st1 := kmsg.NewReadShareGroupStateSummaryRequestTopic()
+	st1.TopicID = k.TopicID
+	sp1 := kmsg.NewReadShareGroupStateSummaryRequestTopicPartition()
+	sp1.Partition = k.Partition
+	st1.Partitions = append(st1.Partitions, sp1)
+	sum.Topics = append(sum.Topics, st1)
+	if p := h.step(sum).(*kmsg.ReadShareGroupStateSummaryResponse).Topics[0].Partitions[0]; p.StartOffset != 15 || p.DeliveryCompleteCount != 8 || p.LeaderEpoch != 2 {
+		t.Fatalf("summary %+v, want start 15, 8 offsets done (15-19, 22-24), leader epoch 2", p)
+	}
 	st, code := h.read(k, 2)
 	if code != 0 || st.StartOffset != 15 || !slices.Equal(st.Batches, want) {
 		t.Fatalf("read %+v code %d, want start 15 batches %+v", st, code, want)

@@ -45,7 +45,7 @@ public final class Main {
 
     /**
      * The scenarios in the order they run: data paths first, then groups, then admin, then transactions, then
-     * the consumer group protocol of KIP-848.
+     * the consumer group protocol of KIP-848, then share groups (KIP-932).
      */
     static Map<String, Scenario> scenarios() {
         Map<String, Scenario> s = new LinkedHashMap<>();
@@ -67,6 +67,10 @@ public final class Main {
         s.put("txn-fencing", TxnScenarios::fencing);
         s.put("consumer-protocol-group", ConsumerProtocolScenarios::group);
         s.put("consumer-protocol-regex", ConsumerProtocolScenarios::regex);
+        s.put("share-group-three-members", ShareScenarios::threeMembers);
+        s.put("share-group-release-redelivery", ShareScenarios::releaseRedelivery);
+        s.put("share-group-lock-timeout", ShareScenarios::lockTimeout);
+        s.put("share-group-member-killed", ShareScenarios::memberKilled);
         return s;
     }
 
