@@ -33,6 +33,8 @@ OpenMessaging Benchmark.
            acknowledged to the end of its commit).
   consume  read the topic for --duration (from --offset); with --drain
            stop once what was there at the start has been read.
+  share    a share group of --consumers members reads the topic, each
+           record acknowledged on its own (queues, KIP-932).
   e2e      produce as above while one consumer reads the new records;
            end-to-end latency is from the send, whose time each record
            carries in its first 8 bytes, to the consumer receiving it.
@@ -102,6 +104,7 @@ func newBenchCmd() *cobra.Command {
 			RunE:  func(cmd *cobra.Command, _ []string) error { return runBench(cmd, o, b, "produce") },
 		},
 		newBenchConsumeCmd(o, b),
+		newBenchShareCmd(o, b),
 		&cobra.Command{
 			Use:   "e2e",
 			Short: "Produce and consume at once and measure end-to-end latency",

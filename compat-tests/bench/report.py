@@ -12,6 +12,7 @@
     report.py render        results/*.jsonl -> RESULTS.md
 
 KIND names the output's format: gregor-bench (gregor bench --json),
+kafka-share-perf (ShareConsumerPerformance's CSV),
 kafka-producer-perf (ProducerPerformance's final line), kafka-consumer-perf
 (ConsumerPerformance's CSV), kafka-e2e (EndToEndLatency), tcpfile (the
 probe's JSON), none (only the --set fields).
@@ -111,6 +112,18 @@ def parse(kind, text):
         return dict(records=int(row["data.consumed.in.nMsg"]), mib_s=float(row["fetch.MB.sec"]),
                     records_s=float(row["fetch.nMsg.sec"]), seconds=float(row["fetch.time.ms"]) / 1000,
                     rebalance_ms=float(row["rebalance.time.ms"]))
+    if kind == "kafka-share-perf":
+        # ShareConsumerPerformance: a header line and a result line, CSV.
+        lines = [ln for ln in text.splitlines() if ln.count(",") >= 6]
+        head = next((ln for ln in lines if ln.startswith("start.time")), None)
+        data = [ln for ln in lines if not ln.startswith("start.time")]
+        if not head or not data:
+            raise ValueError("no CSV result line")
+        row = dict(zip([h.strip() for h in head.split(",")], [v.strip() for v in data[-1].split(",")]))
+        n = int(row["data.consumed.in.nMsg"])
+        return dict(records=n, mib_s=float(row["MB.sec"]), records_s=float(row["nMsg.sec"]),
+                    seconds=n / float(row["nMsg.sec"]) if float(row["nMsg.sec"]) else None,
+                    bytes=int(float(row["data.consumed.in.MB"]) * 2**20))
     if kind == "kafka-e2e":
         a = re.search(r"Avg latency: ([\d.]+) ms", text)
         p = re.search(r"Percentiles: 50th = (\d+), 99th = (\d+), 99\.9th = (\d+)", text)
@@ -260,6 +273,12 @@ WORKLOAD_TEXT = {
           "100 records (phase produce-txn100) or every 10,000 (produce-txn10000), as fast as it can; commits/s and the commit latency "
           "(from the moment a transaction's records are all acknowledged to the end of its EndTxn) beside the usual figures. Only "
           "gregor bench: Kafka's ProducerPerformance ends transactions by time (--transaction-duration-ms), not by record count.",
+    "W8": "Share groups (queues, KIP-932): 200,000 records of 1 KiB on a topic of 1 partition (loaded unmeasured with "
+          "ProducerPerformance first), read by a share group of 8 consumers, every record acknowledged (accepted) on its own; the group "
+          "starts at the earliest record (share.auto.offset.reset, a group config). gregor bench: `gregor bench share` (franz-go share "
+          "consumers, 500 records per fetch); Kafka perf tools: `ShareConsumerPerformance --threads 8` (implicit acknowledgement: each "
+          "record accepted at the next poll). Gregor writes the share state to `__share_group_state` acks=all with its durability mode; "
+          "records/s are accepted records over the phase.",
     "W6": "Three brokers of each on this machine (three `gregor serve` processes with embedded etcd; a three-node Kafka KRaft cluster, "
           "combined broker+controller nodes): 1 topic, 16 partitions, replication factor 3, min.insync.replicas=2, 1 KiB records, acks=all, "
           "as fast as possible. An acknowledgement waits for every replica in the ISR; in Gregor's `durable` mode and Kafka's `flush1` "
@@ -343,7 +362,7 @@ def render():
           "(with its default 10,000 records its p99.9 is the tenth slowest; W3's load lasts long enough for all of them, a run where it does not counts as failed).",
           "- Broker CPU seconds: utime+stime of the broker process over the phase (/proc/PID/stat); peak RSS: VmRSS sampled every 250 ms during the phase; VmHWM: the broker process's lifetime peak at the end of the phase (it includes start-up and topic creation).",
           ""]
-    for w in ("W1", "W2", "W3", "W4", "W5", "W6", "W7"):
+    for w in ("W1", "W2", "W3", "W4", "W5", "W6", "W7", "W8"):
         rows = sorted(((k, v) for k, v in g.items() if k[0] == w and k[1] not in ("startup", "start")),
                       key=lambda kv: (kv[0][1] != "produce", kv[0][1], kv[0][2] != "gregor", kv[0][3], kv[0][4]))
         if not rows:
@@ -376,6 +395,8 @@ def render():
             L += [""] + ratios(g, w)
         if w == "W7":
             L += [""] + ratios(g, w, ("produce-txn100", "produce-txn10000"))
+        if w == "W8":
+            L += [""] + ratios(g, w, ("share",))
         if w == "W5":
             st = sorted((k, v) for k, v in g.items() if k[0] == w and k[1] == "startup")
             if st:

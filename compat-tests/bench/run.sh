@@ -26,7 +26,8 @@
 #                     phase (default 5; W5: between its low-rate and max-throughput phases)
 #   BENCH_WORKLOADS   default "W1 W2 W3 W4 W5" (W1 also runs the TCP->file probe; "probe" alone runs only it;
 #                     W6, the three-broker cluster, runs when named: BENCH_WORKLOADS=W6; so does
-#                     W7, transactional produce: BENCH_WORKLOADS=W7)
+#                     W7, transactional produce: BENCH_WORKLOADS=W7; W8, a share group of 8
+#                     consumers on 1 partition: BENCH_WORKLOADS=W8)
 #   BENCH_TARGETS     default "gregor kafka"
 #   BENCH_TOOLS       default "gregor-bench kafka-perf"
 #   BENCH_MODES       restrict modes, e.g. "durable default" (default: every mode of each workload)
@@ -66,6 +67,7 @@ BATCH=1048576
 LINGER_MS=5
 W5_PARTITIONS=10000
 W5_LOW_RATE=2000 # records/s of W5's low-rate phase
+W8_RECORDS=${BENCH_W8_RECORDS:-200000} # records W8's share group reads
 # EndToEndLatency sends one record at a time and reports the sorted
 # sample at 99.9% of its count: of 1,000 records that is the slowest one
 # (the first, which also times the JVMs' cold paths), of 10,000 the tenth
@@ -455,6 +457,24 @@ run_one() {
 			phase "produce-txn$n" gregor-bench $((DUR * 3 + 60)) "${CMD[@]}"
 		done
 		;;
+	W8/gregor-bench | W8/kafka-perf)
+		# 200,000 records loaded first (not measured), then read by a
+		# share group of 8, each record acknowledged.
+		kp_produce "$W8_RECORDS" -1
+		phase load kafka-producer-perf $((DUR * 5 + 60)) "${CMD[@]}"
+		local sg=bench-share-$RANDOM
+		if [[ $tool == gregor-bench ]]; then
+			phase share gregor-bench $((DUR * 10 + 120)) "$GREGOR" bench share -b "$B_BOOT" --topic "$TOPIC" \
+				--share-group "$sg" --consumers 8 --records "$W8_RECORDS" --duration "$((DUR * 10))s" --progress 0 --json
+		else
+			"${KJAVA[@]}" org.apache.kafka.tools.ConfigCommand --bootstrap-server "$B_BOOT" --entity-type groups \
+				--entity-name "$sg" --alter --add-config share.auto.offset.reset=earliest >>"$CUR/bench.log" 2>&1 ||
+				say "W8: setting share.auto.offset.reset of $sg failed"
+			phase share kafka-share-perf $((DUR * 10 + 120)) "${KJAVA[@]}" org.apache.kafka.tools.ShareConsumerPerformance \
+				--bootstrap-server "$B_BOOT" --topic "$TOPIC" --group "$sg" --num-records "$W8_RECORDS" --threads 8 \
+				--timeout $((DUR * 10000))
+		fi
+		;;
 	W2/kafka-perf | W4/kafka-perf | W6/kafka-perf)
 		kp_produce "$(est_records "$key")" -1
 		phase produce kafka-producer-perf $((DUR * 5 + 60)) "${CMD[@]}"
@@ -583,7 +603,8 @@ run_workload() {
 		# record count: W7 runs gregor bench against both brokers.
 		tools=gregor-bench
 		;;
-	*) die "unknown workload $w (W1 W2 W3 W4 W5 W6 W7 probe)" ;;
+	W8) PARTS=1 SIZE=1024 ACKS=all ;;
+	*) die "unknown workload $w (W1 W2 W3 W4 W5 W6 W7 W8 probe)" ;;
 	esac
 	W3_RATE=()
 	if [[ $w == W3 ]]; then
