@@ -592,7 +592,7 @@ func TestStaticConfigSources(t *testing.T) {
 		{"log.flush.interval.messages", "1", static},
 		{"node.id", id, static},
 		{"broker.id", id, static},
-		{"group.coordinator.rebalance.protocols", "classic,consumer", static},
+		{"group.coordinator.rebalance.protocols", "classic,consumer,share", static},
 		{"auto.create.topics.enable", "true", dflt},
 		{"socket.request.max.bytes", "104857600", dflt},
 		{"default.replication.factor", "1", dflt},

@@ -410,7 +410,7 @@ var brokerDefs = []*Def{
 	},
 	{
 		Name: "group.coordinator.rebalance.protocols", Type: TypeList, Default: "classic,consumer,streams",
-		Doc: "Group protocols the coordinator serves. Gregor serves the classic and the consumer (KIP-848) protocols and reports \"classic,consumer\".",
+		Doc: "Group protocols the coordinator serves. Gregor serves the classic, the consumer (KIP-848) and the share (KIP-932) protocols and reports \"classic,consumer,share\".",
 	},
 	{
 		Name: "group.consumer.session.timeout.ms", Type: TypeInt, Default: "45000", check: atLeast(1),
@@ -419,6 +419,46 @@ var brokerDefs = []*Def{
 	{
 		Name: "group.consumer.heartbeat.interval.ms", Type: TypeInt, Default: "5000", check: atLeast(1),
 		Doc: "The heartbeat interval members of consumer groups (the KIP-848 protocol) are told to keep.",
+	},
+	{
+		Name: "group.share.session.timeout.ms", Type: TypeInt, Default: "45000", check: atLeast(1),
+		Doc: "How long a member of a share group stays without a heartbeat before it is removed.",
+	},
+	{
+		Name: "group.share.heartbeat.interval.ms", Type: TypeInt, Default: "5000", check: atLeast(1),
+		Doc: "The heartbeat interval members of share groups are told to keep.",
+	},
+	{
+		Name: "group.share.max.size", Type: TypeInt, Default: "200", check: atLeast(1),
+		Doc: "Most members a share group may have.",
+	},
+	{
+		Name: "group.share.record.lock.duration.ms", Type: TypeInt, Default: "30000", check: atLeast(1000),
+		Doc: "How long a share group member holds the records it acquired before they are offered again (a group's share.record.lock.duration.ms overrides it).",
+	},
+	{
+		Name: "group.share.delivery.count.limit", Type: TypeInt, Default: "5", check: atLeast(2),
+		Doc: "How often a record is delivered to a share group before it is archived instead of offered again.",
+	},
+	{
+		Name: "group.share.partition.max.record.locks", Type: TypeInt, Default: "2000", check: atLeast(100),
+		Doc: "Most records in flight per share partition, between its start and end offsets.",
+	},
+	{
+		Name: "share.coordinator.state.topic.num.partitions", Type: TypeInt, Default: "50", check: atLeast(1),
+		Doc: "Partition count of __share_group_state. It must not change once the topic exists.",
+	},
+	{
+		Name: "share.coordinator.state.topic.replication.factor", Type: TypeShort, Default: "3", check: atLeast(1),
+		Doc: "Replication factor of __share_group_state, capped at the live brokers when it is created.",
+	},
+	{
+		Name: "share.coordinator.state.topic.min.isr", Type: TypeShort, Default: "2", check: atLeast(1),
+		Doc: "min.insync.replicas of __share_group_state.",
+	},
+	{
+		Name: "share.coordinator.state.topic.segment.bytes", Type: TypeInt, Default: "104857600", check: atLeast(1 << 20),
+		Doc: "Segment size of __share_group_state.",
 	},
 	{
 		Name: "offsets.retention.minutes", Type: TypeInt, Default: "10080", check: atLeast(1),
