@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gregor-io/gregor/coordinator/share"
 	"github.com/gregor-io/gregor/protocol"
 )
 
@@ -273,5 +274,133 @@ func TestShareFetchLockTimeout(t *testing.T) {
 	}
 	if r := fetch(w1, "m3", 0, &ack); r.ErrorCode != int16(protocol.InvalidRequest) {
 		t.Fatalf("acknowledgement in a new session: error %d", r.ErrorCode)
+	}
+}
+
+// TestShareGroupCluster: a share group on three brokers, whose share
+// partitions' state lives with share coordinators that are, for some
+// partitions, other brokers than the partition leaders (inter-broker
+// ReadShareGroupState/WriteShareGroupState). After the group accepted every
+// record, the leader of one partition stops; its partition's new leader
+// loads the state from the share coordinator (which may have moved too):
+// no accepted record is delivered again, and new records are.
+func TestShareGroupCluster(t *testing.T) {
+	t.Parallel()
+	bs := startCluster(t, 3, func(c *Config) { c.ReplicaLagTimeMax = 10 * time.Second })
+	ctx := testContext(t, 3*time.Minute)
+	var seeds []string
+	for _, b := range bs {
+		seeds = append(seeds, b.Addrs()...)
+	}
+	const topic, groupID = "shared", "cluster-share"
+	admCl := newClient(t, bs[0], kgo.SeedBrokers(seeds...))
+	adm := kadm.NewClient(admCl)
+	if _, err := adm.CreateTopic(ctx, 3, 3, nil, topic); err != nil {
+		t.Fatal(err)
+	}
+	prod := newClient(t, bs[0], kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.AllISRAcks()))
+	produce := func(from, to int) {
+		t.Helper()
+		for i := from; i < to; i++ {
+			prod.Produce(ctx, kgo.StringRecord(fmt.Sprint(i)), nil)
+		}
+		if err := prod.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	produce(0, 300)
+	setGroupConfig(ctx, t, admCl, groupID, "share.auto.offset.reset", "earliest")
+
+	var mu sync.Mutex
+	seen := map[string]int{}
+	consume := func(want int, alive []*Broker) {
+		t.Helper()
+		var s []string
+		for _, b := range alive {
+			s = append(s, b.Addrs()...)
+		}
+		var cls []*kgo.Client
+		for i := range 3 {
+			cls = append(cls, newClient(t, alive[0], kgo.SeedBrokers(s...), kgo.ShareGroup(groupID), kgo.ConsumeTopics(topic),
+				kgo.ClientID(fmt.Sprint("member-", i))))
+		}
+		deadline := time.Now().Add(90 * time.Second)
+		for {
+			mu.Lock()
+			n := len(seen)
+			mu.Unlock()
+			if n >= want || time.Now().After(deadline) {
+				break
+			}
+			for _, cl := range cls {
+				pctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+				fs := cl.PollFetches(pctx)
+				cancel()
+				fs.EachRecord(func(r *kgo.Record) {
+					mu.Lock()
+					seen[string(r.Value)]++
+					mu.Unlock()
+					cl.MarkAcks(kgo.AckAccept, r)
+				})
+				if err := cl.FlushAcks(ctx); err != nil {
+					t.Errorf("flush acks: %v", err)
+				}
+			}
+		}
+		for _, cl := range cls {
+			cl.Close()
+		}
+	}
+	consume(300, bs)
+
+	// Some share partitions keep their state on another broker than their
+	// leader.
+	md := bs[0].cluster.Snapshot()
+	remote := 0
+	st := md.Topics[shareStateTopic]
+	if st == nil {
+		t.Fatal("no __share_group_state topic")
+	}
+	for p := range int32(3) {
+		k := share.Key{Group: groupID, TopicID: [16]byte(md.Topics[topic].ID), Partition: p}
+		if st.Partitions[share.CoordinatorPartition(k.String(), int32(len(st.Partitions)))].Leader != md.Topics[topic].Partitions[p].Leader {
+			remote++
+		}
+	}
+	t.Logf("%d of 3 share partitions have their share coordinator on another broker", remote)
+
+	// The leader of partition 0 stops.
+	leader := md.Topics[topic].Partitions[0].Leader
+	var alive []*Broker
+	for _, b := range bs {
+		if b.cfg.NodeID == leader {
+			if err := b.Close(); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		alive = append(alive, b)
+	}
+	waitFor(t, 60*time.Second, "partition 0 led by another broker", func() error {
+		p := alive[0].cluster.Snapshot().Topics[topic].Partitions[0]
+		if p.Leader == leader || p.Leader < 0 {
+			return fmt.Errorf("leader %d", p.Leader)
+		}
+		return nil
+	})
+	prod = newClient(t, alive[0], kgo.SeedBrokers(alive[0].Addrs()[0], alive[1].Addrs()[0]), kgo.DefaultProduceTopic(topic),
+		kgo.RequiredAcks(kgo.AllISRAcks()))
+	produce(300, 400)
+	consume(400, alive)
+
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) != 400 {
+		t.Fatalf("%d of 400 records delivered", len(seen))
+	}
+	for v, n := range seen {
+		if n != 1 {
+			t.Errorf("record %s delivered %d times", v, n)
+		}
 	}
 }
