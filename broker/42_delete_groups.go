@@ -6,6 +6,8 @@ package broker
 // The group logic is coordinator/group's state machine; the broker routes the
 // request to the coordinator of the group's __consumer_offsets partition
 // (NOT_COORDINATOR when that is not this broker) and answers once the records
-// the request produced are durable.
+// the request produced are durable. An empty share group's state is
+// deleted at its share coordinators first (DeleteShareGroupState), as Kafka
+// does, so that a group made again under its id starts afresh.
 
 var deleteGroupsAPI = handler{key: 42, min: 0, max: 2, handle: (*Broker).handleDeleteGroups}

@@ -6,6 +6,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/gregor-io/gregor/coordinator/group"
+	"github.com/gregor-io/gregor/coordinator/share"
 	"github.com/gregor-io/gregor/protocol"
 )
 
@@ -128,6 +129,15 @@ func (b *Broker) handleDescribeGroups(ctx context.Context, c *conn, hdr protocol
 
 func (b *Broker) handleDeleteGroups(ctx context.Context, c *conn, hdr protocol.RequestHeader, r kmsg.Request) (kmsg.Response, error) {
 	req := r.(*kmsg.DeleteGroupsRequest)
+	// An empty share group's state goes first, at its share coordinators,
+	// as Kafka deletes it: a group made again under the id starts afresh.
+	for _, id := range req.Groups {
+		consumed, members, code := b.shareGroupInfo(ctx, id)
+		if code != protocol.None || members > 0 {
+			continue
+		}
+		b.deleteShareState(ctx, id, consumed)
+	}
 	answers := askByGroup(ctx, b, c, hdr, req.Groups,
 		func(ids []string) kmsg.Request { s := *req; s.Groups = ids; return &s },
 		func(r kmsg.Response) []kmsg.DeleteGroupsResponseGroup { return r.(*kmsg.DeleteGroupsResponse).Groups },
@@ -152,4 +162,21 @@ func (b *Broker) handleListGroups(ctx context.Context, c *conn, hdr protocol.Req
 		out.Groups = append(out.Groups, resp.Groups...)
 	}
 	return out, nil
+}
+
+// deleteShareState deletes a share group's state on every partition of the
+// topics it consumed.
+func (b *Broker) deleteShareState(ctx context.Context, groupID string, consumed map[string][16]byte) {
+	md := b.cluster.Snapshot()
+	for name, id := range consumed {
+		t := md.Topics[name]
+		if t == nil || [16]byte(t.ID) != id {
+			continue
+		}
+		for p := range int32(len(t.Partitions)) {
+			if code := b.shares.state.remove(ctx, share.Key{Group: groupID, TopicID: id, Partition: p}); code != protocol.None {
+				b.loggerFor("share").Warn("deleting a share group's state failed", "group", groupID, "topic", name, "partition", p, "code", code)
+			}
+		}
+	}
 }

@@ -15,6 +15,19 @@ import (
 	"github.com/gregor-io/gregor/protocol"
 )
 
+// alterDeleteShareGroup deletes a group with DeleteGroups and returns its
+// error code.
+func alterDeleteShareGroup(ctx context.Context, t testing.TB, cl *kgo.Client, groupID string) int16 {
+	t.Helper()
+	req := kmsg.NewPtrDeleteGroupsRequest()
+	req.Groups = []string{groupID}
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatalf("DeleteGroups: %v", err)
+	}
+	return resp.Groups[0].ErrorCode
+}
+
 // shareStartOffset is a share group's start offset on a partition, as
 // DescribeShareGroupOffsets reports it.
 func shareStartOffset(ctx context.Context, cl *kgo.Client, groupID, topic string, partition int32) (int64, error) {
@@ -182,6 +195,23 @@ func TestShareGroupConsume(t *testing.T) {
 		if !got[fmt.Sprint(i)] {
 			t.Fatalf("after the restart got %v: accepted records delivered again or new ones missing", got)
 		}
+	}
+
+	// Deleted once empty, the group's share state goes with it.
+	if err := cl.FlushAcks(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cl.Close()
+	admCl = newClient(t, rb.b)
+	waitFor(t, 30*time.Second, "DeleteGroups of the share group once empty", func() error {
+		if code := alterDeleteShareGroup(ctx, t, admCl, groupID); code != 0 {
+			return fmt.Errorf("error %d", code)
+		}
+		return nil
+	})
+	key := share.Key{Group: groupID, TopicID: [16]byte(rb.b.cluster.Snapshot().Topics[topic].ID), Partition: 0}
+	if sum, code := rb.b.shares.state.summary(ctx, key); code != protocol.None || sum.StartOffset != -1 {
+		t.Fatalf("after DeleteGroups the share state is still there: start offset %d (code %d)", sum.StartOffset, code)
 	}
 }
 
