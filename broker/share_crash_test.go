@@ -41,12 +41,12 @@ func TestShareGroupCrash(t *testing.T) {
 		t.Fatalf("group config: error %d", r.Resources[0].ErrorCode)
 	}
 
-	fetch := func(w *wireConn, epoch int32, max int32) []kmsg.ShareFetchResponseTopicPartitionAcquiredRecord {
+	fetch := func(w *wireConn, epoch int32, maxRecords int32) []kmsg.ShareFetchResponseTopicPartitionAcquiredRecord {
 		t.Helper()
 		req := kmsg.NewPtrShareFetchRequest()
 		req.SetVersion(1)
 		req.GroupID, req.MemberID = kmsg.StringPtr("g"), kmsg.StringPtr("m")
-		req.ShareSessionEpoch, req.MaxWaitMillis, req.MinBytes, req.MaxBytes, req.MaxRecords = epoch, 500, 1, 1<<20, max
+		req.ShareSessionEpoch, req.MaxWaitMillis, req.MinBytes, req.MaxBytes, req.MaxRecords = epoch, 500, 1, 1<<20, maxRecords
 		rt := kmsg.NewShareFetchRequestTopic()
 		rt.TopicID = topicID
 		rt.Partitions = append(rt.Partitions, kmsg.NewShareFetchRequestTopicPartition())
