@@ -30,6 +30,10 @@ import (
 // acquires at most: the Java share consumer's default max.poll.records.
 const shareFetchDefaultMaxRecords = 500
 
+// shareReadMaxBytes bounds one share partition's log read in a ShareFetch;
+// the first batch is read whole whatever its size.
+const shareReadMaxBytes = 1 << 20
+
 // maxShareSessions bounds the share sessions a broker keeps (Kafka's
 // group.share.max.share.sessions); a new one beyond it first evicts the
 // least recently used idle one, else fails with SHARE_SESSION_LIMIT_REACHED.
@@ -283,7 +287,10 @@ func (m *shareManager) acquire(sp *sharePart, member string, maxRecords int, max
 	if from >= limit {
 		return nil, nil, nil
 	}
-	rr, err := sp.log.Read(storage.ReadOptions{Offset: from, MaxBytes: maxBytes, MaxOffset: limit, MinOneBatch: true})
+	// One fetch acquires at most maxRecords records: reading more than a
+	// partition fetch's worth (Kafka's max.partition.fetch.bytes, 1 MiB)
+	// would copy bytes that mostly go unsent.
+	rr, err := sp.log.Read(storage.ReadOptions{Offset: from, MaxBytes: min(maxBytes, shareReadMaxBytes), MaxOffset: limit, MinOneBatch: true})
 	if err != nil {
 		return nil, nil, err
 	}
