@@ -26,6 +26,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gregor-io/gregor/coordinator/cluster"
 	"github.com/gregor-io/gregor/coordinator/share"
 	"github.com/gregor-io/gregor/protocol"
 )
@@ -90,11 +91,26 @@ func (b *Broker) handleShareFetch(ctx context.Context, c *conn, _ protocol.Reque
 	case -1:
 		delete(c.shareSessions, sess.key)
 	}
+	out := newShareFetchOut(resp)
 	if req.ShareSessionEpoch != -1 {
-		sess.updateLocked(requested, forgotten)
+		// Only partitions that exist join the session, so that its size
+		// is bounded by the cluster's partitions, whatever a client sends.
+		known := requested[:0:0]
+		md := b.cluster.Snapshot()
+		for _, tp := range requested {
+			t := md.TopicsByID[cluster.TopicID(tp.topicID)]
+			switch {
+			case t == nil:
+				out.partition(tp).ErrorCode = int16(protocol.UnknownTopicID)
+			case tp.partition < 0 || int(tp.partition) >= len(t.Partitions):
+				out.partition(tp).ErrorCode = int16(protocol.UnknownTopicOrPartition)
+			default:
+				known = append(known, tp)
+			}
+		}
+		sess.updateLocked(known, forgotten)
 	}
 
-	out := newShareFetchOut(resp)
 	// 1. Acknowledgements, durable before anything is answered.
 	for _, tp := range requested {
 		if a := acks[tp]; len(a) > 0 {

@@ -305,6 +305,31 @@ func TestShareFetchLockTimeout(t *testing.T) {
 	if r := fetch(w1, "m3", 0, &ack); r.ErrorCode != int16(protocol.InvalidRequest) {
 		t.Fatalf("acknowledgement in a new session: error %d", r.ErrorCode)
 	}
+	// A topic id nobody knows is UNKNOWN_TOPIC_ID and stays out of the
+	// session.
+	bogus := kmsg.NewPtrShareFetchRequest()
+	bogus.SetVersion(1)
+	bogus.GroupID, bogus.MemberID, bogus.MaxWaitMillis, bogus.MaxRecords = kmsg.StringPtr("g"), kmsg.StringPtr("m4"), 10, 10
+	bt := kmsg.NewShareFetchRequestTopic()
+	bt.TopicID = [16]byte{0xde, 0xad}
+	bt.Partitions = append(bt.Partitions, kmsg.NewShareFetchRequestTopicPartition())
+	bogus.Topics = append(bogus.Topics, bt)
+	r := w2.mustRoundTrip(bogus).(*kmsg.ShareFetchResponse)
+	if r.ErrorCode != 0 || len(r.Topics) != 1 || r.Topics[0].Partitions[0].ErrorCode != int16(protocol.UnknownTopicID) {
+		t.Fatalf("fetch of an unknown topic id: %+v", r)
+	}
+	b.shares.mu.Lock()
+	s := b.shares.mu.sessions[shareSessionKey{"g", "m4"}]
+	b.shares.mu.Unlock()
+	if s == nil {
+		t.Fatal("no share session for m4")
+	}
+	s.mu.Lock()
+	parts := len(s.mu.parts)
+	s.mu.Unlock()
+	if parts != 0 {
+		t.Fatalf("the unknown partition joined the session (%d partitions)", parts)
+	}
 }
 
 // TestShareGroupCluster: a share group on three brokers, whose share
