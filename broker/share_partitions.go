@@ -18,6 +18,7 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gregor-io/gregor/coordinator/share"
@@ -34,6 +35,14 @@ const shareFetchDefaultMaxRecords = 500
 // the first batch is read whole whatever its size.
 const shareReadMaxBytes = 1 << 20
 
+// maxShareParts bounds the share partitions a broker keeps in memory; past
+// it, those idle for shareIdleEvict with no record acquired are dropped
+// (their state is at the share coordinator; the next use loads it again).
+const (
+	maxShareParts  = 10000
+	shareIdleEvict = time.Minute
+)
+
 // maxShareSessions bounds the share sessions a broker keeps (Kafka's
 // group.share.max.share.sessions); a new one beyond it first evicts the
 // least recently used idle one, else fails with SHARE_SESSION_LIMIT_REACHED.
@@ -48,10 +57,14 @@ type shareManager struct {
 		sessions map[shareSessionKey]*shareSession
 	}
 	state *shareStateClient
+	// maxParts and idleEvict are maxShareParts and shareIdleEvict; tests
+	// lower them.
+	maxParts  int
+	idleEvict time.Duration
 }
 
 func newShareManager(b *Broker) *shareManager {
-	m := &shareManager{b: b, state: newShareStateClient(b)}
+	m := &shareManager{b: b, state: newShareStateClient(b), maxParts: maxShareParts, idleEvict: shareIdleEvict}
 	m.mu.parts = map[share.Key]*sharePart{}
 	m.mu.sessions = map[shareSessionKey]*shareSession{}
 	return m
@@ -66,6 +79,8 @@ type sharePart struct {
 	leaderEpoch int32
 	ready       chan struct{} // closed once loaded; loadCode says how
 	loadCode    protocol.ErrorCode
+
+	lastUsed atomic.Int64 // Unix nanoseconds
 
 	fetchMu sync.Mutex
 	writeMu sync.Mutex
@@ -109,11 +124,15 @@ func (m *shareManager) part(ctx context.Context, group, topic string, p *partiti
 		sp = nil
 	}
 	if sp == nil {
+		if len(m.mu.parts) >= m.maxParts {
+			m.evictIdlePartsLocked()
+		}
 		sp = &sharePart{key: key, topic: topic, log: l, leaderEpoch: epoch, ready: make(chan struct{})}
 		sp.mu.wake = make(chan struct{})
 		m.mu.parts[key] = sp
 		m.b.goTracked(func() { m.load(sp) })
 	}
+	sp.lastUsed.Store(time.Now().UnixNano())
 	m.mu.Unlock()
 	select {
 	case <-sp.ready:
@@ -124,6 +143,35 @@ func (m *shareManager) part(ctx context.Context, group, topic string, p *partiti
 		return nil, sp.loadCode
 	}
 	return sp, protocol.None
+}
+
+// evictIdlePartsLocked drops the share partitions idle for shareIdleEvict that
+// hold no acquired record and have no state write under way.
+func (m *shareManager) evictIdlePartsLocked() {
+	cutoff := time.Now().Add(-m.idleEvict).UnixNano()
+	for k, sp := range m.mu.parts {
+		if sp.lastUsed.Load() > cutoff {
+			continue
+		}
+		select {
+		case <-sp.ready:
+		default:
+			continue // still loading
+		}
+		if !sp.writeMu.TryLock() {
+			continue
+		}
+		sp.mu.Lock()
+		idle := sp.mu.p == nil || func() bool { n, _ := sp.mu.p.InFlight(); return n == 0 }()
+		if idle && sp.mu.timer != nil {
+			sp.mu.timer.Stop()
+		}
+		sp.mu.Unlock()
+		sp.writeMu.Unlock()
+		if idle {
+			delete(m.mu.parts, k)
+		}
+	}
 }
 
 // load reads a share partition's state from its share coordinator,

@@ -459,3 +459,60 @@ func TestShareGroupCluster(t *testing.T) {
 		}
 	}
 }
+
+// TestSharePartsEvicted: past the broker's limit of share partitions in
+// memory, idle ones holding no acquired record are dropped and loaded
+// again from the share coordinator on their next use, state intact.
+func TestSharePartsEvicted(t *testing.T) {
+	t.Parallel()
+	b := startBroker(t)
+	b.shares.maxParts, b.shares.idleEvict = 2, 0
+	ctx := testContext(t, time.Minute)
+	cl := newClient(t, b)
+	grpCreateTopic(ctx, t, kadm.NewClient(cl), "evict", 1)
+	prod := newClient(t, b, kgo.DefaultProduceTopic("evict"))
+	for i := range 10 {
+		if err := prod.ProduceSync(ctx, kgo.StringRecord(fmt.Sprint(i))).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p, code := b.lookupPartition("evict", [16]byte{}, false, 0)
+	if code != protocol.None {
+		t.Fatalf("lookup: %v", code)
+	}
+	part := func(group string) *sharePart {
+		t.Helper()
+		sp, code := b.shares.part(ctx, group, "evict", p)
+		if code != protocol.None {
+			t.Fatalf("share partition of %s: %v", group, code)
+		}
+		return sp
+	}
+	setGroupConfig(ctx, t, cl, "g0", "share.auto.offset.reset", "earliest")
+	sp := part("g0")
+	if _, acquired, err := b.shares.acquire(sp, "m", 4, 1<<20, false); err != nil || len(acquired) != 1 || acquired[0].Last != 3 {
+		t.Fatalf("acquire: %+v %v", acquired, err)
+	}
+	if code := b.shares.acknowledge(ctx, sp, "m", []share.Ack{{First: 0, Last: 3, Types: []int8{share.AckAccept}}}); code != protocol.None {
+		t.Fatalf("acknowledge: %v", code)
+	}
+	for _, g := range []string{"g1", "g2", "g3"} {
+		part(g)
+	}
+	b.shares.mu.Lock()
+	n, kept := len(b.shares.mu.parts), b.shares.mu.parts[sp.key] == sp
+	b.shares.mu.Unlock()
+	if n > 2 || kept {
+		t.Fatalf("%d share partitions in memory, g0's kept %v: want the idle ones dropped", n, kept)
+	}
+	again := part("g0")
+	if again == sp {
+		t.Fatal("g0's evicted share partition came back as the same value")
+	}
+	again.mu.Lock()
+	start := again.mu.p.StartOffset()
+	again.mu.Unlock()
+	if start != 4 {
+		t.Fatalf("g0 loaded again at start offset %d, want 4 (its acceptances kept)", start)
+	}
+}
