@@ -353,12 +353,20 @@ func (m *shareManager) acquire(sp *sharePart, member string, maxRecords int, max
 		bytes       []byte
 	}
 	var batches []span
+	// read_committed: the records of aborted transactions are gaps too,
+	// never delivered, as a read_committed consumer never sees them.
+	var aborted []storage.AbortedTxn
+	if readCommitted {
+		if aborted, err = sp.log.AbortedTransactions(from, limit); err != nil {
+			return nil, nil, err
+		}
+	}
 	it := record.NewIter(buf)
 	for bt, ok := it.Next(); ok; bt, ok = it.Next() {
 		if bt.NextOffset() <= from {
 			continue
 		}
-		if bt.Control() {
+		if bt.Control() || (bt.Transactional() && abortedBatch(aborted, bt.ProducerID(), bt.BaseOffset())) {
 			continue // a gap: Acquire archives it
 		}
 		first := max(bt.BaseOffset(), from)
@@ -393,6 +401,18 @@ func (m *shareManager) acquire(sp *sharePart, member string, maxRecords int, max
 		}
 	}
 	return out, acquired, nil
+}
+
+// abortedBatch reports whether a transactional batch of producer at offset
+// belongs to one of the aborted transactions: one of that producer that
+// began at or before the batch and whose abort marker comes after it.
+func abortedBatch(aborted []storage.AbortedTxn, producer, offset int64) bool {
+	for _, a := range aborted {
+		if a.ProducerID == producer && a.FirstOffset <= offset && offset < a.LastOffset {
+			return true
+		}
+	}
+	return false
 }
 
 // acknowledge applies a member's acknowledgements to a share partition and

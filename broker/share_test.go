@@ -516,3 +516,66 @@ func TestSharePartsEvicted(t *testing.T) {
 		t.Fatalf("g0 loaded again at start offset %d, want 4 (its acceptances kept)", start)
 	}
 }
+
+// TestShareGroupReadCommitted: with share.isolation.level=read_committed a
+// share group gets the records of committed transactions and never those
+// of aborted ones (nor anything past the last stable offset); with
+// read_uncommitted it gets both.
+func TestShareGroupReadCommitted(t *testing.T) {
+	t.Parallel()
+	b := startBroker(t)
+	ctx := testContext(t, 2*time.Minute)
+	cl := newClient(t, b)
+	grpCreateTopic(ctx, t, kadm.NewClient(cl), "txq", 1)
+	txp := newClient(t, b, kgo.DefaultProduceTopic("txq"), kgo.TransactionalID("txq-producer"))
+	for _, commit := range []bool{false, true} {
+		if err := txp.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 5 {
+			if err := txp.ProduceSync(ctx, kgo.StringRecord(fmt.Sprintf("%v-%d", commit, i))).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := txp.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read := func(group, isolation string) map[string]bool {
+		t.Helper()
+		setGroupConfig(ctx, t, cl, group, "share.auto.offset.reset", "earliest")
+		setGroupConfig(ctx, t, cl, group, "share.isolation.level", isolation)
+		c := newClient(t, b, kgo.ShareGroup(group), kgo.ConsumeTopics("txq"))
+		got := map[string]bool{}
+		deadline := time.Now().Add(20 * time.Second)
+		for time.Now().Before(deadline) {
+			pctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+			fs := c.PollFetches(pctx)
+			cancel()
+			fs.EachRecord(func(r *kgo.Record) {
+				got[string(r.Value)] = true
+				c.MarkAcks(kgo.AckAccept, r)
+			})
+			if len(got) >= 5 && isolation == "read_committed" || len(got) >= 10 {
+				// Poll once more: nothing else may come.
+				pctx, cancel := context.WithTimeout(ctx, time.Second)
+				c.PollFetches(pctx).EachRecord(func(r *kgo.Record) { got[string(r.Value)] = true })
+				cancel()
+				break
+			}
+		}
+		return got
+	}
+	committed := read("rc", "read_committed")
+	for i := range 5 {
+		if !committed[fmt.Sprintf("true-%d", i)] {
+			t.Errorf("read_committed: committed record %d missing (got %v)", i, committed)
+		}
+		if committed[fmt.Sprintf("false-%d", i)] {
+			t.Errorf("read_committed: aborted record %d delivered", i)
+		}
+	}
+	if all := read("ru", "read_uncommitted"); len(all) != 10 {
+		t.Errorf("read_uncommitted: %d records (%v), want the 10 of both transactions", len(all), all)
+	}
+}
