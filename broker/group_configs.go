@@ -8,8 +8,8 @@ package broker
 // every broker, and may be set before the group exists, as in Kafka.
 //
 // The keys are Kafka 4.x's group configs that Gregor applies; each value is
-// checked against the broker's bounds (INVALID_CONFIG), an unknown key is
-// INVALID_CONFIG, APPEND and SUBTRACT (no group config is a list) are
+// checked against its type and the broker's bounds with Kafka 4.4's
+// messages (INVALID_CONFIG), an unknown key is INVALID_CONFIG, APPEND and SUBTRACT (no group config is a list) are
 // INVALID_CONFIG, and a resource with a duplicate key or a null value is
 // INVALID_REQUEST. DescribeConfigs lists every key: DYNAMIC_GROUP_CONFIG
 // where the group sets it, else the broker's value as DEFAULT_CONFIG.
@@ -38,23 +38,32 @@ type groupConfigDef struct {
 	name string
 	typ  kmsg.ConfigType
 	doc  string
+	// synonym is the broker setting that gives the default, "" when
+	// there is none.
+	synonym string
 	// def is the broker's value, used when the group does not set it.
 	def func(b *Broker) string
-	// check validates a value.
-	check func(b *Broker, v string) error
+	// check validates a value: "" when it is valid, else the whole
+	// message, Kafka's.
+	check func(b *Broker, name, v string) string
 }
 
-// msBetween checks an int config in milliseconds against bounds.
-func msBetween(lo, hi func(b *Broker) time.Duration) func(*Broker, string) error {
-	return func(b *Broker, v string) error {
-		n, err := strconv.ParseInt(v, 10, 32)
+// msBetween checks an int config in milliseconds: a number, at least
+// atLeast (the type's bound), then within the broker's bounds, with
+// Kafka's messages for each.
+func msBetween(atLeast int64, lo, hi func(b *Broker) time.Duration) func(*Broker, string, string) string {
+	return func(b *Broker, name, v string) string {
+		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 32)
 		if err != nil {
-			return fmt.Errorf("not an int: %q", v)
+			return fmt.Sprintf("Invalid value %s for configuration %s: Not a number of type INT", v, name)
+		}
+		if n < atLeast {
+			return fmt.Sprintf("Invalid value %d for configuration %s: Value must be at least %d", n, name, atLeast)
 		}
 		if l, h := lo(b).Milliseconds(), hi(b).Milliseconds(); n < l || n > h {
-			return fmt.Errorf("value %d out of range [%d, %d]", n, l, h)
+			return fmt.Sprintf("%s must be in the range %d to %d inclusive.", name, l, h)
 		}
-		return nil
+		return ""
 	}
 }
 
@@ -92,52 +101,58 @@ func parseISODuration(s string) (time.Duration, bool) {
 
 var groupConfigDefs = []groupConfigDef{
 	{name: "consumer.heartbeat.interval.ms", typ: kmsg.ConfigTypeInt,
-		doc: "The heartbeat interval given to the members of a consumer group.",
-		def: func(b *Broker) string { return ms(b.cfg.Groups.ConsumerHeartbeatInterval) },
-		check: msBetween(func(b *Broker) time.Duration { return min(5*time.Second, b.cfg.Groups.ConsumerHeartbeatInterval) },
+		doc:     "The heartbeat interval given to the members of a consumer group.",
+		def:     func(b *Broker) string { return ms(b.cfg.Groups.ConsumerHeartbeatInterval) },
+		synonym: "group.consumer.heartbeat.interval.ms",
+		check: msBetween(1, func(b *Broker) time.Duration { return min(5*time.Second, b.cfg.Groups.ConsumerHeartbeatInterval) },
 			func(b *Broker) time.Duration { return max(15*time.Second, b.cfg.Groups.ConsumerHeartbeatInterval) })},
 	{name: "consumer.session.timeout.ms", typ: kmsg.ConfigTypeInt,
-		doc: "The timeout to detect client failures when using the consumer group protocol.",
-		def: func(b *Broker) string { return ms(b.cfg.Groups.ConsumerSessionTimeout) },
-		check: msBetween(func(b *Broker) time.Duration { return min(45*time.Second, b.cfg.Groups.ConsumerSessionTimeout) },
+		doc:     "The timeout to detect client failures when using the consumer group protocol.",
+		def:     func(b *Broker) string { return ms(b.cfg.Groups.ConsumerSessionTimeout) },
+		synonym: "group.consumer.session.timeout.ms",
+		check: msBetween(1, func(b *Broker) time.Duration { return min(45*time.Second, b.cfg.Groups.ConsumerSessionTimeout) },
 			func(b *Broker) time.Duration { return max(60*time.Second, b.cfg.Groups.ConsumerSessionTimeout) })},
 	{name: "share.auto.offset.reset", typ: kmsg.ConfigTypeString,
 		doc: "Where a share group starts on a partition it never consumed: latest, earliest, or by_duration:<ISO-8601 duration>.",
 		def: func(*Broker) string { return "latest" },
-		check: func(_ *Broker, v string) error {
+		check: func(_ *Broker, name, v string) string {
 			if v == "latest" || v == "earliest" {
-				return nil
+				return ""
 			}
 			if d, ok := strings.CutPrefix(v, "by_duration:"); ok {
 				if _, ok := parseISODuration(d); ok {
-					return nil
+					return ""
 				}
 			}
-			return fmt.Errorf("invalid value %q: latest, earliest or by_duration:<duration>", v)
+			return fmt.Sprintf("Invalid value %s for configuration %s: Invalid value `%s` for configuration %s. "+
+				"The value must be either 'earliest', 'latest' or of the format 'by_duration:<PnDTnHnMn.nS>'.", v, name, v, name)
 		}},
 	{name: "share.heartbeat.interval.ms", typ: kmsg.ConfigTypeInt,
-		doc: "The heartbeat interval given to the members of a share group.",
-		def: func(b *Broker) string { return ms(b.cfg.Groups.ShareHeartbeatInterval) },
-		check: msBetween(func(b *Broker) time.Duration { return min(5*time.Second, b.cfg.Groups.ShareHeartbeatInterval) },
+		doc:     "The heartbeat interval given to the members of a share group.",
+		def:     func(b *Broker) string { return ms(b.cfg.Groups.ShareHeartbeatInterval) },
+		synonym: "group.share.heartbeat.interval.ms",
+		check: msBetween(1, func(b *Broker) time.Duration { return min(5*time.Second, b.cfg.Groups.ShareHeartbeatInterval) },
 			func(b *Broker) time.Duration { return max(15*time.Second, b.cfg.Groups.ShareHeartbeatInterval) })},
 	{name: "share.isolation.level", typ: kmsg.ConfigTypeString,
 		doc: "read_uncommitted: share group members get every record; read_committed: records of committed transactions only.",
 		def: func(*Broker) string { return "read_uncommitted" },
-		check: func(_ *Broker, v string) error {
+		check: func(_ *Broker, name, v string) string {
 			if v == "read_uncommitted" || v == "read_committed" {
-				return nil
+				return ""
 			}
-			return fmt.Errorf("invalid value %q: read_committed or read_uncommitted", v)
+			return fmt.Sprintf("Invalid value %s for configuration %s: String must be one of: read_committed, read_uncommitted", v, name)
 		}},
 	{name: "share.record.lock.duration.ms", typ: kmsg.ConfigTypeInt,
-		doc: "How long a share group member holds the records it acquired.",
-		def: func(b *Broker) string { return ms(b.cfg.ShareRecordLockDuration) },
-		check: msBetween(func(b *Broker) time.Duration { return min(15*time.Second, b.cfg.ShareRecordLockDuration) },
+		doc:     "How long a share group member holds the records it acquired.",
+		def:     func(b *Broker) string { return ms(b.cfg.ShareRecordLockDuration) },
+		synonym: "group.share.record.lock.duration.ms",
+		check: msBetween(1000, func(b *Broker) time.Duration { return min(15*time.Second, b.cfg.ShareRecordLockDuration) },
 			func(b *Broker) time.Duration { return max(60*time.Second, b.cfg.ShareRecordLockDuration) })},
 	{name: "share.session.timeout.ms", typ: kmsg.ConfigTypeInt,
-		doc: "The timeout to detect share group member failures.",
-		def: func(b *Broker) string { return ms(b.cfg.Groups.ShareSessionTimeout) },
-		check: msBetween(func(b *Broker) time.Duration { return min(45*time.Second, b.cfg.Groups.ShareSessionTimeout) },
+		doc:     "The timeout to detect share group member failures.",
+		def:     func(b *Broker) string { return ms(b.cfg.Groups.ShareSessionTimeout) },
+		synonym: "group.share.session.timeout.ms",
+		check: msBetween(1, func(b *Broker) time.Duration { return min(45*time.Second, b.cfg.Groups.ShareSessionTimeout) },
 			func(b *Broker) time.Duration { return max(60*time.Second, b.cfg.Groups.ShareSessionTimeout) })},
 }
 
@@ -194,9 +209,21 @@ func (b *Broker) describeGroupConfigs(md *cluster.Metadata, rr kmsg.DescribeConf
 			c.Documentation = &doc
 		}
 		if withSynonyms {
+			// Kafka's order: the group's own value, then the default
+			// under the broker setting that gives it.
+			c.ConfigSynonyms = []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{}
+			if own {
+				syn := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
+				syn.Name, syn.Value, syn.Source = d.name, &v, sourceDynamicGroupConfig
+				c.ConfigSynonyms = append(c.ConfigSynonyms, syn)
+			}
+			def := d.def(b)
 			syn := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
-			syn.Name, syn.Value, syn.Source = d.name, &v, c.Source
-			c.ConfigSynonyms = []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{syn}
+			syn.Name, syn.Value, syn.Source = d.name, &def, kmsg.ConfigSourceDefaultConfig
+			if d.synonym != "" {
+				syn.Name = d.synonym
+			}
+			c.ConfigSynonyms = append(c.ConfigSynonyms, syn)
 		}
 		out = append(out, c)
 	}
@@ -236,8 +263,8 @@ func (b *Broker) incrementalAlterGroup(ctx context.Context, name string, ops []c
 			case op.Op == configs.OpDelete:
 				delete(next, op.Name)
 			default:
-				if err := d.check(b, *op.Value); err != nil {
-					return nil, newTopicError(protocol.InvalidConfig, "Invalid value %s for configuration %s: %v", *op.Value, op.Name, err)
+				if msg := d.check(b, op.Name, *op.Value); msg != "" {
+					return nil, newTopicError(protocol.InvalidConfig, "%s", msg)
 				}
 				next[op.Name] = *op.Value
 			}
@@ -253,8 +280,8 @@ func (b *Broker) incrementalAlterGroup(ctx context.Context, name string, ops []c
 			}
 			h, _ := strconv.ParseInt(hb, 10, 64)
 			s, _ := strconv.ParseInt(session, 10, 64)
-			if h >= s {
-				return nil, newTopicError(protocol.InvalidConfig, "%s.heartbeat.interval.ms must be less than %s.session.timeout.ms", kind, kind)
+			if s <= h {
+				return nil, newTopicError(protocol.InvalidConfig, "%s.session.timeout.ms must be greater than %s.heartbeat.interval.ms", kind, kind)
 			}
 		}
 		return next, nil

@@ -86,6 +86,29 @@ func TestGroupConfigs(t *testing.T) {
 			t.Errorf("set %s=%s: code %d, want %d", c.name, c.value, code, c.code)
 		}
 	}
+	// Kafka 4.4's messages.
+	for _, c := range []struct{ name, value, msg string }{
+		{"share.record.lock.duration.ms", "10000", "share.record.lock.duration.ms must be in the range 15000 to 60000 inclusive."},
+		{"share.record.lock.duration.ms", "10", "Invalid value 10 for configuration share.record.lock.duration.ms: Value must be at least 1000"},
+		{"share.isolation.level", "dirty", "Invalid value dirty for configuration share.isolation.level: String must be one of: read_committed, read_uncommitted"},
+		{"consumer.session.timeout.ms", "abc", "Invalid value abc for configuration consumer.session.timeout.ms: Not a number of type INT"},
+		{"no.such", "1", "Unknown group config name: no.such"},
+	} {
+		req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+		res := kmsg.NewIncrementalAlterConfigsRequestResource()
+		res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeGroupConfig, "g2"
+		rc := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+		rc.Name, rc.Value = c.name, kmsg.StringPtr(c.value)
+		res.Configs = append(res.Configs, rc)
+		req.Resources = append(req.Resources, res)
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := resp.Resources[0]; r.ErrorCode != int16(protocol.InvalidConfig) || r.ErrorMessage == nil || *r.ErrorMessage != c.msg {
+			t.Errorf("set %s=%s: code %d message %v, want %q", c.name, c.value, r.ErrorCode, r.ErrorMessage, c.msg)
+		}
+	}
 	if code := alterGroupConfig(ctx, t, cl, "g2", kmsg.IncrementalAlterConfigOpAppend, "share.auto.offset.reset", kmsg.StringPtr("x")); code != int16(protocol.InvalidConfig) {
 		t.Errorf("APPEND: code %d", code)
 	}
