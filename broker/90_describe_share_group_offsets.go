@@ -14,6 +14,7 @@ import (
 	"context"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -79,7 +80,7 @@ func (b *Broker) handleDescribeShareGroupOffsets(ctx context.Context, c *conn, _
 					}
 					if code == protocol.None && sum.StartOffset >= 0 {
 						rp.StartOffset, rp.LeaderEpoch = sum.StartOffset, sum.LeaderEpoch
-						if hw, ok := b.highWatermark(w.name, p); ok {
+						if hw, ok := b.highWatermark(ctx, w.name, p); ok {
 							rp.Lag = max(hw-sum.StartOffset-int64(sum.DeliveryCompleteCount), 0)
 						}
 					}
@@ -136,12 +137,41 @@ func (b *Broker) shareGroupInfo(ctx context.Context, groupID string) (map[string
 	}
 }
 
-// highWatermark is a partition's high watermark when this broker has a
-// replica of it.
-func (b *Broker) highWatermark(topic string, partition int32) (int64, bool) {
-	p, code := b.lookupReplica(topic, [16]byte{}, false, partition, true)
-	if code != protocol.None {
+// highWatermark is a partition's high watermark: this broker's when it
+// leads the partition, else its leader's, asked with ListOffsets (latest).
+func (b *Broker) highWatermark(ctx context.Context, topic string, partition int32) (int64, bool) {
+	if p, code := b.lookupPartition(topic, [16]byte{}, false, partition); code == protocol.None {
+		return p.log().HighWatermark(), true
+	}
+	t := b.cluster.Snapshot().Topics[topic]
+	if t == nil || int(partition) >= len(t.Partitions) || t.Partitions[partition].Leader < 0 {
 		return 0, false
 	}
-	return p.log().HighWatermark(), true
+	c, err := b.shares.state.conn(t.Partitions[partition].Leader)
+	if err != nil {
+		return 0, false
+	}
+	req := kmsg.NewPtrListOffsetsRequest()
+	req.SetVersion(4)
+	req.ReplicaID = -1
+	rt := kmsg.NewListOffsetsRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewListOffsetsRequestTopicPartition()
+	rp.Partition, rp.Timestamp, rp.CurrentLeaderEpoch = partition, -1, -1
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	resp, err := c.roundTrip(rctx, b, req)
+	if err != nil {
+		return 0, false
+	}
+	for _, t := range resp.(*kmsg.ListOffsetsResponse).Topics {
+		for _, p := range t.Partitions {
+			if p.Partition == partition && p.ErrorCode == 0 {
+				return p.Offset, true
+			}
+		}
+	}
+	return 0, false
 }

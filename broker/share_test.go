@@ -448,6 +448,34 @@ func TestShareGroupCluster(t *testing.T) {
 	produce(300, 400)
 	consume(400, alive)
 
+	// The group's lag, asked of its coordinator, counts the partitions led
+	// elsewhere too: 0 everywhere once all is accepted.
+	var adm2 *kgo.Client
+	for _, b := range alive {
+		adm2 = newClient(t, b, kgo.SeedBrokers(b.Addrs()...))
+		break
+	}
+	waitFor(t, 30*time.Second, "lag 0 on every partition", func() error {
+		req := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
+		req.SetVersion(1)
+		g := kmsg.NewDescribeShareGroupOffsetsRequestGroup()
+		g.GroupID = groupID
+		req.Groups = append(req.Groups, g)
+		resp, err := req.RequestWith(ctx, adm2)
+		if err != nil {
+			return err
+		}
+		if len(resp.Groups) != 1 || resp.Groups[0].ErrorCode != 0 || len(resp.Groups[0].Topics) != 1 {
+			return fmt.Errorf("%+v", resp.Groups)
+		}
+		for _, p := range resp.Groups[0].Topics[0].Partitions {
+			if p.ErrorCode != 0 || p.Lag != 0 {
+				return fmt.Errorf("partition %d: lag %d, error %d", p.Partition, p.Lag, p.ErrorCode)
+			}
+		}
+		return nil
+	})
+
 	mu.Lock()
 	defer mu.Unlock()
 	if len(seen) != 400 {
