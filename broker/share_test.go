@@ -336,9 +336,10 @@ func TestShareFetchLockTimeout(t *testing.T) {
 // partitions' state lives with share coordinators that are, for some
 // partitions, other brokers than the partition leaders (inter-broker
 // ReadShareGroupState/WriteShareGroupState). After the group accepted every
-// record, the leader of one partition stops; its partition's new leader
-// loads the state from the share coordinator (which may have moved too):
-// no accepted record is delivered again, and new records are.
+// record and 100 more were produced, the leader of one partition stops;
+// its partition's new leader loads the state from the share coordinator
+// (which may have moved too): no accepted record is delivered again, and
+// the new records are.
 func TestShareGroupCluster(t *testing.T) {
 	t.Parallel()
 	bs := startCluster(t, 3, func(c *Config) { c.ReplicaLagTimeMax = 10 * time.Second })
@@ -424,8 +425,19 @@ func TestShareGroupCluster(t *testing.T) {
 	}
 	t.Logf("%d of 3 share partitions have their share coordinator on another broker", remote)
 
-	// The leader of partition 0 stops.
-	leader := md.Topics[topic].Partitions[0].Leader
+	// 100 more records, then a partition's leader stops (they are
+	// produced before, so that the check is of the share state, not of
+	// producing through a leader change).
+	produce(300, 400)
+	// The broker to stop leads a partition and is not the first, whose
+	// embedded etcd the cluster's registry is.
+	part, leader := int32(-1), bs[1].cfg.NodeID
+	for i, ps := range md.Topics[topic].Partitions {
+		if ps.Leader != bs[0].cfg.NodeID {
+			part, leader = int32(i), ps.Leader
+			break
+		}
+	}
 	var alive []*Broker
 	for _, b := range bs {
 		if b.cfg.NodeID == leader {
@@ -436,16 +448,16 @@ func TestShareGroupCluster(t *testing.T) {
 		}
 		alive = append(alive, b)
 	}
-	waitFor(t, 60*time.Second, "partition 0 led by another broker", func() error {
-		p := alive[0].cluster.Snapshot().Topics[topic].Partitions[0]
+	waitFor(t, 60*time.Second, "the stopped broker's partition led by another broker", func() error {
+		if part < 0 {
+			return nil // it led none: a follower stopped
+		}
+		p := alive[0].cluster.Snapshot().Topics[topic].Partitions[part]
 		if p.Leader == leader || p.Leader < 0 {
 			return fmt.Errorf("leader %d", p.Leader)
 		}
 		return nil
 	})
-	prod = newClient(t, alive[0], kgo.SeedBrokers(alive[0].Addrs()[0], alive[1].Addrs()[0]), kgo.DefaultProduceTopic(topic),
-		kgo.RequiredAcks(kgo.AllISRAcks()))
-	produce(300, 400)
 	consume(400, alive)
 
 	// The group's lag, asked of its coordinator, counts the partitions led
