@@ -36,6 +36,7 @@ import (
 
 	"github.com/gregor-io/gregor/coordinator/group"
 	"github.com/gregor-io/gregor/protocol"
+	"github.com/gregor-io/gregor/protocol/record"
 )
 
 var txnOffsetCommitAPI = handler{key: 28, min: 0, max: 5, handle: (*Broker).handleTxnOffsetCommit}
@@ -73,7 +74,7 @@ func (b *Broker) verifyTxnOffsets(ctx context.Context, d *groupDriver, p int32, 
 	if d == nil || req.ProducerID < 0 {
 		return txnGuard{}, protocol.None
 	}
-	guard, inTxn, pending := d.log.VerificationGuard(req.ProducerID, req.ProducerEpoch)
+	guard, inTxn, pending := d.log.VerificationGuard(req.ProducerID, req.ProducerEpoch, record.NoSequence)
 	switch {
 	case inTxn:
 		return txnGuard{}, protocol.None

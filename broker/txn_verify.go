@@ -135,7 +135,7 @@ func (b *Broker) verifyProduce(ctx context.Context, req *kmsg.ProduceRequest, by
 			if code != protocol.None {
 				continue
 			}
-			guard, inTxn, waiting := p.log().VerificationGuard(batch.ProducerID(), batch.ProducerEpoch())
+			guard, inTxn, waiting := p.log().VerificationGuard(batch.ProducerID(), batch.ProducerEpoch(), batch.BaseSequence())
 			if inTxn {
 				continue
 			}

@@ -85,8 +85,21 @@ type producerState struct {
 	// guards are the verification guards of producers whose next
 	// transactional write here is being verified with their transaction
 	// coordinator (see Log.VerificationGuard); in memory only.
-	guards    map[int64]uint64
+	guards    map[int64]verification
 	lastGuard uint64
+}
+
+// verification is a producer's pending verification (KIP-890): its guard,
+// and the lowest sequence of the writes verified under it at the newest
+// epoch asked. A verified write above that sequence may not begin the
+// transaction: a producer with several batches in flight had its first one
+// refused (say its verification failed) while a later one was verified, and
+// that later batch, landing first, would leave the first out of sequence on
+// every retry.
+type verification struct {
+	guard     uint64
+	epoch     int16
+	lowestSeq int32
 }
 
 // completedTxn is a transaction a marker ended: its first offset and the
@@ -109,7 +122,7 @@ func (ps *producerState) lastOffsets() map[int64]int64 {
 }
 
 func newProducerState() *producerState {
-	return &producerState{entries: map[int64]*producerEntry{}, ongoing: map[int64]int64{}, guards: map[int64]uint64{}}
+	return &producerState{entries: map[int64]*producerEntry{}, ongoing: map[int64]int64{}, guards: map[int64]verification{}}
 }
 
 // firstUnstable is the first offset a read_committed reader may not pass:
@@ -175,6 +188,11 @@ func (ps *producerState) check(b, prev record.Batch) (producerBatch, bool, error
 		}
 		return producerBatch{}, false, nil
 	}
+	if v, ok := ps.guards[pid]; ok && b.Transactional() && epoch == v.epoch &&
+		v.lowestSeq != record.NoSequence && first > v.lowestSeq {
+		return producerBatch{}, false, fmt.Errorf("%w: producer %d begins its transaction at sequence %d, but sequence %d was verified first",
+			ErrOutOfOrderSequence, pid, first, v.lowestSeq)
+	}
 	cur := ps.entries[pid]
 	if cur != nil && cur.txnFirst >= 0 && !b.Transactional() {
 		return producerBatch{}, false, fmt.Errorf("%w: producer %d sent a non-transactional batch inside its transaction from %d",
@@ -216,7 +234,7 @@ func (ps *producerState) checkGuard(pid int64, guard uint64) error {
 	if _, ok := ps.ongoing[pid]; ok {
 		return nil
 	}
-	if g := ps.guards[pid]; g == 0 || g != guard {
+	if v, ok := ps.guards[pid]; !ok || v.guard != guard {
 		return fmt.Errorf("%w: producer %d's transactional write was not verified with its coordinator (or its transaction ended since)", ErrInvalidTxnState, pid)
 	}
 	return nil

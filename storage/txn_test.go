@@ -417,11 +417,11 @@ func TestTxnVerificationGuard(t *testing.T) {
 	if _, err := l.Append(txnBatch(t, 1, 0, 0, 1), verified(0)); !errors.Is(err, ErrInvalidTxnState) {
 		t.Fatalf("unverified write: %v, want ErrInvalidTxnState", err)
 	}
-	g, inTxn, pending := l.VerificationGuard(1, 0)
+	g, inTxn, pending := l.VerificationGuard(1, 0, 0)
 	if inTxn || pending || g == 0 {
 		t.Fatalf("VerificationGuard(1) = %d, %v, %v; want a guard", g, inTxn, pending)
 	}
-	if g2, _, _ := l.VerificationGuard(1, 0); g2 != g {
+	if g2, _, _ := l.VerificationGuard(1, 0, 0); g2 != g {
 		t.Fatalf("a second verification got guard %d, want the same %d", g2, g)
 	}
 	if _, err := l.Append(txnBatch(t, 1, 0, 0, 1), verified(g+1)); !errors.Is(err, ErrInvalidTxnState) {
@@ -431,13 +431,13 @@ func TestTxnVerificationGuard(t *testing.T) {
 		t.Fatalf("verified write: %v", err)
 	}
 	// Inside its transaction the producer needs no guard.
-	if _, inTxn, _ := l.VerificationGuard(1, 0); !inTxn {
+	if _, inTxn, _ := l.VerificationGuard(1, 0, 0); !inTxn {
 		t.Fatal("VerificationGuard inside the transaction: not in a transaction")
 	}
 	// A write of a later epoch (transaction version 2: the transaction
 	// ended and bumped the epoch, its marker is not here yet) waits for
 	// the marker, and the log refuses to let it join the open one.
-	if _, inTxn, pending := l.VerificationGuard(1, 1); inTxn || !pending {
+	if _, inTxn, pending := l.VerificationGuard(1, 1, 0); inTxn || !pending {
 		t.Fatalf("VerificationGuard at the next epoch inside the transaction: inTxn %v pending %v, want pending", inTxn, pending)
 	}
 	if _, err := l.Append(txnBatch(t, 1, 1, 0, 1), verified(0)); !errors.Is(err, ErrInvalidTxnState) {
@@ -449,7 +449,7 @@ func TestTxnVerificationGuard(t *testing.T) {
 	mustMarker(t, l, 1, 0, 0, true)
 
 	// Verified, then the transaction ends (a marker) before the write.
-	g, _, _ = l.VerificationGuard(1, 0)
+	g, _, _ = l.VerificationGuard(1, 0, 3)
 	mustMarker(t, l, 1, 0, 0, false)
 	if _, err := l.Append(txnBatch(t, 1, 0, 3, 1), verified(g)); !errors.Is(err, ErrInvalidTxnState) {
 		t.Fatalf("write verified before a marker: %v, want ErrInvalidTxnState", err)
@@ -459,4 +459,51 @@ func TestTxnVerificationGuard(t *testing.T) {
 	}
 	// Without verification (the broker's check off), writes go as before.
 	mustAppend(t, l, txnBatch(t, 1, 0, 3, 1))
+}
+
+// TestTxnVerificationLowestSequence: a producer with two batches in flight
+// to a partition where its transaction is not open yet had the first one
+// refused (its verification failed) and the second verified. The second
+// may not begin the transaction: landing first, it would leave the first
+// out of sequence on every retry. It is refused out of sequence until the
+// first is in, and then goes in after it.
+func TestTxnVerificationLowestSequence(t *testing.T) {
+	t.Parallel()
+	l := openTestLog(t, t.TempDir(), testConfig(), OpenState{})
+	verified := func(g uint64) AppendOptions { return AppendOptions{AssignOffsets: true, VerifyTxn: true, Guard: g} }
+
+	g, _, _ := l.VerificationGuard(7, 0, 0)  // batch A, sequences 0-4: its verification then fails
+	g2, _, _ := l.VerificationGuard(7, 0, 5) // batch B, sequences 5-9: verified
+	if g2 != g {
+		t.Fatalf("second verification got guard %d, want %d", g2, g)
+	}
+	if _, err := l.Append(txnBatch(t, 7, 0, 5, 5), verified(g)); !errors.Is(err, ErrOutOfOrderSequence) {
+		t.Fatalf("batch B before A: %v, want ErrOutOfOrderSequence", err)
+	}
+	if _, ok := l.OngoingTxn(7); ok {
+		t.Fatal("batch B opened the transaction")
+	}
+	// A's retry is verified again and goes in; then B's retry.
+	if g3, _, _ := l.VerificationGuard(7, 0, 0); g3 != g {
+		t.Fatalf("A's retry got guard %d, want %d", g3, g)
+	}
+	if _, err := l.Append(txnBatch(t, 7, 0, 0, 5), verified(g)); err != nil {
+		t.Fatalf("batch A: %v", err)
+	}
+	if _, err := l.Append(txnBatch(t, 7, 0, 5, 5), verified(0)); err != nil {
+		t.Fatalf("batch B after A: %v", err)
+	}
+	mustMarker(t, l, 7, 0, 0, true)
+
+	// A newer epoch's verification starts over from its own sequence.
+	l.VerificationGuard(7, 0, 10)
+	g, _, _ = l.VerificationGuard(7, 1, 3)
+	if _, err := l.Append(txnBatch(t, 7, 1, 3, 1), verified(g)); !errors.Is(err, ErrOutOfOrderSequence) {
+		// epoch 1 starts at sequence 0: refused, but by the epoch rule.
+		t.Fatalf("epoch 1 at sequence 3: %v, want ErrOutOfOrderSequence", err)
+	}
+	g, _, _ = l.VerificationGuard(7, 1, 0)
+	if _, err := l.Append(txnBatch(t, 7, 1, 0, 1), verified(g)); err != nil {
+		t.Fatalf("epoch 1 at sequence 0: %v", err)
+	}
 }

@@ -167,7 +167,8 @@ func (l *Log) Producers() []ProducerInfo {
 
 // VerificationGuard starts (or goes on with) the verification of producer
 // pid's next transactional write to this partition (KIP-890), a write at
-// producer epoch epoch. When the producer has a transaction open here at
+// producer epoch epoch whose first sequence is seq (record.NoSequence for
+// a write without one). When the producer has a transaction open here at
 // that epoch, or at a later one (the append then refuses the stale write),
 // there is nothing to verify: inTxn. When its open transaction is of an
 // earlier epoch, the write is one of a transaction version 2 producer
@@ -180,8 +181,10 @@ func (l *Log) Producers() []ProducerInfo {
 // the transaction coordinator whether the partition is in the producer's
 // transaction, and appends with AppendOptions{VerifyTxn: true, Guard:
 // guard}: a marker written meanwhile (the transaction ended) makes that
-// append fail.
-func (l *Log) VerificationGuard(pid int64, epoch int16) (guard uint64, inTxn, pending bool) {
+// append fail, and so does a write that would begin the transaction above
+// the lowest sequence verified at its epoch (OUT_OF_ORDER_SEQUENCE_NUMBER,
+// which the producer retries after its earlier batch).
+func (l *Log) VerificationGuard(pid int64, epoch int16, seq int32) (guard uint64, inTxn, pending bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.producers == nil {
@@ -193,10 +196,17 @@ func (l *Log) VerificationGuard(pid int64, epoch int16) (guard uint64, inTxn, pe
 		}
 		return 0, true, false
 	}
-	if g := l.producers.guards[pid]; g != 0 {
-		return g, false, false
+	v, ok := l.producers.guards[pid]
+	if !ok {
+		l.producers.lastGuard++
+		v = verification{guard: l.producers.lastGuard, epoch: epoch, lowestSeq: seq}
 	}
-	l.producers.lastGuard++
-	l.producers.guards[pid] = l.producers.lastGuard
-	return l.producers.lastGuard, false, false
+	switch {
+	case epoch > v.epoch:
+		v.epoch, v.lowestSeq = epoch, seq
+	case epoch == v.epoch && seq != record.NoSequence && (v.lowestSeq == record.NoSequence || seq < v.lowestSeq):
+		v.lowestSeq = seq
+	}
+	l.producers.guards[pid] = v
+	return v.guard, false, false
 }
