@@ -192,6 +192,19 @@ func (c *Coordinator) replayGroup(key, value []byte) error {
 	}
 	old := c.groups[k.Group]
 	if value == nil {
+		if old != nil && (len(old.offsets) > 0 || len(old.txns) > 0) {
+			// The tombstone ends the classic group's metadata only: its
+			// committed (and pending) offsets are records of their own
+			// and stay until their own tombstones, as in the live
+			// coordinator when a classic group becomes a consumer group
+			// (the tombstone is then followed by consumer group
+			// records). A deleted group's offsets were tombstoned
+			// before its metadata.
+			g := newGroup(k.Group, -1)
+			g.offsets, g.txns = old.offsets, old.txns
+			c.groups[k.Group] = g
+			return nil
+		}
 		delete(c.groups, k.Group)
 		if old != nil {
 			c.forgetTxns(old)

@@ -165,8 +165,19 @@ func TestReplayEdgeCases(t *testing.T) {
 	if got := c.groups["g"].offsets["t"][1]; got.offset != 8 || got.leaderEpoch != -1 || got.expireMs != -1 {
 		t.Fatalf("v0 offset: %+v", got)
 	}
+	// A group tombstone ends the group's metadata, not its offsets (a
+	// classic group that became a consumer group); once the offsets
+	// are tombstoned too, nothing is left.
+	if err := c.Replay(groupKey("g"), nil); err != nil || c.groups["g"] == nil || c.groups["g"].offsets["t"][0].offset != 7 {
+		t.Fatalf("group tombstone: %v; the offsets should stay", err)
+	}
+	for p := int32(0); p < 2; p++ {
+		if err := c.Replay(offsetTombstone("g", "t", p).Key, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if err := c.Replay(groupKey("g"), nil); err != nil || c.groups["g"] != nil {
-		t.Fatalf("group tombstone: %v", err)
+		t.Fatalf("group tombstone without offsets: %v, group %v", err, c.groups["g"])
 	}
 	c.Loaded(t0)
 	if err := c.Replay(groupKey("g"), nil); !errors.Is(err, ErrLoaded) {
