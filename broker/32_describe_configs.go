@@ -245,6 +245,7 @@ func (b *Broker) reportedStaticConfigs() map[string]string {
 		"group.coordinator.rebalance.protocols":            "classic,consumer,share",
 		"group.consumer.session.timeout.ms":                fmt.Sprint(g.ConsumerSessionTimeout.Milliseconds()),
 		"group.consumer.heartbeat.interval.ms":             fmt.Sprint(g.ConsumerHeartbeatInterval.Milliseconds()),
+		"group.consumer.migration.policy":                  g.MigrationPolicy,
 		"group.share.session.timeout.ms":                   fmt.Sprint(g.ShareSessionTimeout.Milliseconds()),
 		"group.share.heartbeat.interval.ms":                fmt.Sprint(g.ShareHeartbeatInterval.Milliseconds()),
 		"group.share.max.size":                             fmt.Sprint(g.ShareMaxSize),

@@ -417,6 +417,11 @@ var brokerDefs = []*Def{
 		Doc: "How long a member of a consumer group (the KIP-848 protocol) stays without a heartbeat before it is removed.",
 	},
 	{
+		Name: "group.consumer.migration.policy", Type: TypeString, Default: "bidirectional",
+		check: oneOf("bidirectional", "upgrade", "downgrade", "disabled"),
+		Doc:   "Which online migrations between the classic and the consumer (KIP-848) protocol a group with members may make: upgrade (a consumer-protocol member joins a classic group), downgrade (the last one leaves a group of classic members), both (bidirectional) or neither (disabled).",
+	},
+	{
 		Name: "group.consumer.heartbeat.interval.ms", Type: TypeInt, Default: "5000", check: atLeast(1),
 		Doc: "The heartbeat interval members of consumer groups (the KIP-848 protocol) are told to keep.",
 	},

@@ -234,6 +234,15 @@ var keys = []key{
 		func(c *serveConfig) *time.Duration { return &c.broker.Groups.ConsumerSessionTimeout }),
 	msField("group.consumer.heartbeat.interval.ms", 32, "heartbeat interval consumer group members (KIP-848 protocol) are told to keep",
 		func(c *serveConfig) *time.Duration { return &c.broker.Groups.ConsumerHeartbeatInterval }),
+	{
+		name: "group.consumer.migration.policy", placeholder: "POLICY",
+		usage: "online migrations between the classic and the consumer protocol a group with members may make: bidirectional, upgrade, downgrade or disabled",
+		get:   func(c *serveConfig) string { return c.broker.Groups.MigrationPolicy },
+		set: func(c *serveConfig, s string) error {
+			c.broker.Groups.MigrationPolicy = strings.ToLower(strings.TrimSpace(s))
+			return nil
+		},
+	},
 	intField("group.max.size", "N", "most members a group may have",
 		func(c *serveConfig) *int32 { return &c.broker.Groups.MaxSize }),
 	msField("group.share.session.timeout.ms", 32, "how long a share group member stays without a heartbeat before it is removed",

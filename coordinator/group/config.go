@@ -70,6 +70,11 @@ type Config struct {
 	// ask for, the first the default (group.consumer.assignors, "uniform,
 	// range").
 	ConsumerAssignors []string
+	// MigrationPolicy says which online migrations between the classic
+	// and the consumer protocol a group with members may make
+	// (group.consumer.migration.policy: bidirectional, the default;
+	// upgrade; downgrade; disabled). See migration.go.
+	MigrationPolicy string
 
 	// ShareSessionTimeout is how long a share group member stays without
 	// a heartbeat before it is removed (group.share.session.timeout.ms,
@@ -151,6 +156,7 @@ func DefaultConfig() Config {
 		ConsumerSessionTimeout:        45 * time.Second,
 		ConsumerHeartbeatInterval:     5 * time.Second,
 		ConsumerAssignors:             []string{"uniform", "range"},
+		MigrationPolicy:               MigrationBidirectional,
 		ShareSessionTimeout:           45 * time.Second,
 		ShareHeartbeatInterval:        5 * time.Second,
 		ShareMaxSize:                  200,
@@ -188,6 +194,9 @@ func (c Config) Validate() error {
 	case c.ConsumerHeartbeatInterval <= 0 || c.ConsumerHeartbeatInterval >= c.ConsumerSessionTimeout:
 		return bad("group.consumer.heartbeat.interval.ms (%v) must be positive and below group.consumer.session.timeout.ms (%v)",
 			c.ConsumerHeartbeatInterval, c.ConsumerSessionTimeout)
+	case c.MigrationPolicy != MigrationBidirectional && c.MigrationPolicy != MigrationUpgrade &&
+		c.MigrationPolicy != MigrationDowngrade && c.MigrationPolicy != MigrationDisabled:
+		return bad("group.consumer.migration.policy must be one of bidirectional, upgrade, downgrade, disabled; is %q", c.MigrationPolicy)
 	case len(c.ConsumerAssignors) == 0:
 		return bad("group.consumer.assignors must name at least one assignor")
 	case c.ShareSessionTimeout <= 0:

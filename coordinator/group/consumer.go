@@ -97,6 +97,9 @@ type consumerMember struct {
 	re                 *regexp.Regexp // regex compiled; nil without one (or one that does not compile)
 	rebalanceTimeoutMs int32
 	assignor           *string
+	// classic is set for a member that speaks the classic protocol
+	// (migration.go).
+	classic *classicMeta
 	reconcileState
 }
 
@@ -198,15 +201,22 @@ func (c *Coordinator) consumerGroupHeartbeat(in Input, req *kmsg.ConsumerGroupHe
 	case g == nil && !join:
 		fail(errGroupIDNotFound, "Consumer group "+req.Group+" not found.")
 		return
-	case g != nil && g.consumer == nil:
-		if !join || !g.isEmptyClassic() {
-			fail(errGroupIDNotFound, "Group "+req.Group+" is not a consumer group.")
-			return
-		}
+	case g != nil && g.consumer == nil && join && g.isEmptyClassic():
 		// An empty classic group (offsets only) becomes a consumer
 		// group: its classic metadata is deleted, its offsets stay.
 		c.emit(groupTombstone(g.id))
 		g.consumer = newConsumerGroup()
+	case g != nil && g.consumer == nil && join && c.canUpgrade(g):
+		// A classic group with members becomes a consumer group with
+		// them (migration.go).
+		if err := c.upgradeToConsumer(g); err != nil {
+			fail(errGroupIDNotFound, "Cannot upgrade the classic group "+g.id+
+				" to consumer group because the embedded consumer protocol is malformed.")
+			return
+		}
+	case g != nil && g.consumer == nil:
+		fail(errGroupIDNotFound, "Group "+req.Group+" is not a consumer group.")
+		return
 	case g == nil:
 		g = newGroup(req.Group, c.nowMs())
 		g.consumer = newConsumerGroup()
@@ -238,6 +248,9 @@ func (c *Coordinator) consumerGroupHeartbeat(in Input, req *kmsg.ConsumerGroupHe
 		// over, as a fenced member that rejoins would.
 		c.fenceConsumerMember(g, m)
 		m, isNew = nil, true
+	case m != nil && m.classic != nil:
+		fail(errUnknownMemberID, "Member "+memberID+" uses the classic protocol, not the consumer protocol.")
+		return
 	case m != nil:
 		if code, msg := checkMemberEpoch(m, req.MemberEpoch, req.Topics); code != errNone {
 			fail(code, msg)
@@ -257,18 +270,8 @@ func (c *Coordinator) consumerGroupHeartbeat(in Input, req *kmsg.ConsumerGroupHe
 	if m == nil || !sameMemberMetadata(m, next) {
 		c.writeConsumerMember(g, next)
 	}
-	if sub := c.subscriptionMetadata(cg); !maps.Equal(sub, cg.subscription) {
-		c.writeConsumerSubscription(g, sub)
-		bump = true
-	}
-	if bump {
-		c.writeConsumerGroupEpoch(g, cg.epoch+1)
-	}
-
 	// 2. A new target assignment when the group epoch moved past it.
-	if cg.epoch > cg.assignmentEpoch {
-		c.computeTargetAssignment(g)
-	}
+	c.advanceConsumerGroup(g, bump)
 
 	// 3. One reconciliation step.
 	member := cg.members[memberID]

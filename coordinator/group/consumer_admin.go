@@ -36,6 +36,11 @@ func (c *Coordinator) validateConsumerCommit(g *group, version int16, memberID s
 	switch {
 	case m == nil:
 		return errUnknownMemberID
+	case m.classic != nil && epoch != m.epoch:
+		// A classic member's generation is its member epoch.
+		return errIllegalGeneration
+	case m.classic != nil:
+		return errNone
 	case !txn && version < 9:
 		return errUnsupportedVersion
 	case epoch != m.epoch:
@@ -125,6 +130,9 @@ func (c *Coordinator) consumerGroupDescribe(in Input, req *kmsg.ConsumerGroupDes
 				dm.Assignment = c.describeAssignment(cg, m.assigned)
 				dm.TargetAssignment = c.describeAssignment(cg, cg.target[mid])
 				dm.MemberType = 1 // the consumer protocol (v1+)
+				if m.classic != nil {
+					dm.MemberType = 0 // the classic protocol
+				}
 				dg.Members = append(dg.Members, dm)
 			}
 		}

@@ -30,6 +30,7 @@ func memberMetadataOf(m *consumerMember) *consumerMemberMetadata {
 		subscribedTopicRegex: m.regex,
 		rebalanceTimeoutMs:   m.rebalanceTimeoutMs,
 		serverAssignor:       m.assignor,
+		classic:              m.classic,
 	}
 }
 
@@ -52,6 +53,7 @@ func applyConsumerMember(cg *consumerGroup, id string, v *consumerMemberMetadata
 	}
 	m.topics, m.regex = v.subscribedTopicNames, v.subscribedTopicRegex
 	m.rebalanceTimeoutMs, m.assignor = v.rebalanceTimeoutMs, v.serverAssignor
+	m.classic = v.classic
 	if m.instanceID != nil {
 		cg.static[*m.instanceID] = id
 	}

@@ -241,9 +241,13 @@ func (c *Coordinator) reconcileMember(g *group, m *consumerMember, owned partiti
 
 // scheduleConsumerSession (re)starts a member's session.
 func (c *Coordinator) scheduleConsumerSession(g *group, memberID string) {
+	d := c.cfg.overrides(g.id).ConsumerSessionTimeout
+	if m := g.consumer.members[memberID]; m != nil && m.classic != nil {
+		d = millis(m.classic.sessionTimeoutMs)
+	}
 	c.timers.schedule(&timer{
 		key: timerKey{kind: timerConsumerSession, group: g.id, member: memberID},
-		at:  c.after(c.cfg.overrides(g.id).ConsumerSessionTimeout),
+		at:  c.after(d),
 	})
 }
 
@@ -253,7 +257,7 @@ func (c *Coordinator) consumerSessionExpired(groupID, memberID string) {
 	if g == nil || g.consumer == nil || g.consumer.members[memberID] == nil {
 		return
 	}
-	c.fenceConsumerMember(g, g.consumer.members[memberID])
+	c.removeConsumerMember(g, g.consumer.members[memberID])
 }
 
 // consumerRebalanceExpired fences a member that did not revoke its
@@ -268,7 +272,7 @@ func (c *Coordinator) consumerRebalanceExpired(groupID, memberID string, epoch i
 	if m == nil || m.state != memberUnrevokedPartitions || m.epoch != epoch {
 		return
 	}
-	c.fenceConsumerMember(g, m)
+	c.removeConsumerMember(g, m)
 }
 
 // fenceConsumerMember removes a member from its group: its records are
@@ -325,7 +329,7 @@ func (c *Coordinator) consumerGroupLeave(in Input, req *kmsg.ConsumerGroupHeartb
 			return
 		}
 	}
-	c.fenceConsumerMember(g, m)
+	c.removeConsumerMember(g, m)
 	c.respond(in.Token, resp)
 }
 

@@ -63,8 +63,9 @@ type consumerMemberMetadata struct {
 	subscribedTopicRegex *string
 	rebalanceTimeoutMs   int32
 	serverAssignor       *string
-	// classic is the raw classic member metadata (tag 0), kept as read.
-	classic []byte
+	// classic is the classic member metadata (tag 0) of a member that
+	// speaks the classic protocol; nil for one of the consumer protocol.
+	classic *classicMeta
 }
 
 type targetAssignmentMetadata struct{ assignmentEpoch int32 }
@@ -226,7 +227,7 @@ func consumerMemberRecord(group, member string, v *consumerMemberMetadata) Recor
 	w.int32(v.rebalanceTimeoutMs)
 	w.nullableStr(v.serverAssignor)
 	if v.classic != nil {
-		w.tag0(v.classic)
+		w.tag0(v.classic.encode())
 	} else {
 		w.noTags()
 	}
@@ -510,7 +511,11 @@ func parseConsumerRecord(key, value []byte) (parsedConsumerRecord, error) {
 		m.serverAssignor = r.nullableStr()
 		r.tags(func(tag int, data []byte) {
 			if tag == 0 {
-				m.classic = slices.Clone(data)
+				cm, err := decodeClassicMeta(data)
+				if err != nil {
+					r.fail(fmt.Errorf("classic member metadata: %w", err))
+				}
+				m.classic = cm
 			}
 		})
 	case cgTargetMetadataKey:

@@ -338,7 +338,8 @@ func TestConsumerGroupOffsets(t *testing.T) {
 	wantCode(t, "fetch without a member", fetch(nil, -1), errNone)
 
 	join := h.consumer("g", "classic", "t").joinRequest()
-	wantCode(t, "classic join", response[*kmsg.JoinGroupResponse](h, h.send("c", join)).ErrorCode, errInconsistentGroupProtocol)
+	join.ProtocolType = "connect"
+	wantCode(t, "classic join of another protocol type", response[*kmsg.JoinGroupResponse](h, h.send("c", join)).ErrorCode, errInconsistentGroupProtocol)
 	dg := kmsg.NewPtrDescribeGroupsRequest()
 	dg.SetVersion(6)
 	dg.Groups = []string{"g"}
@@ -411,6 +412,20 @@ func TestConsumerGroupTakesOverEmptyClassicGroup(t *testing.T) {
 	settle(t, h, a)
 	if o := h.c.groups["g"].offsets["t"][1]; o == nil || o.offset != 7 {
 		t.Fatalf("offset after the takeover: %+v", o)
+	}
+	// And so does a coordinator that loads the log (the classic group's
+	// tombstone is not the offsets').
+	loaded, err := New(h.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range h.records {
+		if err := loaded.Replay(r.Key, r.Value); err != nil {
+			t.Fatalf("replay: %v", err)
+		}
+	}
+	if g := loaded.groups["g"]; g == nil || g.consumer == nil || g.offsets["t"][1] == nil || g.offsets["t"][1].offset != 7 {
+		t.Fatalf("loaded group after the takeover: %+v", g)
 	}
 	leave := a.request()
 	leave.MemberEpoch = leaveMemberEpoch

@@ -37,10 +37,8 @@ func (c *Coordinator) joinGroup(in Input, req *kmsg.JoinGroupRequest) {
 	g := c.groups[req.Group]
 	if g != nil && g.consumer != nil {
 		if len(g.consumer.members) > 0 {
-			// A classic member cannot join a consumer group that has
-			// members (online migration between the protocols is not
-			// served).
-			c.failJoin(w, req.MemberID, errInconsistentGroupProtocol)
+			// A classic member in a consumer group (migration.go).
+			c.classicJoinConsumer(in, w, g, req, rebalanceMs)
 			return
 		}
 		// An empty consumer group becomes a classic one; its offsets
@@ -556,6 +554,10 @@ func (c *Coordinator) syncGroup(in Input, req *kmsg.SyncGroupRequest) {
 		return
 	}
 	g := c.groups[req.Group]
+	if g != nil && g.consumer != nil {
+		c.classicSyncConsumer(w, g, req)
+		return
+	}
 	if g == nil || g.state == StateEmpty {
 		fail(errUnknownMemberID)
 		return
@@ -661,6 +663,9 @@ func (c *Coordinator) heartbeatCode(req *kmsg.HeartbeatRequest) int16 {
 	if g == nil {
 		return errUnknownMemberID
 	}
+	if g.consumer != nil {
+		return c.classicHeartbeatConsumer(g, req)
+	}
 	if code := g.validateMember(req.MemberID, req.InstanceID); code != errNone {
 		return code
 	}
@@ -710,6 +715,8 @@ func (c *Coordinator) leaveGroup(in Input, req *kmsg.LeaveGroupRequest) {
 		switch {
 		case g == nil:
 			rm.ErrorCode = errUnknownMemberID
+		case g.consumer != nil:
+			rm.ErrorCode = c.classicLeaveConsumer(g, l)
 		case l.MemberID == "":
 			id, ok := "", false
 			if l.InstanceID != nil {
@@ -733,7 +740,7 @@ func (c *Coordinator) leaveGroup(in Input, req *kmsg.LeaveGroupRequest) {
 		}
 		resp.Members = append(resp.Members, rm)
 	}
-	if left == 0 {
+	if left == 0 || g.consumer != nil {
 		return
 	}
 	switch g.state {
