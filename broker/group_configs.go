@@ -1,23 +1,31 @@
 package broker
 
 // Group configs (KIP-848, KIP-932): the GROUP config resource of
-// DescribeConfigs and IncrementalAlterConfigs, as `kafka-configs
+// DescribeConfigs, AlterConfigs and IncrementalAlterConfigs, as `kafka-configs
 // --entity-type groups` uses it. A group's configs override the broker's
 // group.consumer.* and group.share.* settings for that group; they are
 // kept in the registry (coordinator/cluster, configs/groups/<id>), seen by
 // every broker, and may be set before the group exists, as in Kafka.
 //
-// The keys are Kafka 4.x's group configs that Gregor applies; each value is
-// checked against its type and the broker's bounds with Kafka 4.4's
-// messages (INVALID_CONFIG), an unknown key is INVALID_CONFIG, APPEND and SUBTRACT (no group config is a list) are
-// INVALID_CONFIG, and a resource with a duplicate key or a null value is
-// INVALID_REQUEST. DescribeConfigs lists every key: DYNAMIC_GROUP_CONFIG
-// where the group sets it, else the broker's value as DEFAULT_CONFIG.
+// The keys are Kafka 4.x's group configs that Gregor applies; Kafka's
+// others (streams.*, the assignment intervals, share.renew.acknowledge.enable,
+// the dead-letter queue keys) are refused as unknown. A change is checked
+// on the group's whole resulting set, as Kafka's GroupConfig.validate does:
+// each value against its type and the broker's bounds with Kafka 4.4's
+// messages (INVALID_CONFIG), an unknown key is INVALID_CONFIG, and so is a
+// session timeout not above its heartbeat interval. AlterConfigs replaces
+// the group's set; IncrementalAlterConfigs takes SET and DELETE, while
+// APPEND and SUBTRACT (no group config is a list) are INVALID_CONFIG. A
+// resource with a duplicate key or a null value is INVALID_REQUEST.
+// DescribeConfigs lists every key: DYNAMIC_GROUP_CONFIG where the group
+// sets it, else the broker's value as DEFAULT_CONFIG.
 
 import (
 	"context"
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -230,8 +238,63 @@ func (b *Broker) describeGroupConfigs(md *cluster.Metadata, rr kmsg.DescribeConf
 	return out, nil
 }
 
+// validateGroupConfigs checks a group's whole config set, as Kafka's
+// GroupConfig.validate does: every name known, every value valid, and each
+// session timeout above its heartbeat interval, a key the set lacks taking
+// the broker's value. Names and values are checked in name order, so the
+// first failure reported does not depend on map order. Every failure is
+// INVALID_CONFIG.
+func (b *Broker) validateGroupConfigs(set map[string]string) error {
+	names := slices.Sorted(maps.Keys(set))
+	for _, name := range names {
+		if groupConfigDefFor(name) == nil {
+			return newTopicError(protocol.InvalidConfig, "Unknown group config name: %s", name)
+		}
+	}
+	for _, name := range names {
+		if msg := groupConfigDefFor(name).check(b, name, set[name]); msg != "" {
+			return newTopicError(protocol.InvalidConfig, "%s", msg)
+		}
+	}
+	for _, kind := range []string{"consumer", "share"} {
+		num := func(name string) int64 {
+			v, ok := set[name]
+			if !ok {
+				v = groupConfigDefFor(name).def(b)
+			}
+			n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			return n
+		}
+		if num(kind+".session.timeout.ms") <= num(kind+".heartbeat.interval.ms") {
+			return newTopicError(protocol.InvalidConfig, "%s.session.timeout.ms must be greater than %s.heartbeat.interval.ms", kind, kind)
+		}
+	}
+	return nil
+}
+
+// replaceGroupConfigs is AlterConfigs (the legacy, non-incremental API) on
+// a GROUP resource: the group's configs become exactly set, those it does
+// not name go back to the broker's values, and an empty set removes them
+// all. The whole set is checked first, as by IncrementalAlterConfigs.
+func (b *Broker) replaceGroupConfigs(ctx context.Context, name string, set map[string]string, validateOnly bool) (bool, error) {
+	if name == "" {
+		return false, newTopicError(protocol.InvalidRequest, "Group name must not be empty")
+	}
+	if err := b.validateGroupConfigs(set); err != nil {
+		return false, err
+	}
+	if validateOnly {
+		return false, nil
+	}
+	replace := func(map[string]string) (map[string]string, error) { return set, nil }
+	if err := b.cluster.UpdateGroupConfigs(ctx, name, replace); err != nil {
+		return false, configWriteError(err, name, func(err error) error { return err })
+	}
+	return true, nil
+}
+
 // incrementalAlterGroup applies IncrementalAlterConfigs operations to a
-// group's configs.
+// group's configs, then checks the resulting set as a whole.
 func (b *Broker) incrementalAlterGroup(ctx context.Context, name string, ops []configs.Op, validateOnly bool) (bool, error) {
 	if name == "" {
 		return false, newTopicError(protocol.InvalidRequest, "Group name must not be empty")
@@ -249,40 +312,24 @@ func (b *Broker) incrementalAlterGroup(ctx context.Context, name string, ops []c
 		seen[op.Name] = true
 	}
 	apply := func(cur map[string]string) (map[string]string, error) {
-		next := map[string]string{}
-		for k, v := range cur {
-			next[k] = v
+		next := maps.Clone(cur)
+		if next == nil {
+			next = map[string]string{}
 		}
 		for _, op := range ops {
-			d := groupConfigDefFor(op.Name)
 			switch {
-			case d == nil:
+			case groupConfigDefFor(op.Name) == nil:
 				return nil, newTopicError(protocol.InvalidConfig, "Unknown group config name: %s", op.Name)
 			case op.Op == configs.OpAppend || op.Op == configs.OpSubtract:
 				return nil, newTopicError(protocol.InvalidConfig, "Can't %s to key %s because its type is not LIST.", op.Op, op.Name)
 			case op.Op == configs.OpDelete:
 				delete(next, op.Name)
 			default:
-				if msg := d.check(b, op.Name, *op.Value); msg != "" {
-					return nil, newTopicError(protocol.InvalidConfig, "%s", msg)
-				}
 				next[op.Name] = *op.Value
 			}
 		}
-		// A heartbeat interval must stay below its session timeout.
-		for _, kind := range []string{"consumer", "share"} {
-			hb, session := next[kind+".heartbeat.interval.ms"], next[kind+".session.timeout.ms"]
-			if hb == "" {
-				hb = groupConfigDefFor(kind + ".heartbeat.interval.ms").def(b)
-			}
-			if session == "" {
-				session = groupConfigDefFor(kind + ".session.timeout.ms").def(b)
-			}
-			h, _ := strconv.ParseInt(hb, 10, 64)
-			s, _ := strconv.ParseInt(session, 10, 64)
-			if s <= h {
-				return nil, newTopicError(protocol.InvalidConfig, "%s.session.timeout.ms must be greater than %s.heartbeat.interval.ms", kind, kind)
-			}
+		if err := b.validateGroupConfigs(next); err != nil {
+			return nil, err
 		}
 		return next, nil
 	}

@@ -135,3 +135,105 @@ func TestGroupConfigs(t *testing.T) {
 		t.Fatalf("share settings of g1: %+v", s)
 	}
 }
+
+// replaceGroupConfigs sends one AlterConfigs (legacy) GROUP resource, its
+// configs in the order given as name, value pairs, and returns the
+// resource's error code and message.
+func replaceGroupConfigs(ctx context.Context, t testing.TB, cl *kgo.Client, groupID string, validateOnly bool, kv ...string) (int16, string) {
+	t.Helper()
+	req := kmsg.NewPtrAlterConfigsRequest()
+	req.ValidateOnly = validateOnly
+	res := kmsg.NewAlterConfigsRequestResource()
+	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeGroupConfig, groupID
+	for i := 0; i+1 < len(kv); i += 2 {
+		c := kmsg.NewAlterConfigsRequestResourceConfig()
+		c.Name, c.Value = kv[i], kmsg.StringPtr(kv[i+1])
+		res.Configs = append(res.Configs, c)
+	}
+	req.Resources = append(req.Resources, res)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatalf("AlterConfigs of group %q: %v", groupID, err)
+	}
+	r := resp.Resources[0]
+	msg := ""
+	if r.ErrorMessage != nil {
+		msg = *r.ErrorMessage
+	}
+	return r.ErrorCode, msg
+}
+
+// TestGroupConfigsAlterConfigs: AlterConfigs (33) on the GROUP resource
+// replaces the group's whole config set, as in Kafka 4.4: keys it does not
+// name go back to the broker's values, an empty set clears the group, the
+// set is checked as a whole with Kafka's messages, and validate_only
+// writes nothing.
+func TestGroupConfigsAlterConfigs(t *testing.T) {
+	t.Parallel()
+	b := startBroker(t)
+	ctx := testContext(t, time.Minute)
+	cl := newClient(t, b)
+	setGroupConfig(ctx, t, cl, "g", "share.auto.offset.reset", "earliest")
+	setGroupConfig(ctx, t, cl, "g", "consumer.heartbeat.interval.ms", "6000")
+
+	if code, msg := replaceGroupConfigs(ctx, t, cl, "g", false,
+		"share.isolation.level", "read_committed", "share.record.lock.duration.ms", "20000"); code != 0 {
+		t.Fatalf("replace: code %d %q", code, msg)
+	}
+	got := describeGroupConfig(ctx, t, cl, "g")
+	for name, want := range map[string]struct {
+		value string
+		src   kmsg.ConfigSource
+	}{
+		"share.isolation.level":          {"read_committed", sourceDynamicGroupConfig},
+		"share.record.lock.duration.ms":  {"20000", sourceDynamicGroupConfig},
+		"share.auto.offset.reset":        {"latest", kmsg.ConfigSourceDefaultConfig},
+		"consumer.heartbeat.interval.ms": {"5000", kmsg.ConfigSourceDefaultConfig},
+	} {
+		if c := got[name]; c.Value == nil || *c.Value != want.value || c.Source != want.src {
+			t.Errorf("after replace, %s: %+v, want %s from source %d", name, c, want.value, want.src)
+		}
+	}
+
+	for _, c := range []struct {
+		validateOnly bool
+		group        string
+		kv           []string
+		code         protocol.ErrorCode
+		msg          string
+	}{
+		{false, "g", []string{"share.record.lock.duration.ms", "10000"}, protocol.InvalidConfig,
+			"share.record.lock.duration.ms must be in the range 15000 to 60000 inclusive."},
+		{true, "g", []string{"share.isolation.level", "read_committed", "no.such", "1"}, protocol.InvalidConfig,
+			"Unknown group config name: no.such"},
+		{false, "g", []string{"share.auto.offset.reset", "sometime"}, protocol.InvalidConfig,
+			"Invalid value sometime for configuration share.auto.offset.reset: Invalid value `sometime` for configuration " +
+				"share.auto.offset.reset. The value must be either 'earliest', 'latest' or of the format 'by_duration:<PnDTnHnMn.nS>'."},
+		{false, "g", []string{"share.isolation.level", "a", "share.isolation.level", "b"}, protocol.InvalidRequest,
+			"Error due to duplicate config keys"},
+		{false, "", []string{"share.isolation.level", "read_committed"}, protocol.InvalidRequest,
+			"Group name must not be empty"},
+		// Valid, but validate_only: nothing changes.
+		{true, "g", []string{"share.auto.offset.reset", "earliest"}, protocol.None, ""},
+	} {
+		if code, msg := replaceGroupConfigs(ctx, t, cl, c.group, c.validateOnly, c.kv...); code != int16(c.code) || msg != c.msg {
+			t.Errorf("replace %q with %v (validate only %v): code %d %q, want %d %q", c.group, c.kv, c.validateOnly, code, msg, c.code, c.msg)
+		}
+	}
+	if s := b.shareSettings("g"); s.lockDuration != 20*time.Second || s.autoOffsetReset != "latest" || !s.readCommitted {
+		t.Errorf("share settings of g after refused and validate-only changes: %+v", s)
+	}
+
+	// An empty set gives the group the broker's values again.
+	if code, msg := replaceGroupConfigs(ctx, t, cl, "g", false); code != 0 {
+		t.Fatalf("replace with nothing: code %d %q", code, msg)
+	}
+	for name, c := range describeGroupConfig(ctx, t, cl, "g") {
+		if c.Source != kmsg.ConfigSourceDefaultConfig {
+			t.Errorf("after replace with nothing, %s: %+v", name, c)
+		}
+	}
+	if set := b.cluster.Snapshot().GroupConfigs["g"]; len(set) != 0 {
+		t.Errorf("registry still holds %v for g", set)
+	}
+}
