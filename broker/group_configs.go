@@ -56,10 +56,10 @@ type groupConfigDef struct {
 	check func(b *Broker, name, v string) string
 }
 
-// msBetween checks an int config in milliseconds: a number, at least
-// atLeast (the type's bound), then within the broker's bounds, with
-// Kafka's messages for each.
-func msBetween(atLeast int64, lo, hi func(b *Broker) time.Duration) func(*Broker, string, string) string {
+// between checks an INT config: a number, at least atLeast (the type's
+// bound), then within the broker's bounds for it, with Kafka's messages for
+// each.
+func between(atLeast int64, bounds func(b *Broker) (lo, hi int64)) func(*Broker, string, string) string {
 	return func(b *Broker, name, v string) string {
 		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 32)
 		if err != nil {
@@ -68,10 +68,18 @@ func msBetween(atLeast int64, lo, hi func(b *Broker) time.Duration) func(*Broker
 		if n < atLeast {
 			return fmt.Sprintf("Invalid value %d for configuration %s: Value must be at least %d", n, name, atLeast)
 		}
-		if l, h := lo(b).Milliseconds(), hi(b).Milliseconds(); n < l || n > h {
-			return fmt.Sprintf("%s must be in the range %d to %d inclusive.", name, l, h)
+		if lo, hi := bounds(b); n < lo || n > hi {
+			return fmt.Sprintf("%s must be in the range %d to %d inclusive.", name, lo, hi)
 		}
 		return ""
+	}
+}
+
+// msBounds gives between the bounds of a millisecond config.
+func msBounds(bounds func(b *Broker) (lo, hi time.Duration)) func(*Broker) (int64, int64) {
+	return func(b *Broker) (int64, int64) {
+		lo, hi := bounds(b)
+		return lo.Milliseconds(), hi.Milliseconds()
 	}
 }
 
@@ -112,14 +120,16 @@ var groupConfigDefs = []groupConfigDef{
 		doc:     "The heartbeat interval given to the members of a consumer group.",
 		def:     func(b *Broker) string { return ms(b.cfg.Groups.ConsumerHeartbeatInterval) },
 		synonym: "group.consumer.heartbeat.interval.ms",
-		check: msBetween(1, func(b *Broker) time.Duration { return min(5*time.Second, b.cfg.Groups.ConsumerHeartbeatInterval) },
-			func(b *Broker) time.Duration { return max(15*time.Second, b.cfg.Groups.ConsumerHeartbeatInterval) })},
+		check: between(1, msBounds(func(b *Broker) (time.Duration, time.Duration) {
+			return b.cfg.Groups.ConsumerMinHeartbeatInterval, b.cfg.Groups.ConsumerMaxHeartbeatInterval
+		}))},
 	{name: "consumer.session.timeout.ms", typ: kmsg.ConfigTypeInt,
 		doc:     "The timeout to detect client failures when using the consumer group protocol.",
 		def:     func(b *Broker) string { return ms(b.cfg.Groups.ConsumerSessionTimeout) },
 		synonym: "group.consumer.session.timeout.ms",
-		check: msBetween(1, func(b *Broker) time.Duration { return min(45*time.Second, b.cfg.Groups.ConsumerSessionTimeout) },
-			func(b *Broker) time.Duration { return max(60*time.Second, b.cfg.Groups.ConsumerSessionTimeout) })},
+		check: between(1, msBounds(func(b *Broker) (time.Duration, time.Duration) {
+			return b.cfg.Groups.ConsumerMinSessionTimeout, b.cfg.Groups.ConsumerMaxSessionTimeout
+		}))},
 	{name: "share.auto.offset.reset", typ: kmsg.ConfigTypeString,
 		doc: "Where a share group starts on a partition it never consumed: latest, earliest, or by_duration:<ISO-8601 duration>.",
 		def: func(*Broker) string { return "latest" },
@@ -139,8 +149,9 @@ var groupConfigDefs = []groupConfigDef{
 		doc:     "The heartbeat interval given to the members of a share group.",
 		def:     func(b *Broker) string { return ms(b.cfg.Groups.ShareHeartbeatInterval) },
 		synonym: "group.share.heartbeat.interval.ms",
-		check: msBetween(1, func(b *Broker) time.Duration { return min(5*time.Second, b.cfg.Groups.ShareHeartbeatInterval) },
-			func(b *Broker) time.Duration { return max(15*time.Second, b.cfg.Groups.ShareHeartbeatInterval) })},
+		check: between(1, msBounds(func(b *Broker) (time.Duration, time.Duration) {
+			return b.cfg.Groups.ShareMinHeartbeatInterval, b.cfg.Groups.ShareMaxHeartbeatInterval
+		}))},
 	{name: "share.isolation.level", typ: kmsg.ConfigTypeString,
 		doc: "read_uncommitted: share group members get every record; read_committed: records of committed transactions only.",
 		def: func(*Broker) string { return "read_uncommitted" },
@@ -154,14 +165,16 @@ var groupConfigDefs = []groupConfigDef{
 		doc:     "How long a share group member holds the records it acquired.",
 		def:     func(b *Broker) string { return ms(b.cfg.ShareRecordLockDuration) },
 		synonym: "group.share.record.lock.duration.ms",
-		check: msBetween(1000, func(b *Broker) time.Duration { return min(15*time.Second, b.cfg.ShareRecordLockDuration) },
-			func(b *Broker) time.Duration { return max(60*time.Second, b.cfg.ShareRecordLockDuration) })},
+		check: between(1000, msBounds(func(b *Broker) (time.Duration, time.Duration) {
+			return b.cfg.ShareMinRecordLockDuration, b.cfg.ShareMaxRecordLockDuration
+		}))},
 	{name: "share.session.timeout.ms", typ: kmsg.ConfigTypeInt,
 		doc:     "The timeout to detect share group member failures.",
 		def:     func(b *Broker) string { return ms(b.cfg.Groups.ShareSessionTimeout) },
 		synonym: "group.share.session.timeout.ms",
-		check: msBetween(1, func(b *Broker) time.Duration { return min(45*time.Second, b.cfg.Groups.ShareSessionTimeout) },
-			func(b *Broker) time.Duration { return max(60*time.Second, b.cfg.Groups.ShareSessionTimeout) })},
+		check: between(1, msBounds(func(b *Broker) (time.Duration, time.Duration) {
+			return b.cfg.Groups.ShareMinSessionTimeout, b.cfg.Groups.ShareMaxSessionTimeout
+		}))},
 }
 
 func groupConfigDefFor(name string) *groupConfigDef {

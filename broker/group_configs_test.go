@@ -2,9 +2,11 @@ package broker
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -235,5 +237,76 @@ func TestGroupConfigsAlterConfigs(t *testing.T) {
 	}
 	if set := b.cluster.Snapshot().GroupConfigs["g"]; len(set) != 0 {
 		t.Errorf("registry still holds %v for g", set)
+	}
+}
+
+// TestGroupConfigBounds: the broker settings that bound group configs
+// (group.consumer.min/max.*, group.share.min/max.*, with Kafka 4.4's names
+// and defaults): the defaults must lie within them, a group config is
+// checked against them with Kafka's range message, and DescribeConfigs of
+// the broker reports them.
+func TestGroupConfigBounds(t *testing.T) {
+	t.Parallel()
+	def := DefaultConfig()
+	if err := def.Validate(); err != nil {
+		t.Fatalf("default config: %v", err)
+	}
+	for name, mutate := range map[string]func(*Config){
+		"consumer session above its max": func(c *Config) { c.Groups.ConsumerSessionTimeout = 61 * time.Second },
+		"share heartbeat below its min":  func(c *Config) { c.Groups.ShareHeartbeatInterval = time.Second },
+		"lock duration below its min":    func(c *Config) { c.ShareRecordLockDuration = 10 * time.Second },
+		"delivery limit above its max":   func(c *Config) { c.ShareMaxDeliveryCountLimit = 4 },
+		"record locks above their max":   func(c *Config) { c.SharePartitionMaxRecordLocks = 5000 },
+		"min record locks below 100":     func(c *Config) { c.ShareMinPartitionMaxRecordLocks = 50 },
+	} {
+		c := DefaultConfig()
+		mutate(&c)
+		if err := c.Validate(); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+
+	b := startBroker(t, func(c *Config) {
+		c.Groups.ConsumerMaxSessionTimeout = 90 * time.Second
+		c.ShareMinRecordLockDuration = 5 * time.Second
+	})
+	ctx := testContext(t, time.Minute)
+	cl := newClient(t, b)
+	setGroupConfig(ctx, t, cl, "g", "consumer.session.timeout.ms", "80000")
+	if code, msg := replaceGroupConfigs(ctx, t, cl, "g", true, "share.record.lock.duration.ms", "4000"); code != int16(protocol.InvalidConfig) ||
+		msg != "share.record.lock.duration.ms must be in the range 5000 to 60000 inclusive." {
+		t.Errorf("lock duration 4000: code %d %q", code, msg)
+	}
+	rcs, err := kadm.NewClient(cl).DescribeBrokerConfigs(ctx, b.cfg.NodeID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := rcs.On(fmt.Sprint(b.cfg.NodeID), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, c := range rc.Configs {
+		got[c.Key] = c.MaybeValue()
+	}
+	for name, want := range map[string]string{
+		"group.consumer.min.session.timeout.ms":      "45000",
+		"group.consumer.max.session.timeout.ms":      "90000",
+		"group.consumer.min.heartbeat.interval.ms":   "5000",
+		"group.consumer.max.heartbeat.interval.ms":   "15000",
+		"group.share.min.session.timeout.ms":         "45000",
+		"group.share.max.session.timeout.ms":         "60000",
+		"group.share.min.heartbeat.interval.ms":      "5000",
+		"group.share.max.heartbeat.interval.ms":      "15000",
+		"group.share.min.record.lock.duration.ms":    "5000",
+		"group.share.max.record.lock.duration.ms":    "60000",
+		"group.share.min.delivery.count.limit":       "2",
+		"group.share.max.delivery.count.limit":       "10",
+		"group.share.min.partition.max.record.locks": "100",
+		"group.share.max.partition.max.record.locks": "4000",
+	} {
+		if got[name] != want {
+			t.Errorf("broker config %s = %q, want %q", name, got[name], want)
+		}
 	}
 }

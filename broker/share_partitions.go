@@ -515,7 +515,7 @@ func (b *Broker) shareSettings(groupID string) shareSettings {
 	return shareSettings{
 		lockDuration:    b.groupDuration(md, groupID, "share.record.lock.duration.ms"),
 		deliveryLimit:   b.cfg.ShareDeliveryCountLimit,
-		maxInFlight:     b.cfg.SharePartitionMaxRecordLocks,
+		maxInFlight:     int(b.cfg.SharePartitionMaxRecordLocks),
 		autoOffsetReset: b.groupSetting(md, groupID, "share.auto.offset.reset"),
 		readCommitted:   b.groupSetting(md, groupID, "share.isolation.level") == "read_committed",
 	}
