@@ -145,6 +145,13 @@ var groupConfigDefs = []groupConfigDef{
 			return fmt.Sprintf("Invalid value %s for configuration %s: Invalid value `%s` for configuration %s. "+
 				"The value must be either 'earliest', 'latest' or of the format 'by_duration:<PnDTnHnMn.nS>'.", v, name, v, name)
 		}},
+	{name: "share.delivery.count.limit", typ: kmsg.ConfigTypeInt,
+		doc:     "How often a record is delivered to the members of a share group before it is archived instead of offered again.",
+		def:     func(b *Broker) string { return strconv.Itoa(int(b.cfg.ShareDeliveryCountLimit)) },
+		synonym: "group.share.delivery.count.limit",
+		check: between(2, func(b *Broker) (int64, int64) {
+			return int64(b.cfg.ShareMinDeliveryCountLimit), int64(b.cfg.ShareMaxDeliveryCountLimit)
+		})},
 	{name: "share.heartbeat.interval.ms", typ: kmsg.ConfigTypeInt,
 		doc:     "The heartbeat interval given to the members of a share group.",
 		def:     func(b *Broker) string { return ms(b.cfg.Groups.ShareHeartbeatInterval) },
@@ -161,6 +168,13 @@ var groupConfigDefs = []groupConfigDef{
 			}
 			return fmt.Sprintf("Invalid value %s for configuration %s: String must be one of: read_committed, read_uncommitted", v, name)
 		}},
+	{name: "share.partition.max.record.locks", typ: kmsg.ConfigTypeInt,
+		doc:     "Most records of one partition a share group has in flight (acquired or waiting to be delivered again) at once.",
+		def:     func(b *Broker) string { return strconv.Itoa(int(b.cfg.SharePartitionMaxRecordLocks)) },
+		synonym: "group.share.partition.max.record.locks",
+		check: between(100, func(b *Broker) (int64, int64) {
+			return int64(b.cfg.ShareMinPartitionMaxRecordLocks), int64(b.cfg.ShareMaxPartitionMaxRecordLocks)
+		})},
 	{name: "share.record.lock.duration.ms", typ: kmsg.ConfigTypeInt,
 		doc:     "How long a share group member holds the records it acquired.",
 		def:     func(b *Broker) string { return ms(b.cfg.ShareRecordLockDuration) },
@@ -195,10 +209,15 @@ func (b *Broker) groupSetting(md *cluster.Metadata, groupID, name string) string
 	return groupConfigDefFor(name).def(b)
 }
 
+// groupInt is a group's INT setting. Values were checked when written.
+func (b *Broker) groupInt(md *cluster.Metadata, groupID, name string) int64 {
+	n, _ := strconv.ParseInt(strings.TrimSpace(b.groupSetting(md, groupID, name)), 10, 32)
+	return n
+}
+
 // groupDuration is a group's millisecond setting as a duration.
 func (b *Broker) groupDuration(md *cluster.Metadata, groupID, name string) time.Duration {
-	n, _ := strconv.ParseInt(b.groupSetting(md, groupID, name), 10, 64)
-	return time.Duration(n) * time.Millisecond
+	return time.Duration(b.groupInt(md, groupID, name)) * time.Millisecond
 }
 
 // describeGroupConfigs lists a group's configs.

@@ -310,3 +310,120 @@ func TestGroupConfigBounds(t *testing.T) {
 		}
 	}
 }
+
+// TestGroupConfigsShareLimits: a share group's share.delivery.count.limit
+// and share.partition.max.record.locks (Kafka 4.4 group configs) reach its
+// share partitions: with a window of 100 records only 100 of 300 are
+// acquired at once, and with a limit of 2 deliveries a record released
+// twice is archived instead of offered a third time. Both keys report the
+// broker's settings as their defaults and are checked against its bounds.
+func TestGroupConfigsShareLimits(t *testing.T) {
+	t.Parallel()
+	b := startBroker(t)
+	ctx := testContext(t, time.Minute)
+	cl := newClient(t, b)
+
+	other := describeGroupConfig(ctx, t, cl, "other")
+	for name, want := range map[string]string{"share.delivery.count.limit": "5", "share.partition.max.record.locks": "2000"} {
+		c := other[name]
+		if c.Value == nil || *c.Value != want || c.Source != kmsg.ConfigSourceDefaultConfig {
+			t.Errorf("default %s: %+v, want %s", name, c, want)
+		}
+	}
+	for _, c := range []struct{ name, value, msg string }{
+		{"share.delivery.count.limit", "11", "share.delivery.count.limit must be in the range 2 to 10 inclusive."},
+		{"share.delivery.count.limit", "1", "Invalid value 1 for configuration share.delivery.count.limit: Value must be at least 2"},
+		{"share.partition.max.record.locks", "5000", "share.partition.max.record.locks must be in the range 100 to 4000 inclusive."},
+		{"share.partition.max.record.locks", "99", "Invalid value 99 for configuration share.partition.max.record.locks: Value must be at least 100"},
+	} {
+		if code, msg := replaceGroupConfigs(ctx, t, cl, "g", true, c.name, c.value); code != int16(protocol.InvalidConfig) || msg != c.msg {
+			t.Errorf("%s=%s: code %d %q, want %q", c.name, c.value, code, msg, c.msg)
+		}
+	}
+
+	topicID := grpCreateTopic(ctx, t, kadm.NewClient(cl), "limits", 1)
+	if code, msg := replaceGroupConfigs(ctx, t, cl, "g", false, "share.auto.offset.reset", "earliest",
+		"share.delivery.count.limit", "2", "share.partition.max.record.locks", "100"); code != 0 {
+		t.Fatalf("set group configs: code %d %q", code, msg)
+	}
+	// Synonyms: the group's value, then the broker's under its name.
+	dreq := kmsg.NewPtrDescribeConfigsRequest()
+	dreq.IncludeSynonyms = true
+	dres := kmsg.NewDescribeConfigsRequestResource()
+	dres.ResourceType, dres.ResourceName, dres.ConfigNames = kmsg.ConfigResourceTypeGroupConfig, "g", []string{"share.delivery.count.limit"}
+	dreq.Resources = append(dreq.Resources, dres)
+	dresp, err := dreq.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cs := dresp.Resources[0].Configs; len(cs) != 1 || len(cs[0].ConfigSynonyms) != 2 ||
+		cs[0].ConfigSynonyms[0].Name != "share.delivery.count.limit" || cfgStr(cs[0].ConfigSynonyms[0].Value) != "2" ||
+		cs[0].ConfigSynonyms[1].Name != "group.share.delivery.count.limit" || cfgStr(cs[0].ConfigSynonyms[1].Value) != "5" {
+		t.Errorf("share.delivery.count.limit with synonyms: %+v", cs)
+	}
+	prod := newClient(t, b, kgo.DefaultProduceTopic("limits"))
+	recs := make([]*kgo.Record, 300)
+	for i := range recs {
+		recs[i] = kgo.StringRecord(fmt.Sprint(i))
+	}
+	if err := prod.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+
+	w := dialWire(t, b)
+	epoch := int32(0)
+	// fetch sends one ShareFetch, releasing offsets from..to first when
+	// to >= from, and returns the acquired offsets' range, how many there
+	// are and their delivery counts.
+	fetch := func(from, to int64) (first, last, n int64, counts map[int16]bool) {
+		t.Helper()
+		req := kmsg.NewPtrShareFetchRequest()
+		req.SetVersion(1)
+		req.GroupID, req.MemberID = kmsg.StringPtr("g"), kmsg.StringPtr("m1")
+		req.ShareSessionEpoch, req.MaxWaitMillis, req.MinBytes, req.MaxBytes, req.MaxRecords = epoch, 3000, 1, 1<<20, 1000
+		epoch++
+		tp := kmsg.NewShareFetchRequestTopicPartition()
+		if to >= from {
+			ack := kmsg.NewShareFetchRequestTopicPartitionAcknowledgementBatch()
+			ack.FirstOffset, ack.LastOffset, ack.AcknowledgeTypes = from, to, []int8{2}
+			tp.AcknowledgementBatches = append(tp.AcknowledgementBatches, ack)
+		}
+		rt := kmsg.NewShareFetchRequestTopic()
+		rt.TopicID = [16]byte(topicID)
+		rt.Partitions = append(rt.Partitions, tp)
+		req.Topics = append(req.Topics, rt)
+		resp := w.mustRoundTrip(req).(*kmsg.ShareFetchResponse)
+		if resp.ErrorCode != 0 || len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+			t.Fatalf("share fetch: %+v", resp)
+		}
+		p := resp.Topics[0].Partitions[0]
+		if p.ErrorCode != 0 || p.AcknowledgeErrorCode != 0 {
+			t.Fatalf("share fetch: error %d, acknowledge error %d", p.ErrorCode, p.AcknowledgeErrorCode)
+		}
+		first, counts = -1, map[int16]bool{}
+		for _, a := range p.AcquiredRecords {
+			if first < 0 || a.FirstOffset < first {
+				first = a.FirstOffset
+			}
+			last = max(last, a.LastOffset)
+			n += a.LastOffset - a.FirstOffset + 1
+			counts[a.DeliveryCount] = true
+		}
+		return first, last, n, counts
+	}
+	check := func(what string, wantFirst int64, wantCount int16, first, last, n int64, counts map[int16]bool) {
+		t.Helper()
+		if first != wantFirst || last != wantFirst+99 || n != 100 || len(counts) != 1 || !counts[wantCount] {
+			t.Fatalf("%s: acquired %d records, offsets %d-%d, delivery counts %v; want the 100 from %d with count %d",
+				what, n, first, last, counts, wantFirst, wantCount)
+		}
+	}
+	first, last, n, counts := fetch(0, -1)
+	check("first fetch", 0, 1, first, last, n, counts)
+	first, last, n, counts = fetch(0, 99)
+	check("after the first release", 0, 2, first, last, n, counts)
+	// The second release reaches the limit: the records are archived and
+	// the window moves on.
+	first, last, n, counts = fetch(0, 99)
+	check("after the second release", 100, 1, first, last, n, counts)
+}
