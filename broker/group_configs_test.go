@@ -427,3 +427,36 @@ func TestGroupConfigsShareLimits(t *testing.T) {
 	first, last, n, counts = fetch(0, 99)
 	check("after the second release", 100, 1, first, last, n, counts)
 }
+
+// TestGroupConfigsConsumerHeartbeat: a consumer group's
+// consumer.heartbeat.interval.ms reaches its members through
+// ConsumerGroupHeartbeat, even written with spaces around it (Kafka trims
+// a value where it parses it), and other groups keep the broker's.
+func TestGroupConfigsConsumerHeartbeat(t *testing.T) {
+	t.Parallel()
+	b := startBroker(t)
+	ctx := testContext(t, time.Minute)
+	cl := newClient(t, b)
+	grpCreateTopic(ctx, t, kadm.NewClient(cl), "hb", 1)
+	setGroupConfig(ctx, t, cl, "cg", "consumer.heartbeat.interval.ms", " 6000 ")
+	for group, want := range map[string]int32{"cg": 6000, "other": 5000} {
+		req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+		req.Group, req.MemberID, req.RebalanceTimeoutMillis = group, "member-"+group, 30000
+		req.SubscribedTopicNames, req.Topics = []string{"hb"}, []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+		var got int32
+		waitFor(t, 30*time.Second, "heartbeat of group "+group, func() error {
+			resp, err := req.RequestWith(ctx, cl)
+			if err != nil {
+				return err
+			}
+			if resp.ErrorCode != 0 {
+				return fmt.Errorf("error %d %q", resp.ErrorCode, cfgStr(resp.ErrorMessage))
+			}
+			got = resp.HeartbeatIntervalMillis
+			return nil
+		})
+		if got != want {
+			t.Errorf("group %s: heartbeat interval %d, want %d", group, got, want)
+		}
+	}
+}
