@@ -19,9 +19,11 @@ package broker
 //     (the cluster-wide default), else INVALID_REQUEST; the configs are
 //     checked with configs.ValidateBroker at that scope, and a failure is
 //     INVALID_REQUEST, as Kafka answers (KAFKA-13609);
+//   - GROUP: the group's configs become the ones listed, checked as a whole
+//     (group_configs.go); the empty name is INVALID_REQUEST;
 //   - any other type: INVALID_REQUEST ("Unknown resource type 8" for
-//     BROKER_LOGGER, which this API never took); GROUP and CLIENT_METRICS are
-//     not served yet ("Unsupported resource type: GROUP").
+//     BROKER_LOGGER, which this API never took); CLIENT_METRICS is not
+//     served yet ("Unsupported resource type: CLIENT_METRICS").
 //
 // validate_only stops before writing. A change is one etcd transaction per
 // resource; once any resource changed, the local logs are brought in line
@@ -129,7 +131,10 @@ func (b *Broker) replaceConfigs(ctx context.Context, rr kmsg.AlterConfigsRequest
 		}
 		return true, nil
 
-	case kmsg.ConfigResourceTypeClientMetrics, kmsg.ConfigResourceTypeGroupConfig:
+	case kmsg.ConfigResourceTypeGroupConfig:
+		return b.replaceGroupConfigs(ctx, rr.ResourceName, set, validateOnly)
+
+	case kmsg.ConfigResourceTypeClientMetrics:
 		return false, unsupportedResource(rr.ResourceType)
 	}
 	return false, newTopicError(protocol.InvalidRequest, "Unknown resource type %d", rr.ResourceType)

@@ -161,10 +161,26 @@ type Config struct {
 	// how often a record is delivered before it is archived
 	// (group.share.delivery.count.limit, 5); SharePartitionMaxRecordLocks
 	// the most records in flight per share partition
-	// (group.share.partition.max.record.locks, 2000).
+	// (group.share.partition.max.record.locks, 2000). A group's configs
+	// share.record.lock.duration.ms, share.delivery.count.limit and
+	// share.partition.max.record.locks override them for that group.
 	ShareRecordLockDuration      time.Duration
 	ShareDeliveryCountLimit      int16
-	SharePartitionMaxRecordLocks int
+	SharePartitionMaxRecordLocks int32
+	// ShareMinRecordLockDuration .. ShareMaxPartitionMaxRecordLocks bound
+	// what a group's configs may set, and the three defaults above must lie
+	// within them (group.share.min.record.lock.duration.ms, 15000;
+	// group.share.max.record.lock.duration.ms, 60000;
+	// group.share.min.delivery.count.limit, 2;
+	// group.share.max.delivery.count.limit, 10;
+	// group.share.min.partition.max.record.locks, 100;
+	// group.share.max.partition.max.record.locks, 4000).
+	ShareMinRecordLockDuration      time.Duration
+	ShareMaxRecordLockDuration      time.Duration
+	ShareMinDeliveryCountLimit      int16
+	ShareMaxDeliveryCountLimit      int16
+	ShareMinPartitionMaxRecordLocks int32
+	ShareMaxPartitionMaxRecordLocks int32
 
 	// Transactions configures the transaction coordinator
 	// (transaction.max.timeout.ms, transactional.id.expiration.ms, the
@@ -328,6 +344,12 @@ func DefaultConfig() Config {
 		ShareRecordLockDuration:              30 * time.Second,
 		ShareDeliveryCountLimit:              5,
 		SharePartitionMaxRecordLocks:         2000,
+		ShareMinRecordLockDuration:           15 * time.Second,
+		ShareMaxRecordLockDuration:           60 * time.Second,
+		ShareMinDeliveryCountLimit:           2,
+		ShareMaxDeliveryCountLimit:           10,
+		ShareMinPartitionMaxRecordLocks:      100,
+		ShareMaxPartitionMaxRecordLocks:      4000,
 		Transactions:                         txn.DefaultConfig(),
 		TransactionPartitionVerification:     true,
 	}
@@ -475,6 +497,24 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: group.share.delivery.count.limit %d outside 2-10", ErrInvalidConfig, c.ShareDeliveryCountLimit)
 	case c.SharePartitionMaxRecordLocks < 100 || c.SharePartitionMaxRecordLocks > 10000:
 		return fmt.Errorf("%w: group.share.partition.max.record.locks %d outside 100-10000", ErrInvalidConfig, c.SharePartitionMaxRecordLocks)
+	case c.ShareMinRecordLockDuration < time.Second || c.ShareMaxRecordLockDuration > time.Hour:
+		return fmt.Errorf("%w: group.share.min/max.record.lock.duration.ms %v, %v outside 1000-3600000", ErrInvalidConfig,
+			c.ShareMinRecordLockDuration, c.ShareMaxRecordLockDuration)
+	case c.ShareRecordLockDuration < c.ShareMinRecordLockDuration || c.ShareRecordLockDuration > c.ShareMaxRecordLockDuration:
+		return fmt.Errorf("%w: group.share.record.lock.duration.ms %v outside group.share.min.record.lock.duration.ms (%v) to group.share.max.record.lock.duration.ms (%v)",
+			ErrInvalidConfig, c.ShareRecordLockDuration, c.ShareMinRecordLockDuration, c.ShareMaxRecordLockDuration)
+	case c.ShareMinDeliveryCountLimit < 2 || c.ShareMaxDeliveryCountLimit > 10:
+		return fmt.Errorf("%w: group.share.min/max.delivery.count.limit %d, %d outside 2-10", ErrInvalidConfig,
+			c.ShareMinDeliveryCountLimit, c.ShareMaxDeliveryCountLimit)
+	case c.ShareDeliveryCountLimit < c.ShareMinDeliveryCountLimit || c.ShareDeliveryCountLimit > c.ShareMaxDeliveryCountLimit:
+		return fmt.Errorf("%w: group.share.delivery.count.limit %d outside group.share.min.delivery.count.limit (%d) to group.share.max.delivery.count.limit (%d)",
+			ErrInvalidConfig, c.ShareDeliveryCountLimit, c.ShareMinDeliveryCountLimit, c.ShareMaxDeliveryCountLimit)
+	case c.ShareMinPartitionMaxRecordLocks < 100 || c.ShareMaxPartitionMaxRecordLocks > 10000:
+		return fmt.Errorf("%w: group.share.min/max.partition.max.record.locks %d, %d outside 100-10000", ErrInvalidConfig,
+			c.ShareMinPartitionMaxRecordLocks, c.ShareMaxPartitionMaxRecordLocks)
+	case c.SharePartitionMaxRecordLocks < c.ShareMinPartitionMaxRecordLocks || c.SharePartitionMaxRecordLocks > c.ShareMaxPartitionMaxRecordLocks:
+		return fmt.Errorf("%w: group.share.partition.max.record.locks %d outside group.share.min.partition.max.record.locks (%d) to group.share.max.partition.max.record.locks (%d)",
+			ErrInvalidConfig, c.SharePartitionMaxRecordLocks, c.ShareMinPartitionMaxRecordLocks, c.ShareMaxPartitionMaxRecordLocks)
 	}
 	for host, n := range c.MaxConnectionsPerIPOverrides {
 		if host == "" || n < 0 {

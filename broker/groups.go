@@ -9,6 +9,7 @@ import (
 	"net"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -684,7 +685,9 @@ func (b *Broker) groupOverrides(groupID string) group.Overrides {
 		return group.Overrides{}
 	}
 	get := func(name string) time.Duration {
-		n, err := strconv.ParseInt(set[name], 10, 64)
+		// Kafka keeps a value as written and trims it when it parses it;
+		// the check at write time trimmed it too.
+		n, err := strconv.ParseInt(strings.TrimSpace(set[name]), 10, 64)
 		if err != nil {
 			return 0
 		}

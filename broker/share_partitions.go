@@ -509,13 +509,15 @@ func startOffsetFor(l *storage.Log, reset string, now time.Time) (int64, error) 
 var errShareClosed = errors.New("share state client closed")
 
 // shareSettings are a share group's settings: the broker's, with the
-// group's own configs (GROUP config resource) over them.
+// group's own configs (GROUP config resource) over them. A share partition
+// takes its lock duration, delivery count limit and in-flight limit when it
+// is loaded, so a change reaches the partitions loaded after it.
 func (b *Broker) shareSettings(groupID string) shareSettings {
 	md := b.cluster.Snapshot()
 	return shareSettings{
 		lockDuration:    b.groupDuration(md, groupID, "share.record.lock.duration.ms"),
-		deliveryLimit:   b.cfg.ShareDeliveryCountLimit,
-		maxInFlight:     b.cfg.SharePartitionMaxRecordLocks,
+		deliveryLimit:   int16(b.groupInt(md, groupID, "share.delivery.count.limit")),
+		maxInFlight:     int(b.groupInt(md, groupID, "share.partition.max.record.locks")),
 		autoOffsetReset: b.groupSetting(md, groupID, "share.auto.offset.reset"),
 		readCommitted:   b.groupSetting(md, groupID, "share.isolation.level") == "read_committed",
 	}

@@ -221,7 +221,7 @@ func TestShareGroupConsume(t *testing.T) {
 // INVALID_RECORD_STATE. Share session errors are Kafka's.
 func TestShareFetchLockTimeout(t *testing.T) {
 	t.Parallel()
-	b := startBroker(t, func(c *Config) { c.ShareRecordLockDuration = time.Second })
+	b := startBroker(t, func(c *Config) { c.ShareRecordLockDuration, c.ShareMinRecordLockDuration = time.Second, time.Second })
 	ctx := testContext(t, time.Minute)
 	cl := newClient(t, b)
 	topicID := grpCreateTopic(ctx, t, kadm.NewClient(cl), "locks", 1)

@@ -426,6 +426,22 @@ var brokerDefs = []*Def{
 		Doc: "The heartbeat interval members of consumer groups (the KIP-848 protocol) are told to keep.",
 	},
 	{
+		Name: "group.consumer.min.session.timeout.ms", Type: TypeInt, Default: "45000", check: atLeast(1),
+		Doc: "Shortest consumer.session.timeout.ms a consumer group's configs may set; group.consumer.session.timeout.ms must not be below it.",
+	},
+	{
+		Name: "group.consumer.max.session.timeout.ms", Type: TypeInt, Default: "60000", check: atLeast(1),
+		Doc: "Longest consumer.session.timeout.ms a consumer group's configs may set; group.consumer.session.timeout.ms must not be above it.",
+	},
+	{
+		Name: "group.consumer.min.heartbeat.interval.ms", Type: TypeInt, Default: "5000", check: atLeast(1),
+		Doc: "Shortest consumer.heartbeat.interval.ms a consumer group's configs may set; group.consumer.heartbeat.interval.ms must not be below it.",
+	},
+	{
+		Name: "group.consumer.max.heartbeat.interval.ms", Type: TypeInt, Default: "15000", check: atLeast(1),
+		Doc: "Longest consumer.heartbeat.interval.ms a consumer group's configs may set; group.consumer.heartbeat.interval.ms must not be above it.",
+	},
+	{
 		Name: "group.share.session.timeout.ms", Type: TypeInt, Default: "45000", check: atLeast(1),
 		Doc: "How long a member of a share group stays without a heartbeat before it is removed.",
 	},
@@ -443,11 +459,51 @@ var brokerDefs = []*Def{
 	},
 	{
 		Name: "group.share.delivery.count.limit", Type: TypeInt, Default: "5", check: atLeast(2),
-		Doc: "How often a record is delivered to a share group before it is archived instead of offered again.",
+		Doc: "How often a record is delivered to a share group before it is archived instead of offered again (a group's share.delivery.count.limit overrides it).",
 	},
 	{
 		Name: "group.share.partition.max.record.locks", Type: TypeInt, Default: "2000", check: atLeast(100),
-		Doc: "Most records in flight per share partition, between its start and end offsets.",
+		Doc: "Most records in flight per share partition, between its start and end offsets (a group's share.partition.max.record.locks overrides it).",
+	},
+	{
+		Name: "group.share.min.session.timeout.ms", Type: TypeInt, Default: "45000", check: atLeast(1),
+		Doc: "Shortest share.session.timeout.ms a share group's configs may set; group.share.session.timeout.ms must not be below it.",
+	},
+	{
+		Name: "group.share.max.session.timeout.ms", Type: TypeInt, Default: "60000", check: atLeast(1),
+		Doc: "Longest share.session.timeout.ms a share group's configs may set; group.share.session.timeout.ms must not be above it.",
+	},
+	{
+		Name: "group.share.min.heartbeat.interval.ms", Type: TypeInt, Default: "5000", check: atLeast(1),
+		Doc: "Shortest share.heartbeat.interval.ms a share group's configs may set; group.share.heartbeat.interval.ms must not be below it.",
+	},
+	{
+		Name: "group.share.max.heartbeat.interval.ms", Type: TypeInt, Default: "15000", check: atLeast(1),
+		Doc: "Longest share.heartbeat.interval.ms a share group's configs may set; group.share.heartbeat.interval.ms must not be above it.",
+	},
+	{
+		Name: "group.share.min.record.lock.duration.ms", Type: TypeInt, Default: "15000", check: atLeast(1000),
+		Doc: "Shortest share.record.lock.duration.ms a share group's configs may set; group.share.record.lock.duration.ms must not be below it.",
+	},
+	{
+		Name: "group.share.max.record.lock.duration.ms", Type: TypeInt, Default: "60000", check: atLeast(1000),
+		Doc: "Longest share.record.lock.duration.ms a share group's configs may set; group.share.record.lock.duration.ms must not be above it.",
+	},
+	{
+		Name: "group.share.min.delivery.count.limit", Type: TypeInt, Default: "2", check: atLeast(2),
+		Doc: "Least share.delivery.count.limit a share group's configs may set; group.share.delivery.count.limit must not be below it.",
+	},
+	{
+		Name: "group.share.max.delivery.count.limit", Type: TypeInt, Default: "10", check: atLeast(2),
+		Doc: "Most share.delivery.count.limit a share group's configs may set; group.share.delivery.count.limit must not be above it.",
+	},
+	{
+		Name: "group.share.min.partition.max.record.locks", Type: TypeInt, Default: "100", check: atLeast(100),
+		Doc: "Least share.partition.max.record.locks a share group's configs may set; group.share.partition.max.record.locks must not be below it.",
+	},
+	{
+		Name: "group.share.max.partition.max.record.locks", Type: TypeInt, Default: "4000", check: atLeast(100),
+		Doc: "Most share.partition.max.record.locks a share group's configs may set; group.share.partition.max.record.locks must not be above it.",
 	},
 	{
 		Name: "share.coordinator.state.topic.num.partitions", Type: TypeInt, Default: "50", check: atLeast(1),

@@ -66,6 +66,18 @@ type Config struct {
 	// members are told to keep (group.consumer.heartbeat.interval.ms,
 	// 5000).
 	ConsumerHeartbeatInterval time.Duration
+	// ConsumerMinSessionTimeout .. ConsumerMaxHeartbeatInterval bound the
+	// consumer.session.timeout.ms and consumer.heartbeat.interval.ms a
+	// group's configs may set (group.consumer.min.session.timeout.ms,
+	// 45000; group.consumer.max.session.timeout.ms, 60000;
+	// group.consumer.min.heartbeat.interval.ms, 5000;
+	// group.consumer.max.heartbeat.interval.ms, 15000). The defaults above
+	// must lie within them. The coordinator does not read them: the broker
+	// checks group configs against them when they are written.
+	ConsumerMinSessionTimeout    time.Duration
+	ConsumerMaxSessionTimeout    time.Duration
+	ConsumerMinHeartbeatInterval time.Duration
+	ConsumerMaxHeartbeatInterval time.Duration
 	// ConsumerAssignors are the server-side assignors consumer groups may
 	// ask for, the first the default (group.consumer.assignors, "uniform,
 	// range").
@@ -84,6 +96,16 @@ type Config struct {
 	ShareSessionTimeout    time.Duration
 	ShareHeartbeatInterval time.Duration
 	ShareMaxSize           int32
+	// ShareMinSessionTimeout .. ShareMaxHeartbeatInterval bound a group's
+	// share.session.timeout.ms and share.heartbeat.interval.ms as the
+	// Consumer ones above do (group.share.min.session.timeout.ms, 45000;
+	// group.share.max.session.timeout.ms, 60000;
+	// group.share.min.heartbeat.interval.ms, 5000;
+	// group.share.max.heartbeat.interval.ms, 15000).
+	ShareMinSessionTimeout    time.Duration
+	ShareMaxSessionTimeout    time.Duration
+	ShareMinHeartbeatInterval time.Duration
+	ShareMaxHeartbeatInterval time.Duration
 
 	// Overrides returns a group's own settings (its GROUP configs), over
 	// the ones above; zero fields keep those. Nil means none. Called from
@@ -155,11 +177,19 @@ func DefaultConfig() Config {
 		NewMemberJoinTimeout:          5 * time.Minute,
 		ConsumerSessionTimeout:        45 * time.Second,
 		ConsumerHeartbeatInterval:     5 * time.Second,
+		ConsumerMinSessionTimeout:     45 * time.Second,
+		ConsumerMaxSessionTimeout:     60 * time.Second,
+		ConsumerMinHeartbeatInterval:  5 * time.Second,
+		ConsumerMaxHeartbeatInterval:  15 * time.Second,
 		ConsumerAssignors:             []string{"uniform", "range"},
 		MigrationPolicy:               MigrationBidirectional,
 		ShareSessionTimeout:           45 * time.Second,
 		ShareHeartbeatInterval:        5 * time.Second,
 		ShareMaxSize:                  200,
+		ShareMinSessionTimeout:        45 * time.Second,
+		ShareMaxSessionTimeout:        60 * time.Second,
+		ShareMinHeartbeatInterval:     5 * time.Second,
+		ShareMaxHeartbeatInterval:     15 * time.Second,
 	}
 }
 
@@ -206,6 +236,28 @@ func (c Config) Validate() error {
 			c.ShareHeartbeatInterval, c.ShareSessionTimeout)
 	case c.ShareMaxSize < 1:
 		return bad("group.share.max.size must be at least 1, is %d", c.ShareMaxSize)
+	}
+	for _, r := range []struct {
+		name, min, max string
+		v, lo, hi      time.Duration
+	}{
+		{"group.consumer.session.timeout.ms", "group.consumer.min.session.timeout.ms", "group.consumer.max.session.timeout.ms",
+			c.ConsumerSessionTimeout, c.ConsumerMinSessionTimeout, c.ConsumerMaxSessionTimeout},
+		{"group.consumer.heartbeat.interval.ms", "group.consumer.min.heartbeat.interval.ms", "group.consumer.max.heartbeat.interval.ms",
+			c.ConsumerHeartbeatInterval, c.ConsumerMinHeartbeatInterval, c.ConsumerMaxHeartbeatInterval},
+		{"group.share.session.timeout.ms", "group.share.min.session.timeout.ms", "group.share.max.session.timeout.ms",
+			c.ShareSessionTimeout, c.ShareMinSessionTimeout, c.ShareMaxSessionTimeout},
+		{"group.share.heartbeat.interval.ms", "group.share.min.heartbeat.interval.ms", "group.share.max.heartbeat.interval.ms",
+			c.ShareHeartbeatInterval, c.ShareMinHeartbeatInterval, c.ShareMaxHeartbeatInterval},
+	} {
+		switch {
+		case r.lo < time.Millisecond:
+			return bad("%s must be at least 1 ms, is %v", r.min, r.lo)
+		case r.hi > math.MaxInt32*time.Millisecond:
+			return bad("%s must fit an int32 of milliseconds, is %v", r.max, r.hi)
+		case r.v < r.lo || r.v > r.hi:
+			return bad("%s (%v) must lie within %s (%v) and %s (%v)", r.name, r.v, r.min, r.lo, r.max, r.hi)
+		}
 	}
 	for _, name := range c.ConsumerAssignors {
 		if _, ok := assignors[name]; !ok {

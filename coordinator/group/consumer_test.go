@@ -436,3 +436,31 @@ func TestConsumerGroupTakesOverEmptyClassicGroup(t *testing.T) {
 		t.Fatalf("classic member in an empty consumer group: consumer %v, offsets %v", g.consumer != nil, g.offsets)
 	}
 }
+
+// TestConsumerGroupOverridesPerGroup: a group's own session timeout and
+// heartbeat interval (Config.Overrides, its group configs) replace the
+// defaults for it only; a zero field keeps the default.
+func TestConsumerGroupOverridesPerGroup(t *testing.T) {
+	cfg := testConfig()
+	cfg.Topics = fakeTopics{"t": {id: cgTopic, partitions: 6}}
+	cfg.Overrides = func(groupID string) Overrides {
+		if groupID == "slow" {
+			return Overrides{ConsumerSessionTimeout: 55 * time.Second, ConsumerHeartbeatInterval: 7 * time.Second}
+		}
+		return Overrides{ShareSessionTimeout: time.Minute}
+	}
+	h := newHarness(t, cfg)
+	slow, plain := h.cgMember("slow", "member-a", "t"), h.cgMember("plain", "member-b", "t")
+	if resp := mustBeat(t, slow); resp.HeartbeatIntervalMillis != 7000 {
+		t.Fatalf("slow group: interval %d, want 7000", resp.HeartbeatIntervalMillis)
+	}
+	if resp := mustBeat(t, plain); resp.HeartbeatIntervalMillis != 5000 {
+		t.Fatalf("plain group: interval %d, want 5000", resp.HeartbeatIntervalMillis)
+	}
+	h.advance(50 * time.Second)
+	// Past the default session (45 s) but within the slow group's (55 s).
+	mustBeat(t, slow)
+	if r := plain.beat(); r.ErrorCode == 0 {
+		t.Fatalf("plain group member alive after 50 s without a heartbeat")
+	}
+}
