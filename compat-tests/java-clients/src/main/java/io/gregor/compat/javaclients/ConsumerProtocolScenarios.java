@@ -17,7 +17,9 @@ import org.apache.kafka.clients.admin.ConsumerGroupDescription;
 import org.apache.kafka.clients.admin.GroupListing;
 import org.apache.kafka.clients.admin.ListGroupsOptions;
 import org.apache.kafka.clients.admin.MemberDescription;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.CooperativeStickyAssignor;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.consumer.SubscriptionPattern;
@@ -70,12 +72,19 @@ final class ConsumerProtocolScenarios {
         volatile boolean commitOnStop;
         volatile boolean stop;
         private final Thread thread;
+        /** A member of the classic protocol (cooperative-sticky) instead. */
+        private final boolean classic;
 
         Member(Lab lab, String group, String name, Subscription subscription) {
+            this(lab, group, name, subscription, false);
+        }
+
+        Member(Lab lab, String group, String name, Subscription subscription, boolean classic) {
             this.lab = lab;
             this.group = group;
             this.name = name;
             this.subscription = subscription;
+            this.classic = classic;
             this.thread = new Thread(this, lab.scenario + "-" + name);
             this.thread.setDaemon(true);
         }
@@ -86,7 +95,10 @@ final class ConsumerProtocolScenarios {
 
         @Override
         public void run() {
-            try (KafkaConsumer<byte[], byte[]> c = lab.consumerProtocolMember(group, name)) {
+            try (KafkaConsumer<byte[], byte[]> c = classic
+                    ? lab.groupConsumer(group, name, Map.of(ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG,
+                            CooperativeStickyAssignor.class.getName()))
+                    : lab.consumerProtocolMember(group, name)) {
                 subscription.subscribe(c);
                 while (!stop) {
                     for (ConsumerRecord<byte[], byte[]> r : c.poll(Duration.ofMillis(200))) {
@@ -298,6 +310,118 @@ final class ConsumerProtocolScenarios {
             } finally {
                 m1.stop = true;
                 m2.stop = true;
+            }
+        }
+    }
+
+    /**
+     * consumer-protocol-migration: online migration between the protocols
+     * (group.consumer.migration.policy=bidirectional, Kafka's default). A
+     * classic member (cooperative-sticky) forms the group alone and holds
+     * the 6 partitions: describeConsumerGroups shows a classic group. A
+     * member with group.protocol=consumer joins: the group becomes a
+     * consumer group with both, the classic member keeps half and gives up
+     * the rest, described as not upgraded, the other as upgraded. 300
+     * records produced then are each read once, by their partition's owner.
+     * The consumer-protocol member commits and leaves: the group is classic
+     * again, the classic member takes all 6 partitions and reads the next
+     * 300 records, on the other's partitions from its commits.
+     */
+    static String migration(Lab lab) throws Exception {
+        final int partitions = 6;
+        String topic = lab.name("");
+        String group = lab.name("group");
+        Set<TopicPartition> all = new HashSet<>(DataScenarios.partitions(topic, partitions));
+        try (Admin admin = lab.admin(); KafkaProducer<byte[], byte[]> producer = lab.producer("producer", Map.of())) {
+            lab.createTopic(admin, topic, partitions, Map.of());
+            Member c = new Member(lab, group, "classic", x -> x.subscribe(List.of(topic)), true);
+            Member n = new Member(lab, group, "consumer", x -> x.subscribe(List.of(topic)));
+            try {
+                lab.step("the classic member forms the group");
+                c.start();
+                Lab.waitFor("the classic member to hold all 6 partitions", () -> {
+                    c.checkAlive();
+                    return c.assignment.equals(all);
+                });
+                ConsumerGroupDescription d = waitForDescription(admin, group, "Stable with the classic member",
+                        e -> e.groupState() == GroupState.STABLE && e.members().size() == 1);
+                ScenarioFailure.checkEqual("type of the classic group", GroupType.CLASSIC, d.type());
+
+                lab.step("a member with group.protocol=consumer joins: the group is upgraded");
+                n.start();
+                Lab.waitFor("the two members to split the 6 partitions", () -> {
+                    c.checkAlive();
+                    n.checkAlive();
+                    Set<TopicPartition> union = new HashSet<>(c.assignment);
+                    union.addAll(n.assignment);
+                    return !c.assignment.isEmpty() && !n.assignment.isEmpty()
+                            && union.size() == c.assignment.size() + n.assignment.size() && union.equals(all);
+                });
+                Set<TopicPartition> ac = c.assignment;
+                Set<TopicPartition> an = n.assignment;
+                ScenarioFailure.check(ac.size() == 3 && an.size() == 3, "assignment %s / %s, expected 3 partitions each",
+                        names(ac), names(an));
+                d = waitForDescription(admin, group, "Stable with the classic member holding " + names(ac)
+                        + " and the consumer member " + names(an),
+                        e -> e.groupState() == GroupState.STABLE
+                                && assignments(e).equals(Map.of(c.memberId, ac, n.memberId, an)));
+                ScenarioFailure.checkEqual("type of the upgraded group", GroupType.CONSUMER, d.type());
+                for (MemberDescription md : d.members()) {
+                    boolean isClassic = md.consumerId().equals(c.memberId);
+                    ScenarioFailure.checkEqual("upgraded() of the " + (isClassic ? "classic" : "consumer") + " member",
+                            Optional.of(!isClassic), md.upgraded());
+                }
+
+                lab.step("produce 300 records; each is read once, by its partition's owner");
+                List<Sent> first = Records.generate(300, partitions, Records.baseTimestamp(), 91);
+                Records.produce(producer, topic, first);
+                Lab.waitFor("the two members to read " + first.size() + " records", () -> {
+                    c.checkAlive();
+                    n.checkAlive();
+                    return c.records.size() + n.records.size() >= first.size();
+                });
+                for (TopicPartition tp : all) {
+                    Member owner = ac.contains(tp) ? c : n;
+                    Member other = owner == c ? n : c;
+                    ScenarioFailure.check(other.read(tp).isEmpty(), "%s read %d records of %s, which was assigned to %s",
+                            other.name, other.read(tp).size(), tp, owner.name);
+                    Records.checkSame(topic, tp.partition(), Records.ofPartition(first, tp.partition()), owner.read(tp));
+                }
+                int readByC = c.records.size();
+
+                lab.step("the consumer member commits and leaves: the group is classic again");
+                n.commitOnStop = true;
+                n.stopAndJoin();
+                Lab.waitFor("the classic member to hold all 6 partitions again", () -> {
+                    c.checkAlive();
+                    return c.assignment.equals(all);
+                });
+                d = waitForDescription(admin, group, "Stable with the classic member alone holding all 6 partitions",
+                        e -> e.groupState() == GroupState.STABLE && assignments(e).equals(Map.of(c.memberId, all)));
+                ScenarioFailure.checkEqual("type of the downgraded group", GroupType.CLASSIC, d.type());
+
+                lab.step("produce 300 more records; the classic member reads them");
+                List<Sent> second = Records.generate(300, partitions, Records.baseTimestamp(), 92);
+                Records.produce(producer, topic, second);
+                Lab.waitFor("the classic member to read " + (readByC + second.size()) + " records", () -> {
+                    c.checkAlive();
+                    return c.records.size() >= readByC + second.size();
+                });
+                for (TopicPartition tp : all) {
+                    List<Sent> want = new ArrayList<>();
+                    if (ac.contains(tp)) {
+                        want.addAll(Records.ofPartition(first, tp.partition()));
+                    }
+                    want.addAll(Records.ofPartition(second, tp.partition()));
+                    Records.checkSame(topic, tp.partition(), want, c.read(tp));
+                }
+                return String.format("classic group of one member; upgraded when a consumer-protocol member joined "
+                        + "(split %s / %s, upgraded() false / true), 300 records read once each; downgraded when it "
+                        + "left: the classic member took all 6 and read the next 300, on the other's partitions from "
+                        + "its commits", names(ac), names(an));
+            } finally {
+                c.stop = true;
+                n.stop = true;
             }
         }
     }

@@ -114,9 +114,15 @@ final class Lab {
      * are committed only by the scenario itself.
      */
     KafkaConsumer<byte[], byte[]> groupConsumer(String groupId, String clientSuffix) {
+        return groupConsumer(groupId, clientSuffix, Map.of());
+    }
+
+    /** A classic member with configs of the scenario's own (a partition.assignment.strategy, say). */
+    KafkaConsumer<byte[], byte[]> groupConsumer(String groupId, String clientSuffix, Map<String, Object> overrides) {
         Map<String, Object> conf = consumerConfig(clientSuffix);
         conf.put(ConsumerConfig.GROUP_ID_CONFIG, groupId);
         conf.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, "classic");
+        conf.putAll(overrides);
         return new KafkaConsumer<>(conf);
     }
 

@@ -67,6 +67,7 @@ public final class Main {
         s.put("txn-fencing", TxnScenarios::fencing);
         s.put("consumer-protocol-group", ConsumerProtocolScenarios::group);
         s.put("consumer-protocol-regex", ConsumerProtocolScenarios::regex);
+        s.put("consumer-protocol-migration", ConsumerProtocolScenarios::migration);
         s.put("share-group-three-members", ShareScenarios::threeMembers);
         s.put("share-group-release-redelivery", ShareScenarios::releaseRedelivery);
         s.put("share-group-lock-timeout", ShareScenarios::lockTimeout);
