@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/gregor-io/gregor/coordinator/cluster"
+	"github.com/gregor-io/gregor/coordinator/share"
 	"github.com/gregor-io/gregor/protocol"
 )
 
@@ -68,6 +69,17 @@ type metrics struct {
 	txnAborts        prometheus.Counter
 	txnTimeoutAborts prometheus.Counter
 	txnMarkerErrors  *prometheus.CounterVec
+
+	// The share partitions' (share_partitions.go): records by delivery
+	// event (resolved per share.Event), writes of their state, and the
+	// share partitions and sessions held (read at scrape through
+	// shareCounts, set once the share manager exists).
+	shareRecords     *prometheus.CounterVec
+	shareEvents      [share.EventArchived + 1]prometheus.Counter
+	shareWrites      prometheus.Histogram
+	shareWriteErrors prometheus.Counter
+	shareGauges      []prometheus.Collector
+	shareCounts      atomic.Pointer[func() (parts, sessions int)]
 }
 
 // etcdOpMetrics are one etcd operation's series.
@@ -214,6 +226,38 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Transaction markers a partition leader answered with an error, by numeric Kafka error code; code -1 counts WriteTxnMarkers requests that got no answer (connection or decoding failures).",
 		}, []string{"code"}),
 	}
+	m.shareRecords = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "gregor_share_records_total",
+		Help: "Share group records by delivery event on the share partitions this broker leads: acquired, accepted, released, rejected (acknowledged so), lock_expired, member_released (their member's share session closed), archived (at the delivery count limit).",
+	}, []string{"event"})
+	for e := share.EventAcquired; e <= share.EventArchived; e++ {
+		m.shareEvents[e] = m.shareRecords.WithLabelValues(e.String())
+	}
+	m.shareWrites = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "gregor_share_state_write_seconds",
+		Help:    "Time to make a share partition's new state durable at its share coordinator (WriteShareGroupState, in process or to another broker), which an acknowledgement's answer waits for; failed writes included.",
+		Buckets: latencyBuckets,
+	})
+	m.shareWriteErrors = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "gregor_share_state_write_errors_total",
+		Help: "Share partition state writes that failed; the partition is loaded again on next use and the acknowledgement fails.",
+	})
+	counts := func() (int, int) {
+		if f := m.shareCounts.Load(); f != nil {
+			return (*f)()
+		}
+		return 0, 0
+	}
+	m.shareGauges = []prometheus.Collector{
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "gregor_share_partitions",
+			Help: "Share partitions (a share group's state on a partition this broker leads) held in memory.",
+		}, func() float64 { p, _ := counts(); return float64(p) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "gregor_share_sessions",
+			Help: "Open share sessions (ShareFetch sessions of share group members) on this broker.",
+		}, func() float64 { _, s := counts(); return float64(s) }),
+	}
 	m.etcdOps = map[string]etcdOpMetrics{}
 	for _, op := range []string{cluster.OpGet, cluster.OpPut, cluster.OpDelete, cluster.OpCompact, cluster.OpDo, cluster.OpTxn,
 		cluster.OpGrant, cluster.OpRevoke, cluster.OpTimeToLive, cluster.OpLeases, cluster.OpKeepOnce} {
@@ -222,7 +266,9 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	if reg != nil {
 		reg.MustRegister(m.requests, m.failures, m.errorCodes, m.latency, m.queueTime, m.localTime, m.fetchWait, m.produceWait, m.connections, m.connCreated, m.connClosed,
 			m.bytesIn, m.recordsIn, m.bytesOut, m.fsync, m.groupCommit, m.syncRecords, m.etcdLatency, m.etcdErrors, m.sessionUp, m.activeController,
-			m.isrShrinks, m.isrExpands, m.reassignBytesIn, m.logDirMoves, m.logDirMoveBytes, m.txnOngoing, m.txnCommits, m.txnAborts, m.txnTimeoutAborts, m.txnMarkerErrors)
+			m.isrShrinks, m.isrExpands, m.reassignBytesIn, m.logDirMoves, m.logDirMoveBytes, m.txnOngoing, m.txnCommits, m.txnAborts, m.txnTimeoutAborts, m.txnMarkerErrors,
+			m.shareRecords, m.shareWrites, m.shareWriteErrors)
+		reg.MustRegister(m.shareGauges...)
 	}
 	return m
 }

@@ -67,6 +67,12 @@ func newShareManager(b *Broker) *shareManager {
 	m := &shareManager{b: b, state: newShareStateClient(b), maxParts: maxShareParts, idleEvict: shareIdleEvict}
 	m.mu.parts = map[share.Key]*sharePart{}
 	m.mu.sessions = map[shareSessionKey]*shareSession{}
+	counts := func() (int, int) {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		return len(m.mu.parts), len(m.mu.sessions)
+	}
+	b.metrics.shareCounts.Store(&counts)
 	return m
 }
 
@@ -213,6 +219,8 @@ func (m *shareManager) load(sp *sharePart) {
 		m.b.logger.Warn("share group settings invalid; using the defaults", "group", sp.key.Group, "err", err)
 		cfg = share.DefaultPartitionConfig()
 	}
+	events := &m.b.metrics.shareEvents
+	cfg.Observe = func(e share.Event, n int) { events[e].Add(float64(n)) }
 	sp.mu.Lock()
 	sp.mu.p = share.NewPartition(cfg, st)
 	sp.mu.stateEpoch = st.StateEpoch
@@ -296,8 +304,11 @@ func (m *shareManager) persist(ctx context.Context, sp *sharePart) protocol.Erro
 	st := sp.mu.p.State()
 	st.StateEpoch, st.LeaderEpoch = sp.mu.stateEpoch, sp.leaderEpoch
 	sp.mu.Unlock()
+	began := time.Now()
 	code := m.state.write(ctx, sp.key, st)
+	m.b.metrics.shareWrites.Observe(time.Since(began).Seconds())
 	if code != protocol.None {
+		m.b.metrics.shareWriteErrors.Inc()
 		m.b.loggerFor("share").Warn("writing share partition state failed; it is loaded again on next use",
 			"group", sp.key.Group, "topic", sp.topic, "partition", sp.key.Partition, "code", code)
 		sp.mu.Lock()

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -168,6 +169,27 @@ func TestShareGroupConsume(t *testing.T) {
 		}
 		return err
 	})
+	// The share metrics saw it: every record acquired and accepted once,
+	// the released ones acquired twice.
+	ev := func(e share.Event) float64 {
+		var m dto.Metric
+		if err := rb.b.metrics.shareEvents[e].Write(&m); err != nil {
+			t.Fatal(err)
+		}
+		return m.GetCounter().GetValue()
+	}
+	var writes dto.Metric
+	if err := rb.b.metrics.shareWrites.Write(&writes); err != nil {
+		t.Fatal(err)
+	}
+	if ev(share.EventAccepted) != n || ev(share.EventReleased) != n/10 || ev(share.EventAcquired) < n+n/10 ||
+		writes.GetHistogram().GetSampleCount() == 0 {
+		t.Fatalf("share metrics: acquired %v accepted %v released %v, want >= %d, %d, %d",
+			ev(share.EventAcquired), ev(share.EventAccepted), ev(share.EventReleased), n+n/10, n, n/10)
+	}
+	if parts, _ := (*rb.b.metrics.shareCounts.Load())(); parts != 1 {
+		t.Fatalf("gregor_share_partitions %d, want 1", parts)
+	}
 
 	rb.restart(t)
 	prod = newClient(t, rb.b, kgo.DefaultProduceTopic(topic))

@@ -34,6 +34,60 @@ type PartitionConfig struct {
 	// (group.share.partition.max.record.locks, 2000): no record beyond it
 	// is acquired until the records at its start are done.
 	MaxInFlight int
+	// Observe, when set, is told of each change of records' delivery
+	// state as it is made (for metrics); it must not call back into the
+	// partition.
+	Observe func(e Event, records int)
+}
+
+// Event is a kind of change of records' delivery state a partition reports
+// to PartitionConfig.Observe.
+type Event int8
+
+// The events.
+const (
+	// EventAcquired: records acquired by a member.
+	EventAcquired Event = iota
+	// EventAccepted, EventReleased, EventRejected: records a member
+	// acknowledged with that type.
+	EventAccepted
+	EventReleased
+	EventRejected
+	// EventLockExpired: acquired records whose lock expired.
+	EventLockExpired
+	// EventMemberReleased: acquired records released because their
+	// member's share session closed.
+	EventMemberReleased
+	// EventArchived: records archived because they reached the delivery
+	// count limit.
+	EventArchived
+)
+
+// String names the event, as a metric label.
+func (e Event) String() string {
+	switch e {
+	case EventAcquired:
+		return "acquired"
+	case EventAccepted:
+		return "accepted"
+	case EventReleased:
+		return "released"
+	case EventRejected:
+		return "rejected"
+	case EventLockExpired:
+		return "lock_expired"
+	case EventMemberReleased:
+		return "member_released"
+	case EventArchived:
+		return "archived"
+	}
+	return "unknown"
+}
+
+func (p *Partition) observe(e Event, n int) {
+	if n > 0 && p.cfg.Observe != nil {
+		p.cfg.Observe(e, n)
+	}
 }
 
 // DefaultPartitionConfig returns Kafka's defaults.
@@ -166,7 +220,7 @@ func (p *Partition) Acquire(now time.Time, member string, ranges []Range, maxRec
 	}
 	deadline := now.Add(p.cfg.LockDuration).UnixNano()
 	var out []AcquiredRun
-	n := 0
+	n, archived := 0, 0
 	cur := from
 	limit := p.start + int64(p.cfg.MaxInFlight) // no new record at or past it
 walk:
@@ -203,6 +257,7 @@ walk:
 			}
 			if e.count >= p.cfg.DeliveryCountLimit {
 				e.state = Archived
+				archived++
 				continue
 			}
 			e.state, e.count, e.member, e.deadline = Acquired, e.count+1, member, deadline
@@ -217,6 +272,8 @@ walk:
 		cur = r.Last + 1
 	}
 	p.advance()
+	p.observe(EventAcquired, n)
+	p.observe(EventArchived, archived)
 	return out
 }
 
@@ -226,6 +283,13 @@ walk:
 // is applied then). changed reports whether the durable state changed.
 func (p *Partition) Acknowledge(now time.Time, member string, acks []Ack) (codes []int16, changed bool) {
 	codes = make([]int16, len(acks))
+	var accepted, released, rejected, archived int
+	defer func() {
+		p.observe(EventAccepted, accepted)
+		p.observe(EventReleased, released)
+		p.observe(EventRejected, rejected)
+		p.observe(EventArchived, archived)
+	}()
 	for i, a := range acks {
 		if code := p.checkAck(member, a); code != 0 {
 			codes[i] = code
@@ -243,12 +307,18 @@ func (p *Partition) Acknowledge(now time.Time, member string, acks []Ack) (codes
 				continue
 			case AckAccept:
 				e.state = Acknowledged
+				accepted++
 			case AckRelease:
 				e.state = Available
+				released++
 				if e.count >= p.cfg.DeliveryCountLimit {
 					e.state = Archived
+					archived++
 				}
-			case AckReject, AckGap:
+			case AckReject:
+				e.state = Archived
+				rejected++
+			case AckGap:
 				e.state = Archived
 			}
 			e.member, e.deadline = "", 0
@@ -289,6 +359,7 @@ func (p *Partition) releaseEntry(e *entry) {
 	e.state = Available
 	if e.count >= p.cfg.DeliveryCountLimit {
 		e.state = Archived
+		p.observe(EventArchived, 1)
 	}
 	e.member, e.deadline = "", 0
 	p.acquired--
@@ -300,14 +371,16 @@ func (p *Partition) ReleaseMember(_ time.Time, member string) (changed bool) {
 	if p.acquired == 0 {
 		return false
 	}
+	n := 0
 	for i := range p.window {
 		if e := &p.window[i]; e.state == Acquired && e.member == member {
 			p.releaseEntry(e)
-			changed = true
+			n++
 		}
 	}
 	p.advance()
-	return changed
+	p.observe(EventMemberReleased, n)
+	return n > 0
 }
 
 // Tick releases the records whose lock expired at now.
@@ -316,14 +389,16 @@ func (p *Partition) Tick(now time.Time) (changed bool) {
 		return false
 	}
 	t := now.UnixNano()
+	n := 0
 	for i := range p.window {
 		if e := &p.window[i]; e.state == Acquired && e.deadline <= t {
 			p.releaseEntry(e)
-			changed = true
+			n++
 		}
 	}
 	p.advance()
-	return changed
+	p.observe(EventLockExpired, n)
+	return n > 0
 }
 
 // NextDeadline is the earliest lock deadline; zero when nothing is

@@ -233,3 +233,35 @@ func TestPartitionRandom(t *testing.T) {
 		}
 	}
 }
+
+// TestPartitionEvents: every change of delivery state is reported to
+// Observe with its record count, archiving at the delivery limit included.
+func TestPartitionEvents(t *testing.T) {
+	got := map[Event]int{}
+	cfg := DefaultPartitionConfig()
+	cfg.LockDuration, cfg.DeliveryCountLimit, cfg.MaxInFlight = 10*time.Second, 2, 100
+	cfg.Observe = func(e Event, n int) { got[e] += n }
+	p := NewPartition(cfg, State{StartOffset: 0})
+	log := []Range{{0, 9}}
+	p.Acquire(t0, "a", log, 10)
+	// 0-2 accepted, 3-4 released, 5 rejected, 6-9 left to expire.
+	p.Acknowledge(t0, "a", []Ack{{First: 0, Last: 5, Types: []int8{AckAccept, AckAccept, AckAccept, AckRelease, AckRelease, AckReject}}})
+	p.Tick(t0.Add(11 * time.Second))
+	// 3-4 and 6-9 again (count 2); b's session closes with 3-4 held:
+	// they reached the limit and are archived.
+	p.Acquire(t0, "b", []Range{{3, 4}}, 10)
+	p.ReleaseMember(t0, "b")
+	// 6-9 released by c at count 2: archived too.
+	p.Acquire(t0, "c", []Range{{6, 9}}, 10)
+	p.Acknowledge(t0, "c", []Ack{{First: 6, Last: 9, Types: []int8{AckRelease}}})
+	want := map[Event]int{EventAcquired: 16, EventAccepted: 3, EventReleased: 6, EventRejected: 1,
+		EventLockExpired: 4, EventMemberReleased: 2, EventArchived: 6}
+	for e := EventAcquired; e <= EventArchived; e++ {
+		if got[e] != want[e] {
+			t.Fatalf("%s: %d, want %d (all: %v)", e, got[e], want[e], got)
+		}
+	}
+	if p.StartOffset() != 10 {
+		t.Fatalf("start offset %d, want 10: everything is done", p.StartOffset())
+	}
+}
