@@ -837,6 +837,26 @@ func (m *Manager) writeCheckpoints(offsets, hws bool) []error {
 	return errs
 }
 
+// writeDirCheckpointLocked writes dir d's recovery point, log start and
+// high watermark checkpoints from the logs in it, with tp's entries set to
+// rp, start and hw: tp's log is about to be in d (FinishMove). ckptMu must
+// be held.
+func (m *Manager) writeDirCheckpointLocked(d *logDir, tp TopicPartition, rp, start, hw int64) error {
+	rps, starts, hws := map[TopicPartition]int64{}, map[TopicPartition]int64{}, map[TopicPartition]int64{}
+	m.mu.RLock()
+	for t, l := range m.mu.logs {
+		if m.mu.dirOf[t] == d {
+			rps[t], starts[t], hws[t] = l.RecoveryPoint(), l.LogStartOffset(), l.HighWatermark()
+		}
+	}
+	m.mu.RUnlock()
+	rps[tp], starts[tp], hws[tp] = rp, start, hw
+	return errors.Join(
+		writeOffsetCheckpoint(filepath.Join(d.path, recoveryPointFile), rps),
+		writeOffsetCheckpoint(filepath.Join(d.path, logStartFile), starts),
+		writeOffsetCheckpoint(filepath.Join(d.path, highWatermarkFile), hws))
+}
+
 // failDirOnIO takes d offline when err came from the file system (not from
 // a config or a name), and reports whether it did.
 func (m *Manager) failDirOnIO(d *logDir, err error) bool {

@@ -300,10 +300,19 @@ func copyTail(cur, fl *Log, maxBytes int64) (int64, error) {
 	}
 	it := record.NewIter(buf)
 	from, end := 0, 0
+	keepStart := int64(-1)
 	for b, ok := it.Next(); ok; b, ok = it.Next() {
 		switch {
 		case b.NextOffset() <= next:
 			from = it.Pos() // below fl's end: fl has it
+		case b.BaseOffset() < next && next == fl.LogStartOffset() && keepStart < 0:
+			// fl is empty at a log start inside this batch (DeleteRecords
+			// moved cur's there): fl starts at the batch's base to take
+			// it whole, then gets its log start back.
+			keepStart = next
+			if err := fl.TruncateFullyAndStartAt(b.BaseOffset()); err != nil {
+				return 0, err
+			}
 		case b.BaseOffset() < next:
 			// A batch of cur straddles fl's end: cur's batches are not
 			// the ones fl copied (a truncation raced the mark). Start
@@ -317,6 +326,11 @@ func copyTail(cur, fl *Log, maxBytes int64) (int64, error) {
 	}
 	if _, err := fl.Append(buf[from:end], AppendOptions{}); err != nil {
 		return 0, err
+	}
+	if keepStart >= 0 {
+		if err := fl.DeleteBelow(keepStart); err != nil {
+			return 0, err
+		}
 	}
 	return int64(end - from), nil
 }
@@ -422,7 +436,29 @@ func (m *Manager) FinishMove(tp TopicPartition) (*Log, error) {
 		return giveUp(err)
 	}
 	m.step("future closed")
+	// The new dir's checkpoints get tp's offsets before the move is
+	// decided, and no other checkpoint is written until tp is listed in
+	// that dir: a kill from the marker on opens the moved log with its
+	// own log start and recovery point, never with none (a log start a
+	// DeleteRecords moved would fall back to the first segment's base)
+	// nor with a stale entry left in the dir by an earlier move out of
+	// it whose own checkpoint a kill prevented.
+	m.ckptMu.Lock()
+	ckptHeld := true
+	releaseCkpt := func() {
+		if ckptHeld {
+			ckptHeld = false
+			m.ckptMu.Unlock()
+		}
+	}
+	defer releaseCkpt()
+	if err := m.writeDirCheckpointLocked(f.dir, tp, end, start, hw); err != nil {
+		releaseCkpt()
+		return giveUp(err)
+	}
+	m.step("new dir checkpointed")
 	if err := m.writeMoveDone(fl.dir); err != nil {
+		releaseCkpt()
 		return giveUp(err)
 	}
 	m.step("marked done")
@@ -468,6 +504,7 @@ func (m *Manager) FinishMove(tp TopicPartition) (*Log, error) {
 	m.mu.dirOf[tp] = f.dir
 	delete(m.mu.futures, tp)
 	m.mu.Unlock()
+	releaseCkpt()
 	// Off the caller's path, which waits on it with writes stopped.
 	m.goTracked(func() {
 		if err := os.RemoveAll(old); err != nil {

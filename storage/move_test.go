@@ -260,7 +260,7 @@ func TestMoveFollowsLogStart(t *testing.T) {
 // of the old one left (from the marker on); a resumed move then finishes.
 func TestMoveKilledAtEveryStep(t *testing.T) {
 	t.Parallel()
-	steps := []string{"copying", "writes stopped", "future closed", "marked done", "current renamed",
+	steps := []string{"copying", "writes stopped", "future closed", "new dir checkpointed", "marked done", "current renamed",
 		"current synced", "future renamed", "future synced", "marker removed"}
 	for i, kill := range steps {
 		t.Run(kill, func(t *testing.T) {
@@ -270,6 +270,14 @@ func TestMoveKilledAtEveryStep(t *testing.T) {
 			tp := TopicPartition{Topic: "killed", Partition: 1}
 			l := createIn(t, m, tp, a)
 			appendN(t, l, 50, 0)
+			// A log start inside a batch (DeleteRecords), checkpointed.
+			const start = 52
+			if err := l.DeleteBelow(start); err != nil {
+				t.Fatal(err)
+			}
+			if err := m.Checkpoint(); err != nil {
+				t.Fatal(err)
+			}
 			if _, err := m.StartMove(tp, b); err != nil {
 				t.Fatal(err)
 			}
@@ -277,7 +285,7 @@ func TestMoveKilledAtEveryStep(t *testing.T) {
 				t.Fatal(err)
 			}
 			appendN(t, l, 5, 900)
-			want := readAll(t, l, 0, 0)
+			want := readAll(t, l, start, 0)
 			end := l.LogEndOffset()
 			var snap string
 			if kill == "copying" {
@@ -305,7 +313,7 @@ func TestMoveKilledAtEveryStep(t *testing.T) {
 			if !ok {
 				t.Fatalf("kill at %q: the partition has no log", kill)
 			}
-			sameLog(t, "after the kill at "+kill, l2, want, end, 0)
+			sameLog(t, "after the kill at "+kill, l2, want, end, start)
 			dir, _ := m2.LogDir(tp)
 			_, _, moving := m2.Future(tp)
 			decided := i >= slices.Index(steps, "marked done")
@@ -328,8 +336,94 @@ func TestMoveKilledAtEveryStep(t *testing.T) {
 				if err != nil {
 					t.Fatalf("finishing the resumed move: %v", err)
 				}
-				sameLog(t, "resumed move", nl, want, end, 0)
+				sameLog(t, "resumed move", nl, want, end, start)
 			}
+		})
+	}
+}
+
+// TestMoveBackKilled: a log moved out of dir a and, a kill having kept
+// a's checkpoints from dropping its entry, moved back into a after its log
+// start moved on: a kill at any step once the move back is decided opens
+// it with its log start of now, not the stale entry a still held.
+func TestMoveBackKilled(t *testing.T) {
+	t.Parallel()
+	for _, kill := range []string{"marked done", "current renamed", "current synced", "future renamed", "future synced", "marker removed"} {
+		t.Run(kill, func(t *testing.T) {
+			t.Parallel()
+			parent, m := twoDirs(t)
+			a, b := filepath.Join(parent, "a"), filepath.Join(parent, "b")
+			tp := TopicPartition{Topic: "back", Partition: 0}
+			l := createIn(t, m, tp, a)
+			appendN(t, l, 50, 0)
+			if err := l.DeleteBelow(31); err != nil {
+				t.Fatal(err)
+			}
+			if err := m.Checkpoint(); err != nil { // a: log start 31
+				t.Fatal(err)
+			}
+			// Out to b, killed as the move ends, before the checkpoint
+			// that drops the log's entry from a.
+			if _, err := m.StartMove(tp, b); err != nil {
+				t.Fatal(err)
+			}
+			copyAll(t, m, tp)
+			var snap string
+			m.stepHook = func(step string) {
+				if step == "marker removed" {
+					snap = killCopyTwo(t, parent)
+				}
+			}
+			if _, err := m.FinishMove(tp); err != nil {
+				t.Fatal(err)
+			}
+			m.Close()
+
+			m2, err := openTwo(snap)
+			if err != nil {
+				t.Fatal(err)
+			}
+			l2, ok := m2.Get(tp)
+			if dir, _ := m2.LogDir(tp); !ok || dir != filepath.Join(snap, "b") {
+				t.Fatalf("after the first kill: log in %s, want b", dir)
+			}
+			// The log start moves on (same batch, so the same segment)
+			// and the log grows; then back to a, killed at kill.
+			const start = 33
+			if err := l2.DeleteBelow(start); err != nil {
+				t.Fatal(err)
+			}
+			appendN(t, l2, 5, 900)
+			want := readAll(t, l2, start, 0)
+			end := l2.LogEndOffset()
+			if _, err := m2.StartMove(tp, filepath.Join(snap, "a")); err != nil {
+				t.Fatal(err)
+			}
+			copyAll(t, m2, tp)
+			var snap2 string
+			m2.stepHook = func(step string) {
+				if step == kill {
+					snap2 = killCopyTwo(t, snap)
+				}
+			}
+			if _, err := m2.FinishMove(tp); err != nil {
+				t.Fatal(err)
+			}
+			m2.Close()
+			if snap2 == "" {
+				t.Fatalf("no step %q", kill)
+			}
+
+			m3, err := openTwo(snap2)
+			if err != nil {
+				t.Fatalf("open after the kill at %q: %v", kill, err)
+			}
+			defer m3.Close()
+			l3, ok := m3.Get(tp)
+			if dir, _ := m3.LogDir(tp); !ok || dir != filepath.Join(snap2, "a") {
+				t.Fatalf("after the kill at %q: log in %s, want a", kill, dir)
+			}
+			sameLog(t, "after the kill at "+kill, l3, want, end, start)
 		})
 	}
 }
@@ -560,4 +654,30 @@ func TestCancelledFutureFlushKeepsDirOnline(t *testing.T) {
 		t.Fatalf("the log dir went offline: %v", err)
 	}
 	appendN(t, l, 1, 900)
+}
+
+// TestMoveLogStartInsideBatch: a log whose start DeleteRecords put inside
+// a batch moves: the future log takes that batch whole and keeps the log
+// start (it once truncated to the batch's base and back, forever).
+func TestMoveLogStartInsideBatch(t *testing.T) {
+	t.Parallel()
+	parent, m := twoDirs(t)
+	defer m.Close()
+	tp := TopicPartition{Topic: "inside", Partition: 0}
+	l := createIn(t, m, tp, filepath.Join(parent, "a"))
+	appendN(t, l, 50, 0)
+	if err := l.DeleteBelow(31); err != nil {
+		t.Fatal(err)
+	}
+	want := readAll(t, l, 31, 0)
+	end := l.LogEndOffset()
+	if _, err := m.StartMove(tp, filepath.Join(parent, "b")); err != nil {
+		t.Fatal(err)
+	}
+	copyAll(t, m, tp)
+	nl, err := m.FinishMove(tp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameLog(t, "moved", nl, want, end, 31)
 }
