@@ -68,40 +68,55 @@ func (b *Broker) handleTxnOffsetCommit(ctx context.Context, c *conn, hdr protoco
 // v5, add) offsets partition p in the producer's transaction when the
 // producer has none open there, and returns the guard to append under.
 // Without a driver for p here there is nothing to verify: the driver's
-// absence is answered by askGuarded.
+// absence is answered by askGuarded. Adding is retried for a short while,
+// as for produce (retryAdd).
 func (b *Broker) verifyTxnOffsets(ctx context.Context, d *groupDriver, p int32, req *kmsg.TxnOffsetCommitRequest,
 	version int16) (txnGuard, protocol.ErrorCode) {
-	if d == nil || req.ProducerID < 0 {
-		return txnGuard{}, protocol.None
+	type result struct {
+		guard txnGuard
+		code  protocol.ErrorCode
 	}
+	r := retryAdd(ctx, b, func() (result, bool) {
+		g, code, again := b.verifyTxnOffsetsOnce(ctx, d, p, req, version)
+		return result{g, code}, again
+	})
+	return r.guard, r.code
+}
+
+func (b *Broker) verifyTxnOffsetsOnce(ctx context.Context, d *groupDriver, p int32, req *kmsg.TxnOffsetCommitRequest,
+	version int16) (txnGuard, protocol.ErrorCode, bool) {
+	if d == nil || req.ProducerID < 0 {
+		return txnGuard{}, protocol.None, false
+	}
+	add := version >= txnCommitAddsPartitions
 	guard, inTxn, pending := d.log.VerificationGuard(req.ProducerID, req.ProducerEpoch, record.NoSequence)
 	switch {
 	case inTxn:
-		return txnGuard{}, protocol.None
+		return txnGuard{}, protocol.None, false
 	case pending:
 		// The producer's previous transaction has not got its marker
 		// here yet: retriable.
-		return txnGuard{}, protocol.CoordinatorNotAvailable
+		return txnGuard{}, protocol.CoordinatorNotAvailable, add
 	}
-	add := version >= txnCommitAddsPartitions
 	codes, err := b.askVerification(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, add,
 		func(yield func(string, int32) bool) { yield(offsetsTopic, p) })
 	if err != nil {
 		b.logger.Debug("transaction verification of offsets failed", "transactional_id", req.TransactionalID, "err", err)
-		return txnGuard{}, protocol.CoordinatorNotAvailable
+		return txnGuard{}, protocol.CoordinatorNotAvailable, false
 	}
 	code, ok := codes[fmt.Sprintf("%s/%d", offsetsTopic, p)]
 	switch {
 	case !ok:
-		return txnGuard{}, protocol.CoordinatorNotAvailable
+		return txnGuard{}, protocol.CoordinatorNotAvailable, false
 	case code == protocol.None:
-		return txnGuard{verify: true, guard: guard}, protocol.None
+		return txnGuard{verify: true, guard: guard}, protocol.None, false
 	}
+	again := add && code == protocol.ConcurrentTransactions
 	code = verificationCode(code, version >= txnCommitAbortable)
 	if code == protocol.NotEnoughReplicas {
 		code = protocol.CoordinatorNotAvailable
 	}
-	return txnGuard{}, code
+	return txnGuard{}, code, again
 }
 
 // oldClientCodes replaces COORDINATOR_LOAD_IN_PROGRESS, which clients of

@@ -193,6 +193,15 @@ type Config struct {
 	// producer's transaction before the producer's first transactional
 	// write to it is appended (KIP-890 part 1).
 	TransactionPartitionVerification bool
+	// AddPartitionsRetryBackoff and AddPartitionsRetryMax
+	// (add.partitions.to.txn.retry.backoff.ms, 20;
+	// add.partitions.to.txn.retry.backoff.max.ms, 100): how often and for
+	// how long a leader adding a partition to a transaction version 2
+	// producer's transaction tries again while the coordinator answers
+	// CONCURRENT_TRANSACTIONS or the previous transaction's marker is not
+	// written here yet, before the client gets the retriable error.
+	AddPartitionsRetryBackoff time.Duration
+	AddPartitionsRetryMax     time.Duration
 
 	// LogRetentionCheckInterval is how often every log's retention runs
 	// (log.retention.check.interval.ms).
@@ -352,6 +361,8 @@ func DefaultConfig() Config {
 		ShareMaxPartitionMaxRecordLocks:      4000,
 		Transactions:                         txn.DefaultConfig(),
 		TransactionPartitionVerification:     true,
+		AddPartitionsRetryBackoff:            20 * time.Millisecond,
+		AddPartitionsRetryMax:                100 * time.Millisecond,
 	}
 }
 
@@ -424,6 +435,9 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: no log.dirs", ErrInvalidConfig)
 	}
 	switch {
+	case c.AddPartitionsRetryBackoff < 0 || c.AddPartitionsRetryMax < 0:
+		return fmt.Errorf("%w: add.partitions.to.txn.retry.backoff.ms (%v) and add.partitions.to.txn.retry.backoff.max.ms (%v) must not be negative",
+			ErrInvalidConfig, c.AddPartitionsRetryBackoff, c.AddPartitionsRetryMax)
 	case c.ReplicaSelector != "" && c.ReplicaSelector != LeaderSelector && c.ReplicaSelector != RackAwareReplicaSelector:
 		return fmt.Errorf("%w: replica.selector.class %q: Gregor has %s and %s", ErrInvalidConfig, c.ReplicaSelector,
 			LeaderSelector, RackAwareReplicaSelector)

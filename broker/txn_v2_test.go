@@ -86,8 +86,9 @@ func TestTxnVersion2(t *testing.T) {
 	if r.ErrorCode != 0 || r.ProducerID != pid || r.ProducerEpoch != epoch+1 {
 		t.Fatalf("EndTxn v5 commit: %+v, want producer %d epoch %d", r, pid, epoch+1)
 	}
-	// The next transaction's first write, sent at once: until the
-	// commit's marker is here it is answered NOT_ENOUGH_REPLICAS, then it
+	// The next transaction's first write, sent at once: it waits for the
+	// commit's marker (for add.partitions.to.txn.retry.backoff.max.ms,
+	// then NOT_ENOUGH_REPLICAS and the client sends it again), then it
 	// begins a transaction of its own.
 	rp := w.produceTxnRetry(12, id, topic, 0, pid, epoch+1, 0, "second")
 	if rp.ErrorCode != 0 {
@@ -129,5 +130,35 @@ func TestTxnVersion2(t *testing.T) {
 	// An older epoch is fenced.
 	if code := w.produceTxnV(12, id, topic, 1, pid, epoch+2, 0, "zombie"); code != protocol.InvalidProducerEpoch {
 		t.Fatalf("write at a fenced epoch: %s, want INVALID_PRODUCER_EPOCH", code)
+	}
+}
+
+// TestTxnVersion2NextTransactionWaits: a transaction version 2 producer
+// begins its next transaction at once after EndTxn, often before the
+// markers of the last one are written. The leader adding the partition
+// tries again meanwhile (add.partitions.to.txn.retry.backoff.max.ms, here
+// 10 s) instead of answering NOT_ENOUGH_REPLICAS, which costs franz-go a
+// 5 s metadata refresh per transaction: every first write of 20
+// transactions in a row is accepted at once.
+func TestTxnVersion2NextTransactionWaits(t *testing.T) {
+	t.Parallel()
+	b := startBroker(t, smallTxnTopic, fastGroups, func(c *Config) { c.AddPartitionsRetryMax = 10 * time.Second })
+	w := dialWire(t, b)
+	const topic, id = "tv2-next", "tv2-next-txn"
+	w.createTopic(topic, 1, nil)
+	w.findTxnCoordinator(id)
+	pid, epoch := w.initTxn(id, 5)
+	if rp := w.produceTxnRetry(12, id, topic, 0, pid, epoch, 0, "first"); rp.ErrorCode != 0 {
+		t.Fatalf("first write: %s", protocol.ErrorCode(rp.ErrorCode))
+	}
+	for i := range 20 {
+		r := w.endTxnV5(id, pid, epoch, true)
+		if r.ErrorCode != 0 || r.ProducerEpoch != epoch+1 {
+			t.Fatalf("EndTxn %d: %+v", i, r)
+		}
+		epoch++
+		if code := w.produceTxnV(12, id, topic, 0, pid, epoch, 0, fmt.Sprint("txn-", i)); code != protocol.None {
+			t.Fatalf("transaction %d's first write, sent right after EndTxn: %s, want it accepted", i+2, code)
+		}
 	}
 }

@@ -100,19 +100,57 @@ func (b *Broker) verifiesTxn(version, addsFrom int16) bool {
 	return b.cfg.TransactionPartitionVerification || version >= addsFrom
 }
 
+// retryAdd is the server-side retry of adding partitions to a transaction
+// (Kafka's add.partitions.to.txn.retry.backoff.ms and .max.ms, Config's
+// AddPartitionsRetryBackoff and AddPartitionsRetryMax): a transaction
+// version 2 producer's next transaction often starts while the markers of
+// its last one are still being written. Kafka's coordinator answers
+// CONCURRENT_TRANSACTIONS then, and its leader tries again every 20 ms for
+// up to 100 ms before it answers the client; so does Gregor, for that
+// answer and for a marker not yet written here. Answered at once, the
+// retriable error costs a client such as franz-go a metadata refresh
+// (5 s by default) per transaction. It runs attempt until that reports
+// nothing to retry or the time is up.
+func retryAdd[T any](ctx context.Context, b *Broker, attempt func() (T, bool)) T {
+	backoff := max(b.cfg.AddPartitionsRetryBackoff, time.Millisecond)
+	deadline := time.Now().Add(b.cfg.AddPartitionsRetryMax)
+	for {
+		out, again := attempt()
+		if !again || time.Now().Add(backoff).After(deadline) {
+			return out
+		}
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return out
+		case <-t.C:
+		}
+	}
+}
+
 // verifyProduce verifies the partitions of a produce request whose batch
 // would begin its producer's transaction on this leader, or adds them to
 // the transaction for a producer of transaction version 2. Partitions it
 // cannot look at (not led here, not a batch) are left to the append,
-// which answers them.
+// which answers them. Adding is retried for a short while (retryAdd).
 func (b *Broker) verifyProduce(ctx context.Context, req *kmsg.ProduceRequest, byID bool) produceVerification {
+	return retryAdd(ctx, b, func() (produceVerification, bool) { return b.verifyProduceOnce(ctx, req, byID) })
+}
+
+// verifyProduceOnce is one attempt of verifyProduce; it reports whether
+// adding may succeed if tried again soon (a marker pending here, or the
+// coordinator's CONCURRENT_TRANSACTIONS).
+func (b *Broker) verifyProduceOnce(ctx context.Context, req *kmsg.ProduceRequest, byID bool) (produceVerification, bool) {
 	var out produceVerification
+	again := false
+	add := req.Version >= produceAddsPartitions
 	if req.TransactionID == nil || !b.verifiesTxn(req.Version, produceAddsPartitions) {
 		// Only a request naming a transaction carries writes to verify
 		// (so plain produce does not parse its batches twice); one that
 		// carries transactional records without naming one is refused
 		// by the append, which finds no guard: INVALID_TXN_STATE.
-		return out
+		return out, false
 	}
 	type pending struct {
 		at    [2]int
@@ -147,6 +185,7 @@ func (b *Broker) verifyProduce(ctx context.Context, req *kmsg.ProduceRequest, by
 					out.errs = map[[2]int]protocol.ErrorCode{}
 				}
 				out.errs[[2]int{i, j}] = protocol.NotEnoughReplicas
+				again = again || add
 				continue
 			}
 			todo = append(todo, pending{at: [2]int{i, j}, topic: p.tp.Topic, part: rp.Partition, guard: guard})
@@ -154,7 +193,7 @@ func (b *Broker) verifyProduce(ctx context.Context, req *kmsg.ProduceRequest, by
 		}
 	}
 	if len(todo) == 0 {
-		return out
+		return out, again
 	}
 	out.guards = map[[2]int]uint64{}
 	if out.errs == nil {
@@ -166,7 +205,6 @@ func (b *Broker) verifyProduce(ctx context.Context, req *kmsg.ProduceRequest, by
 		}
 		return out
 	}
-	add := req.Version >= produceAddsPartitions
 	codes, err := b.askVerification(ctx, *req.TransactionID, pid, epoch, add, func(yield func(string, int32) bool) {
 		for _, t := range todo {
 			if !yield(t.topic, t.part) {
@@ -176,7 +214,7 @@ func (b *Broker) verifyProduce(ctx context.Context, req *kmsg.ProduceRequest, by
 	})
 	if err != nil {
 		b.logger.Debug("transaction verification failed", "transactional_id", *req.TransactionID, "err", err)
-		return fail(protocol.NotEnoughReplicas)
+		return fail(protocol.NotEnoughReplicas), false
 	}
 	for _, t := range todo {
 		code, ok := codes[fmt.Sprintf("%s/%d", t.topic, t.part)]
@@ -187,9 +225,10 @@ func (b *Broker) verifyProduce(ctx context.Context, req *kmsg.ProduceRequest, by
 			out.guards[t.at] = t.guard
 		default:
 			out.errs[t.at] = verificationCode(code, req.Version >= produceAbortable)
+			again = again || (add && code == protocol.ConcurrentTransactions)
 		}
 	}
-	return out
+	return out, again
 }
 
 // askVerification sends AddPartitionsToTxn v5 for the partitions to the
