@@ -61,6 +61,9 @@
 //	P/configs/brokers/default    {"config":{...}}
 //	P/configs/groups/<group id>  {"config":{"share.auto.offset.reset":"earliest"}}  (group id path-escaped)
 //	    Dynamic configs by Kafka name, as strings. Absent when empty.
+//	P/acls/<resource type>/<pattern type>/<name>/<principal>/<host>/<operation>/<permission>  {}
+//	    One ACL binding, spelled out in its key (Kafka's enum codes; name,
+//	    principal and host path-escaped): see acls.go.
 //	P/controller/<lease id hex>  {"node":1}
 //	    A controller candidate, bound to its broker's registration lease.
 //	    The candidate with the lowest create revision is the controller,

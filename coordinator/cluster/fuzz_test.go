@@ -3,6 +3,8 @@ package cluster
 import (
 	"strings"
 	"testing"
+
+	"github.com/gregor-io/gregor/coordinator/acl"
 )
 
 // fuzzBase are the keys of a small cluster, as the writers here store them.
@@ -52,6 +54,10 @@ func FuzzApply(f *testing.F) {
 	f.Add("/g/partitions/t/", []byte(`{}`), false)
 	f.Add("/g/configs/brokers/default/x", []byte(`{}`), false)
 	f.Add(k.clusterID(), []byte(`{"id":`), false)
+	f.Add(k.acl(acl.Binding{ResourceType: acl.ResourceTopic, Name: "a/b", PatternType: acl.PatternPrefixed,
+		Principal: "User:x", Host: "*", Operation: acl.OpRead, Permission: acl.PermissionAllow}), []byte(`{}`), false)
+	f.Add("/g/acls/2/3/%61/User:x/*/3/3", []byte(`{}`), false)
+	f.Add(k.groupConfig("g/x"), []byte(`{"config":{"a":"b"}}`), false)
 	f.Fuzz(func(t *testing.T, key string, value []byte, deleted bool) {
 		checkKey(t, k, key)
 		st := newState(k, func(string, ...any) {})
@@ -101,6 +107,10 @@ func checkKey(t *testing.T, k keyspace, key string) {
 		want = k.topicConfig(pk.topic)
 	case kindBrokerConfig:
 		want = k.brokerConfig(pk.node)
+	case kindGroupConfig:
+		want = k.groupConfig(pk.topic)
+	case kindACL:
+		want = k.acl(pk.acl)
 	}
 	if want != key {
 		t.Fatalf("key %q parses as %+v, which is key %q", key, pk, want)

@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+
+	"github.com/gregor-io/gregor/coordinator/acl"
 )
 
 // keyspace builds and parses the etcd keys under one cluster prefix. The
@@ -67,6 +69,7 @@ const (
 	kindBrokerConfig
 	kindGroupConfig
 	kindController
+	kindACL
 )
 
 // parsedKey is a key split into its kind and the names it carries.
@@ -75,6 +78,7 @@ type parsedKey struct {
 	node      int32  // kindBroker, kindRegistered, kindBrokerConfig (-1 = default)
 	topic     string // kindTopic, kindPartition, kindTopicConfig; the group id for kindGroupConfig
 	partition int32  // kindPartition
+	acl       acl.Binding
 }
 
 // parse splits a key read from etcd. Keys this version does not know (written
@@ -110,6 +114,12 @@ func (k keyspace) parse(key string) parsedKey {
 		}
 	case "topic_ids":
 		return parsedKey{kind: kindTopicID}
+	case "acls":
+		// Only the key the binding is written under: another spelling
+		// of its escapes would be a second key for one binding.
+		if b, ok := parseACL(tail); ok && k.acl(b) == key {
+			return parsedKey{kind: kindACL, acl: b}
+		}
 	case "controller":
 		if !strings.Contains(tail, "/") {
 			return parsedKey{kind: kindController}
@@ -131,7 +141,7 @@ func (k keyspace) parse(key string) parsedKey {
 		case "topics":
 			return parsedKey{kind: kindTopicConfig, topic: name}
 		case "groups":
-			if g, err := url.PathUnescape(name); err == nil && g != "" {
+			if g, err := url.PathUnescape(name); err == nil && g != "" && url.PathEscape(g) == name {
 				return parsedKey{kind: kindGroupConfig, topic: g}
 			}
 		case "brokers":

@@ -6,6 +6,8 @@ import (
 	"encoding/base64"
 	"fmt"
 	"slices"
+
+	"github.com/gregor-io/gregor/coordinator/acl"
 )
 
 // TopicID is a Kafka Uuid: 16 bytes, shown as unpadded base64url (22
@@ -161,6 +163,9 @@ type Metadata struct {
 	// GroupConfigs are the dynamic configs of groups (the GROUP config
 	// resource), by group id; a group need not exist to have them.
 	GroupConfigs map[string]map[string]string
+	// ACLs are the stored ACL bindings, in no particular order (see
+	// acls.go); nothing enforces them yet.
+	ACLs []acl.Binding
 }
 
 // Broker returns the registration of a live broker.
@@ -188,6 +193,8 @@ type state struct {
 	topicConfigs  map[string]map[string]string
 	brokerConfigs map[int32]map[string]string
 	groupConfigs  map[string]map[string]string
+	acls          map[string]acl.Binding // by key
+	aclsDirty     bool
 	// controllers are the controller candidates by key, with the create
 	// revision of each key.
 	controllers map[string]controllerCandidate
@@ -214,6 +221,7 @@ func newState(keys keyspace, warn func(string, ...any)) *state {
 		topicConfigs:  map[string]map[string]string{},
 		brokerConfigs: map[int32]map[string]string{},
 		groupConfigs:  map[string]map[string]string{},
+		acls:          map[string]acl.Binding{},
 		controllers:   map[string]controllerCandidate{},
 		built:         map[string]*Topic{},
 		dirty:         map[string]bool{},
@@ -325,6 +333,13 @@ func (s *state) apply(key string, value []byte, revs keyRevs, deleted bool) {
 			return
 		}
 		s.groupConfigs[pk.topic] = r.Config
+	case kindACL:
+		s.aclsDirty = true
+		if deleted {
+			delete(s.acls, key)
+			return
+		}
+		s.acls[key] = pk.acl
 	}
 }
 
@@ -379,6 +394,14 @@ func (s *state) snapshot(rev int64) *Metadata {
 	} else {
 		m.BrokerConfigs, m.GroupConfigs = prev.BrokerConfigs, prev.GroupConfigs
 	}
+	if s.aclsDirty || prev == nil {
+		m.ACLs = make([]acl.Binding, 0, len(s.acls))
+		for _, b := range s.acls {
+			m.ACLs = append(m.ACLs, b)
+		}
+	} else {
+		m.ACLs = prev.ACLs
+	}
 
 	if len(s.dirty) > 0 || prev == nil {
 		for name := range s.dirty {
@@ -399,7 +422,7 @@ func (s *state) snapshot(rev int64) *Metadata {
 	}
 
 	clear(s.dirty)
-	s.brokersDirty, s.configsDirty, s.controlDirty = false, false, false
+	s.brokersDirty, s.configsDirty, s.controlDirty, s.aclsDirty = false, false, false, false
 	s.last = m
 	return m
 }

@@ -150,6 +150,22 @@ func TestMigrationUpgradeAndDowngrade(t *testing.T) {
 	if o := g.offsets["t"][0]; o == nil || o.offset != 12 {
 		t.Fatalf("offset after the downgrade: %+v", o)
 	}
+
+	// The whole history replays to the classic group with its offsets.
+	c, err = New(h.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range h.records {
+		if err := c.Replay(r.Key, r.Value); err != nil {
+			t.Fatalf("replay: %v", err)
+		}
+	}
+	loaded = c.groups["g"]
+	if loaded == nil || loaded.consumer != nil || len(loaded.members) != 2 || loaded.generation != g.generation ||
+		loaded.offsets["t"][0] == nil || loaded.offsets["t"][0].offset != 12 || loaded.offsets["t"][2] == nil {
+		t.Fatalf("replayed after the downgrade: %+v", loaded)
+	}
 }
 
 // TestMigrationPolicy: with upgrades disabled a consumer heartbeat to a
