@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/gregor-io/gregor/protocol"
+	"github.com/gregor-io/gregor/storage"
 )
 
 var listOffsetsAPI = handler{key: 2, min: 1, max: 11, handle: (*Broker).handleListOffsets}
@@ -70,6 +71,21 @@ func (b *Broker) listOffset(req *kmsg.ListOffsetsRequest, rp *kmsg.ListOffsetsRe
 		}
 	}
 	l := part.log()
+	code = b.listOffsetIn(req, rp, l, epoch, out)
+	if code == protocol.NotLeaderOrFollower && l.Shut() {
+		// Moved to another log dir under the read (as Fetch handles
+		// it): the new log holds the same records.
+		if nl := part.logAfterMove(); nl != l {
+			out.Timestamp, out.Offset, out.LeaderEpoch = -1, -1, -1
+			code = b.listOffsetIn(req, rp, nl, epoch, out)
+		}
+	}
+	return code
+}
+
+// listOffsetIn answers one partition of a ListOffsets from log l.
+func (b *Broker) listOffsetIn(req *kmsg.ListOffsetsRequest, rp *kmsg.ListOffsetsRequestTopicPartition, l *storage.Log, epoch int32,
+	out *kmsg.ListOffsetsResponseTopicPartition) protocol.ErrorCode {
 	fetchable := l.HighWatermark()
 	switch {
 	case req.ReplicaID >= 0:

@@ -137,6 +137,19 @@ func TestAlterReplicaLogDirs(t *testing.T) {
 			mu.Lock()
 			acked[r.Partition] = append(acked[r.Partition], v)
 			mu.Unlock()
+			// ListOffsets by time reads the logs' time indexes: a log
+			// shut by a move under the read is read again in its new
+			// dir, never answered NOT_LEADER_OR_FOLLOWER.
+			listed, err := adm.ListOffsetsAfterMilli(ctx, 0, topic)
+			if err != nil {
+				t.Errorf("ListOffsets by time: %v", err)
+				return
+			}
+			listed.Each(func(o kadm.ListedOffset) {
+				if o.Err != nil {
+					t.Errorf("ListOffsets by time of %s-%d during the moves: %v", o.Topic, o.Partition, o.Err)
+				}
+			})
 			time.Sleep(time.Millisecond)
 		}
 	}()
