@@ -374,8 +374,14 @@ func (m *member) metadata(name string) []byte {
 
 // matches reports whether protocols are exactly m's, in the same order.
 func (m *member) matches(protocols []kmsg.JoinGroupRequestProtocol) bool {
-	return slices.EqualFunc(m.protocols, protocols, func(a, b kmsg.JoinGroupRequestProtocol) bool {
-		return a.Name == b.Name && bytes.Equal(a.Metadata, b.Metadata)
+	return sameProtocols(m.protocols, protocols)
+}
+
+// sameProtocols reports whether two protocol lists are the same, in the
+// same order.
+func sameProtocols(a, b []kmsg.JoinGroupRequestProtocol) bool {
+	return slices.EqualFunc(a, b, func(x, y kmsg.JoinGroupRequestProtocol) bool {
+		return x.Name == y.Name && bytes.Equal(x.Metadata, y.Metadata)
 	})
 }
 

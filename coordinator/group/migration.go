@@ -103,21 +103,17 @@ func sameClassicMeta(a, b *classicMeta) bool {
 	if a == nil || b == nil {
 		return a == b
 	}
-	return a.sessionTimeoutMs == b.sessionTimeoutMs && slices.EqualFunc(a.protocols, b.protocols,
-		func(x, y kmsg.JoinGroupRequestProtocol) bool {
-			return x.Name == y.Name && string(x.Metadata) == string(y.Metadata)
-		})
+	return a.sessionTimeoutMs == b.sessionTimeoutMs && sameProtocols(a.protocols, b.protocols)
 }
 
-// protocolVersion is the version of a member's embedded consumer protocol
-// (its first protocol's subscription), the version its assignment is
-// written with; 0 when unreadable.
-func (m *classicMeta) protocolVersion() int16 {
-	if len(m.protocols) == 0 || len(m.protocols[0].Metadata) < 2 {
+// protocolVersion is the version of the embedded consumer protocol a
+// subscription was written with, which the member's assignment is written
+// with too (capped at the assignment's latest, 3); 0 when unreadable.
+func protocolVersion(metadata []byte) int16 {
+	if len(metadata) < 2 {
 		return 0
 	}
-	v := int16(binary.BigEndian.Uint16(m.protocols[0].Metadata))
-	return min(max(v, 0), 3)
+	return min(max(int16(binary.BigEndian.Uint16(metadata)), 0), 3)
 }
 
 // partitionsByName resolves topic-name partitions to a partitionSet; topics
@@ -141,24 +137,14 @@ func (c *Coordinator) partitionsByName(topics func(yield func(string, []int32) b
 	return out
 }
 
-// encodeAssignment writes a member's assigned partitions as the embedded
-// consumer protocol's assignment, topics by name in order.
-func (c *Coordinator) encodeAssignment(s partitionSet, version int16) []byte {
+// encodeAssignment writes a member's partitions as the embedded consumer
+// protocol's assignment, topics by name in order.
+func (c *Coordinator) encodeAssignment(cg *consumerGroup, s partitionSet, version int16) []byte {
 	a := kmsg.ConsumerMemberAssignment{Version: version}
-	for _, t := range sortedKeys(s) {
-		if c.cfg.Topics == nil || len(s[t]) == 0 {
-			continue
+	for _, tp := range c.describeAssignment(cg, s).TopicPartitions {
+		if tp.Topic != "" {
+			a.Topics = append(a.Topics, kmsg.ConsumerMemberAssignmentTopic{Topic: tp.Topic, Partitions: tp.Partitions})
 		}
-		name, _, ok := c.cfg.Topics.TopicByID(t)
-		if !ok {
-			continue
-		}
-		ps := make([]int32, 0, len(s[t]))
-		for p := range s[t] {
-			ps = append(ps, p)
-		}
-		slices.Sort(ps)
-		a.Topics = append(a.Topics, kmsg.ConsumerMemberAssignmentTopic{Topic: name, Partitions: ps})
 	}
 	slices.SortFunc(a.Topics, func(x, y kmsg.ConsumerMemberAssignmentTopic) int { return cmp.Compare(x.Topic, y.Topic) })
 	return a.AppendTo(nil)
@@ -205,14 +191,6 @@ func (c *Coordinator) upgradeToConsumer(g *group) error {
 		}
 		topics := slices.Clone(sub.Topics)
 		slices.Sort(topics)
-		protocols := copyProtocols(m.protocols)
-		if g.hasProtocol {
-			// The selected protocol first: it is the one the member
-			// is answered with from now on.
-			slices.SortStableFunc(protocols, func(a, b kmsg.JoinGroupRequestProtocol) int {
-				return cmp.Compare(boolRank(a.Name != g.protocol), boolRank(b.Name != g.protocol))
-			})
-		}
 		members = append(members, &consumerMember{
 			id:                 m.id,
 			instanceID:         m.instanceID,
@@ -221,7 +199,7 @@ func (c *Coordinator) upgradeToConsumer(g *group) error {
 			clientHost:         m.clientHost,
 			topics:             slices.Compact(topics),
 			rebalanceTimeoutMs: m.rebalanceTimeoutMs,
-			classic:            &classicMeta{sessionTimeoutMs: m.sessionTimeoutMs, protocols: protocols},
+			classic:            &classicMeta{sessionTimeoutMs: m.sessionTimeoutMs, protocols: copyProtocols(m.protocols)},
 			reconcileState: reconcileState{epoch: gen, previousEpoch: gen, state: memberStable,
 				assigned: assigned, pendingRevocation: partitionSet{}},
 		})
@@ -267,13 +245,6 @@ func (c *Coordinator) upgradeToConsumer(g *group) error {
 		c.scheduleConsumerSession(g, m.id)
 	}
 	return nil
-}
-
-func boolRank(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 // ---- classic members in a consumer group ----
@@ -424,8 +395,9 @@ func (c *Coordinator) classicSyncConsumer(w *waiter, g *group, req *kmsg.SyncGro
 	case req.Generation != m.epoch:
 		fail(errIllegalGeneration)
 		return
-	case (req.ProtocolType != nil && *req.ProtocolType != consumerProtocolType) ||
-		(req.Protocol != nil && *req.Protocol != m.classic.protocols[0].Name):
+	case (derefString(req.ProtocolType) != "" && *req.ProtocolType != consumerProtocolType) ||
+		(derefString(req.Protocol) != "" && *req.Protocol != m.classic.protocols[0].Name):
+		// (A null or empty one is not given, as Kafka reads them.)
 		fail(errInconsistentGroupProtocol)
 		return
 	case g.consumer.epoch > m.epoch && m.state != memberUnrevokedPartitions:
@@ -436,7 +408,7 @@ func (c *Coordinator) classicSyncConsumer(w *waiter, g *group, req *kmsg.SyncGro
 	c.scheduleConsumerSession(g, m.id)
 	r := syncResponse(w, errNone)
 	r.ProtocolType, r.Protocol = strPtr(consumerProtocolType), strPtr(m.classic.protocols[0].Name)
-	r.MemberAssignment = c.encodeAssignment(m.assigned, m.classic.protocolVersion())
+	r.MemberAssignment = c.encodeAssignment(g.consumer, m.assigned, protocolVersion(m.classic.protocols[0].Metadata))
 	c.respond(w.token, r)
 }
 
@@ -472,23 +444,15 @@ func waitingOnUnreleased(cg *consumerGroup, m *consumerMember) bool {
 }
 
 // classicLeaveConsumer handles a LeaveGroup's member of a consumer group.
+// An admin may name a static member by its instance id alone.
 func (c *Coordinator) classicLeaveConsumer(g *group, l kmsg.LeaveGroupRequestMember) int16 {
-	cg := g.consumer
-	var m *consumerMember
-	if l.InstanceID == nil {
-		m = cg.members[l.MemberID]
-	} else {
-		id, ok := cg.static[*l.InstanceID]
-		if !ok {
-			return errUnknownMemberID
-		}
-		if l.MemberID != "" && id != l.MemberID {
-			return errFencedInstanceID
-		}
-		m = cg.members[id]
+	memberID := l.MemberID
+	if l.InstanceID != nil && memberID == "" {
+		memberID = g.consumer.static[*l.InstanceID]
 	}
-	if m == nil || m.classic == nil {
-		return errUnknownMemberID
+	m, code := classicMemberOf(g.consumer, memberID, l.InstanceID)
+	if code != errNone {
+		return code
 	}
 	c.fenceConsumerMember(g, m)
 	return errNone
@@ -541,16 +505,21 @@ func (c *Coordinator) downgradeToClassic(g *group, leaving string) {
 			sessionTimeoutMs:   cm.classic.sessionTimeoutMs,
 			protocolType:       consumerProtocolType,
 			protocols:          copyProtocols(cm.classic.protocols),
-			assignment:         c.encodeAssignment(cm.assigned, cm.classic.protocolVersion()),
 		})
 	}
-	c.deleteConsumerState(g)
 	g.protocolType = consumerProtocolType
 	g.generation = gen
 	for _, m := range members {
 		g.add(m, nil)
 	}
 	g.protocol, g.hasProtocol = g.selectProtocol(), true
+	// Each member gets its target assignment, written with the version
+	// of its subscription to the group's protocol, as Kafka does (read
+	// before the consumer state goes).
+	for _, m := range members {
+		m.assignment = c.encodeAssignment(cg, cg.target[m.id], protocolVersion(m.metadata(g.protocol)))
+	}
+	c.deleteConsumerState(g)
 	g.computeSubscriptions()
 	g.transition(StateStable, c.nowMs())
 	c.emit(groupRecord(g))
