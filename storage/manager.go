@@ -800,11 +800,13 @@ func (m *Manager) Checkpoint() error {
 	return errors.Join(m.writeCheckpoints(true, true)...)
 }
 
-func (m *Manager) writeCheckpoints(offsets, hws bool) []error {
-	m.ckptMu.Lock()
-	defer m.ckptMu.Unlock()
+// dirOffsets are the checkpointed offsets of one log dir's logs.
+type dirOffsets struct{ rp, start, hw map[TopicPartition]int64 }
+
+// offsetsByDir reads every log's offsets, by the dir it is in.
+func (m *Manager) offsetsByDir() map[*logDir]*dirOffsets {
 	m.mu.RLock()
-	type dirOffsets struct{ rp, start, hw map[TopicPartition]int64 }
+	defer m.mu.RUnlock()
 	per := map[*logDir]*dirOffsets{}
 	for _, d := range m.dirs {
 		per[d] = &dirOffsets{rp: map[TopicPartition]int64{}, start: map[TopicPartition]int64{}, hw: map[TopicPartition]int64{}}
@@ -815,21 +817,32 @@ func (m *Manager) writeCheckpoints(offsets, hws bool) []error {
 		o.start[tp] = l.LogStartOffset()
 		o.hw[tp] = l.HighWatermark()
 	}
-	m.mu.RUnlock()
+	return per
+}
+
+// write writes d's recovery point and log start checkpoints (offsets),
+// its high watermark checkpoint (hws), or both.
+func (o *dirOffsets) write(d *logDir, offsets, hws bool) error {
 	var errs []error
-	for d, o := range per {
+	if offsets {
+		errs = append(errs, writeOffsetCheckpoint(filepath.Join(d.path, recoveryPointFile), o.rp))
+		errs = append(errs, writeOffsetCheckpoint(filepath.Join(d.path, logStartFile), o.start))
+	}
+	if hws {
+		errs = append(errs, writeOffsetCheckpoint(filepath.Join(d.path, highWatermarkFile), o.hw))
+	}
+	return errors.Join(errs...)
+}
+
+func (m *Manager) writeCheckpoints(offsets, hws bool) []error {
+	m.ckptMu.Lock()
+	defer m.ckptMu.Unlock()
+	var errs []error
+	for d, o := range m.offsetsByDir() {
 		if d.Err() != nil {
 			continue // offline: its files are left as they are
 		}
-		var derrs []error
-		if offsets {
-			derrs = append(derrs, writeOffsetCheckpoint(filepath.Join(d.path, recoveryPointFile), o.rp))
-			derrs = append(derrs, writeOffsetCheckpoint(filepath.Join(d.path, logStartFile), o.start))
-		}
-		if hws {
-			derrs = append(derrs, writeOffsetCheckpoint(filepath.Join(d.path, highWatermarkFile), o.hw))
-		}
-		if err := errors.Join(derrs...); err != nil {
+		if err := o.write(d, offsets, hws); err != nil {
 			m.failDir(d, err)
 			errs = append(errs, err)
 		}
@@ -837,24 +850,13 @@ func (m *Manager) writeCheckpoints(offsets, hws bool) []error {
 	return errs
 }
 
-// writeDirCheckpointLocked writes dir d's recovery point, log start and
-// high watermark checkpoints from the logs in it, with tp's entries set to
-// rp, start and hw: tp's log is about to be in d (FinishMove). ckptMu must
-// be held.
+// writeDirCheckpointLocked writes dir d's checkpoints with tp's entries
+// set to rp, start and hw: tp's log is about to be in d (FinishMove).
+// ckptMu must be held.
 func (m *Manager) writeDirCheckpointLocked(d *logDir, tp TopicPartition, rp, start, hw int64) error {
-	rps, starts, hws := map[TopicPartition]int64{}, map[TopicPartition]int64{}, map[TopicPartition]int64{}
-	m.mu.RLock()
-	for t, l := range m.mu.logs {
-		if m.mu.dirOf[t] == d {
-			rps[t], starts[t], hws[t] = l.RecoveryPoint(), l.LogStartOffset(), l.HighWatermark()
-		}
-	}
-	m.mu.RUnlock()
-	rps[tp], starts[tp], hws[tp] = rp, start, hw
-	return errors.Join(
-		writeOffsetCheckpoint(filepath.Join(d.path, recoveryPointFile), rps),
-		writeOffsetCheckpoint(filepath.Join(d.path, logStartFile), starts),
-		writeOffsetCheckpoint(filepath.Join(d.path, highWatermarkFile), hws))
+	o := m.offsetsByDir()[d]
+	o.rp[tp], o.start[tp], o.hw[tp] = rp, start, hw
+	return o.write(d, true, true)
 }
 
 // failDirOnIO takes d offline when err came from the file system (not from

@@ -188,10 +188,11 @@ func (ps *producerState) check(b, prev record.Batch) (producerBatch, bool, error
 		}
 		return producerBatch{}, false, nil
 	}
-	if v, ok := ps.guards[pid]; ok && b.Transactional() && epoch == v.epoch &&
-		v.lowestSeq != record.NoSequence && first > v.lowestSeq {
-		return producerBatch{}, false, fmt.Errorf("%w: producer %d begins its transaction at sequence %d, but sequence %d was verified first",
-			ErrOutOfOrderSequence, pid, first, v.lowestSeq)
+	if b.Transactional() && len(ps.guards) > 0 {
+		if v, ok := ps.guards[pid]; ok && epoch == v.epoch && v.lowestSeq != record.NoSequence && first > v.lowestSeq {
+			return producerBatch{}, false, fmt.Errorf("%w: producer %d begins its transaction at sequence %d, but sequence %d was verified first",
+				ErrOutOfOrderSequence, pid, first, v.lowestSeq)
+		}
 	}
 	cur := ps.entries[pid]
 	if cur != nil && cur.txnFirst >= 0 && !b.Transactional() {
