@@ -32,7 +32,6 @@ package broker
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"time"
 
@@ -383,13 +382,9 @@ func (b *Broker) fetchRound(items []*sessionPartition, req *kmsg.FetchRequest, b
 		opts := storage.ReadOptions{Offset: it.fetchOffset, MaxBytes: limit, MaxOffset: maxOffset, MinOneBatch: minOne,
 			ReadCommitted: committed}
 		rr, err := l.Read(opts)
-		if errors.Is(err, storage.ErrClosed) {
-			// Moved to another log dir under the read: the new log holds
-			// the same records.
-			if nl := p.logAfterMove(); nl != l {
-				l = nl
-				rr, err = l.Read(opts)
-			}
+		if nl := p.movedLog(l, err); nl != nil {
+			l = nl
+			rr, err = l.Read(opts)
 		}
 		if err != nil {
 			res.code = errorCode(err)

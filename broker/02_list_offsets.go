@@ -71,21 +71,21 @@ func (b *Broker) listOffset(req *kmsg.ListOffsetsRequest, rp *kmsg.ListOffsetsRe
 		}
 	}
 	l := part.log()
-	code = b.listOffsetIn(req, rp, l, epoch, out)
-	if code == protocol.NotLeaderOrFollower && l.Shut() {
-		// Moved to another log dir under the read (as Fetch handles
-		// it): the new log holds the same records.
-		if nl := part.logAfterMove(); nl != l {
-			out.Timestamp, out.Offset, out.LeaderEpoch = -1, -1, -1
-			code = b.listOffsetIn(req, rp, nl, epoch, out)
-		}
+	code, err := b.listOffsetIn(req, rp, l, epoch, out)
+	if nl := part.movedLog(l, err); nl != nil {
+		out.Timestamp, out.Offset, out.LeaderEpoch = -1, -1, -1
+		code, err = b.listOffsetIn(req, rp, nl, epoch, out)
+	}
+	if err != nil {
+		return errorCode(err)
 	}
 	return code
 }
 
-// listOffsetIn answers one partition of a ListOffsets from log l.
+// listOffsetIn answers one partition of a ListOffsets from log l: a code,
+// or the error of reading l.
 func (b *Broker) listOffsetIn(req *kmsg.ListOffsetsRequest, rp *kmsg.ListOffsetsRequestTopicPartition, l *storage.Log, epoch int32,
-	out *kmsg.ListOffsetsResponseTopicPartition) protocol.ErrorCode {
+	out *kmsg.ListOffsetsResponseTopicPartition) (protocol.ErrorCode, error) {
 	fetchable := l.HighWatermark()
 	switch {
 	case req.ReplicaID >= 0:
@@ -107,7 +107,7 @@ func (b *Broker) listOffsetIn(req *kmsg.ListOffsetsRequest, rp *kmsg.ListOffsets
 	case ts == listMaxTimestamp && req.Version >= 7:
 		found, ok, err := l.MaxTimestamp()
 		if err != nil {
-			return errorCode(err)
+			return protocol.None, err
 		}
 		if ok && found.Offset < fetchable {
 			out.Offset, out.Timestamp, out.LeaderEpoch = found.Offset, found.Timestamp, found.LeaderEpoch
@@ -115,16 +115,16 @@ func (b *Broker) listOffsetIn(req *kmsg.ListOffsetsRequest, rp *kmsg.ListOffsets
 	case ts >= 0:
 		found, ok, err := l.OffsetForTimestamp(ts)
 		if err != nil {
-			return errorCode(err)
+			return protocol.None, err
 		}
 		if ok && found.Offset < fetchable {
 			out.Offset, out.Timestamp, out.LeaderEpoch = found.Offset, found.Timestamp, found.LeaderEpoch
 		}
 	default:
-		return protocol.InvalidRequest
+		return protocol.InvalidRequest, nil
 	}
 	if req.Version < 4 {
 		out.LeaderEpoch = -1
 	}
-	return protocol.None
+	return protocol.None, nil
 }

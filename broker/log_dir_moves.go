@@ -199,3 +199,17 @@ func (p *partition) logAfterMove() *storage.Log {
 	defer p.role.Unlock()
 	return p.log()
 }
+
+// movedLog returns the log that replaced l when err (from reading l) says l
+// was shut under the read by a move to another log dir: the new log holds
+// the same records, so the read may be made again there. Nil otherwise.
+// Not for callers holding the role lock.
+func (p *partition) movedLog(l *storage.Log, err error) *storage.Log {
+	if !errors.Is(err, storage.ErrClosed) || !l.Shut() {
+		return nil
+	}
+	if nl := p.logAfterMove(); nl != l {
+		return nl
+	}
+	return nil
+}
