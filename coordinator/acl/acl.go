@@ -208,59 +208,25 @@ func (f Filter) Matches(b Binding) bool {
 	return true
 }
 
-func (t ResourceType) String() string {
-	switch t {
-	case ResourceAny:
-		return "ANY"
-	case ResourceTopic:
-		return "TOPIC"
-	case ResourceGroup:
-		return "GROUP"
-	case ResourceCluster:
-		return "CLUSTER"
-	case ResourceTransactionalID:
-		return "TRANSACTIONAL_ID"
-	case ResourceDelegationToken:
-		return "DELEGATION_TOKEN"
-	case ResourceUser:
-		return "USER"
-	}
-	return "UNKNOWN"
-}
+// The enums' names, by code.
+var (
+	resourceTypeNames = []string{"UNKNOWN", "ANY", "TOPIC", "GROUP", "CLUSTER", "TRANSACTIONAL_ID", "DELEGATION_TOKEN", "USER"}
+	patternTypeNames  = []string{"UNKNOWN", "ANY", "MATCH", "LITERAL", "PREFIXED"}
+	operationNames    = []string{"UNKNOWN", "ANY", "ALL", "READ", "WRITE", "CREATE", "DELETE", "ALTER", "DESCRIBE",
+		"CLUSTER_ACTION", "DESCRIBE_CONFIGS", "ALTER_CONFIGS", "IDEMPOTENT_WRITE", "CREATE_TOKENS", "DESCRIBE_TOKENS",
+		"TWO_PHASE_COMMIT"}
+	permissionNames = []string{"UNKNOWN", "ANY", "DENY", "ALLOW"}
+)
 
-func (p PatternType) String() string {
-	switch p {
-	case PatternAny:
-		return "ANY"
-	case PatternMatch:
-		return "MATCH"
-	case PatternLiteral:
-		return "LITERAL"
-	case PatternPrefixed:
-		return "PREFIXED"
-	}
-	return "UNKNOWN"
-}
-
-var opNames = [...]string{"UNKNOWN", "ANY", "ALL", "READ", "WRITE", "CREATE", "DELETE", "ALTER", "DESCRIBE",
-	"CLUSTER_ACTION", "DESCRIBE_CONFIGS", "ALTER_CONFIGS", "IDEMPOTENT_WRITE", "CREATE_TOKENS", "DESCRIBE_TOKENS",
-	"TWO_PHASE_COMMIT"}
-
-func (o Operation) String() string {
-	if o < 0 || int(o) >= len(opNames) {
+// name returns names[v], "UNKNOWN" outside them.
+func name(names []string, v int8) string {
+	if v < 0 || int(v) >= len(names) {
 		return "UNKNOWN"
 	}
-	return opNames[o]
+	return names[v]
 }
 
-func (p Permission) String() string {
-	switch p {
-	case PermissionAny:
-		return "ANY"
-	case PermissionDeny:
-		return "DENY"
-	case PermissionAllow:
-		return "ALLOW"
-	}
-	return "UNKNOWN"
-}
+func (t ResourceType) String() string { return name(resourceTypeNames, int8(t)) }
+func (p PatternType) String() string  { return name(patternTypeNames, int8(p)) }
+func (o Operation) String() string    { return name(operationNames, int8(o)) }
+func (p Permission) String() string   { return name(permissionNames, int8(p)) }

@@ -110,8 +110,7 @@ func (a *Authorizer) Authorize(r Request) bool {
 	// or before the name, so only those up to its place are looked at.
 	i := sort.Search(len(ix.prefixed), func(k int) bool { return ix.prefixed[k].Name > r.Name })
 	for j := i - 1; j >= 0; j-- {
-		b := ix.prefixed[j]
-		if strings.HasPrefix(r.Name, b.Name) && check([]Binding{b}) {
+		if strings.HasPrefix(r.Name, ix.prefixed[j].Name) && check(ix.prefixed[j:j+1]) {
 			return false
 		}
 	}
