@@ -505,30 +505,30 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: share.coordinator.state.topic.min.isr %d below 1", ErrInvalidConfig, c.ShareStateTopicMinISR)
 	case c.ShareStateTopicSegmentBytes < 1<<20:
 		return fmt.Errorf("%w: share.coordinator.state.topic.segment.bytes %d below 1048576", ErrInvalidConfig, c.ShareStateTopicSegmentBytes)
-	case c.ShareRecordLockDuration < time.Second || c.ShareRecordLockDuration > time.Hour:
-		return fmt.Errorf("%w: group.share.record.lock.duration.ms %v outside 1000-3600000", ErrInvalidConfig, c.ShareRecordLockDuration)
-	case c.ShareDeliveryCountLimit < 2 || c.ShareDeliveryCountLimit > 10:
-		return fmt.Errorf("%w: group.share.delivery.count.limit %d outside 2-10", ErrInvalidConfig, c.ShareDeliveryCountLimit)
-	case c.SharePartitionMaxRecordLocks < 100 || c.SharePartitionMaxRecordLocks > 10000:
-		return fmt.Errorf("%w: group.share.partition.max.record.locks %d outside 100-10000", ErrInvalidConfig, c.SharePartitionMaxRecordLocks)
-	case c.ShareMinRecordLockDuration < time.Second || c.ShareMaxRecordLockDuration > time.Hour:
-		return fmt.Errorf("%w: group.share.min/max.record.lock.duration.ms %v, %v outside 1000-3600000", ErrInvalidConfig,
-			c.ShareMinRecordLockDuration, c.ShareMaxRecordLockDuration)
-	case c.ShareRecordLockDuration < c.ShareMinRecordLockDuration || c.ShareRecordLockDuration > c.ShareMaxRecordLockDuration:
-		return fmt.Errorf("%w: group.share.record.lock.duration.ms %v outside group.share.min.record.lock.duration.ms (%v) to group.share.max.record.lock.duration.ms (%v)",
-			ErrInvalidConfig, c.ShareRecordLockDuration, c.ShareMinRecordLockDuration, c.ShareMaxRecordLockDuration)
-	case c.ShareMinDeliveryCountLimit < 2 || c.ShareMaxDeliveryCountLimit > 10:
-		return fmt.Errorf("%w: group.share.min/max.delivery.count.limit %d, %d outside 2-10", ErrInvalidConfig,
-			c.ShareMinDeliveryCountLimit, c.ShareMaxDeliveryCountLimit)
-	case c.ShareDeliveryCountLimit < c.ShareMinDeliveryCountLimit || c.ShareDeliveryCountLimit > c.ShareMaxDeliveryCountLimit:
-		return fmt.Errorf("%w: group.share.delivery.count.limit %d outside group.share.min.delivery.count.limit (%d) to group.share.max.delivery.count.limit (%d)",
-			ErrInvalidConfig, c.ShareDeliveryCountLimit, c.ShareMinDeliveryCountLimit, c.ShareMaxDeliveryCountLimit)
-	case c.ShareMinPartitionMaxRecordLocks < 100 || c.ShareMaxPartitionMaxRecordLocks > 10000:
-		return fmt.Errorf("%w: group.share.min/max.partition.max.record.locks %d, %d outside 100-10000", ErrInvalidConfig,
-			c.ShareMinPartitionMaxRecordLocks, c.ShareMaxPartitionMaxRecordLocks)
-	case c.SharePartitionMaxRecordLocks < c.ShareMinPartitionMaxRecordLocks || c.SharePartitionMaxRecordLocks > c.ShareMaxPartitionMaxRecordLocks:
-		return fmt.Errorf("%w: group.share.partition.max.record.locks %d outside group.share.min.partition.max.record.locks (%d) to group.share.max.partition.max.record.locks (%d)",
-			ErrInvalidConfig, c.SharePartitionMaxRecordLocks, c.ShareMinPartitionMaxRecordLocks, c.ShareMaxPartitionMaxRecordLocks)
+	}
+	// Each share group setting, its bounds (Kafka's group.share.min/max.*)
+	// and the range they must lie in.
+	for _, s := range []struct {
+		name           string
+		v, lo, hi      int64
+		floor, ceil    int64
+		loName, hiName string
+	}{
+		{"group.share.record.lock.duration.ms", c.ShareRecordLockDuration.Milliseconds(), c.ShareMinRecordLockDuration.Milliseconds(),
+			c.ShareMaxRecordLockDuration.Milliseconds(), 1000, 3600000, "group.share.min.record.lock.duration.ms", "group.share.max.record.lock.duration.ms"},
+		{"group.share.delivery.count.limit", int64(c.ShareDeliveryCountLimit), int64(c.ShareMinDeliveryCountLimit),
+			int64(c.ShareMaxDeliveryCountLimit), 2, 10, "group.share.min.delivery.count.limit", "group.share.max.delivery.count.limit"},
+		{"group.share.partition.max.record.locks", int64(c.SharePartitionMaxRecordLocks), int64(c.ShareMinPartitionMaxRecordLocks),
+			int64(c.ShareMaxPartitionMaxRecordLocks), 100, 10000, "group.share.min.partition.max.record.locks", "group.share.max.partition.max.record.locks"},
+	} {
+		switch {
+		case s.v < s.floor || s.v > s.ceil:
+			return fmt.Errorf("%w: %s %d outside %d-%d", ErrInvalidConfig, s.name, s.v, s.floor, s.ceil)
+		case s.lo < s.floor || s.hi > s.ceil:
+			return fmt.Errorf("%w: %s and %s (%d, %d) outside %d-%d", ErrInvalidConfig, s.loName, s.hiName, s.lo, s.hi, s.floor, s.ceil)
+		case s.v < s.lo || s.v > s.hi:
+			return fmt.Errorf("%w: %s %d outside %s (%d) to %s (%d)", ErrInvalidConfig, s.name, s.v, s.loName, s.lo, s.hiName, s.hi)
+		}
 	}
 	for host, n := range c.MaxConnectionsPerIPOverrides {
 		if host == "" || n < 0 {
