@@ -64,8 +64,8 @@ func (b *Broker) handleProduce(ctx context.Context, c *conn, hdr protocol.Reques
 		p    *partition
 		upTo int64
 		// flush: the append needs an fsync before it is acknowledged;
-		// replicated: acks=all on a partition with followers in its ISR,
-		// so the high watermark must pass it, under leader epoch epoch.
+		// replicated: acks=all records the high watermark did not pass at
+		// once, so it must pass them under leader epoch epoch.
 		flush, replicated bool
 		epoch             int32
 	}
@@ -95,12 +95,17 @@ func (b *Broker) handleProduce(ctx context.Context, c *conn, hdr protocol.Reques
 				var res storage.AppendResult
 				var p *partition
 				var epoch int32
-				p, res, epoch, code = b.produceTo(rp, hdr.APIVersion, rt.Topic, rt.TopicID, byID, rt.Partitions[j].Records, req.Acks, now, c,
+				var committed bool
+				p, res, epoch, committed, code = b.produceTo(rp, hdr.APIVersion, rt.Topic, rt.TopicID, byID, rt.Partitions[j].Records, req.Acks, now, c,
 					verified.guards[[2]int{i, j}])
 				if code != protocol.None {
 					break
 				}
-				replicated := req.Acks == -1 && len(p.isr()) > 1
+				// Whether the records need followers is decided by the
+				// high watermark at the append, not by the ISR read
+				// after it: a leadership moving meanwhile may have
+				// brought an ISR without this broker.
+				replicated := req.Acks == -1 && !committed
 				switch {
 				case req.Acks == 0 && res.NeedsFlush:
 					p.log().FlushAsync()
@@ -154,13 +159,14 @@ func (b *Broker) handleProduce(ctx context.Context, c *conn, hdr protocol.Reques
 			cancel()
 		}
 		flushing.Wait(fctx)
-		for _, w := range waits {
+		codes := make([]protocol.ErrorCode, len(waits))
+		for i, w := range waits {
 			if w.replicated {
-				b.awaitReplicated(fctx, w.p, w.upTo)
+				codes[i] = b.awaitCommitted(fctx, w.p, w.epoch, w.upTo)
 			}
 		}
 		b.metrics.produceWait.Observe(time.Since(waitStart).Seconds())
-		for _, w := range waits {
+		for i, w := range waits {
 			code := protocol.None
 			switch {
 			case w.p.log().Err() != nil:
@@ -168,12 +174,10 @@ func (b *Broker) handleProduce(ctx context.Context, c *conn, hdr protocol.Reques
 			case w.flush && w.p.log().DurableOffset() < w.upTo:
 				code = protocol.RequestTimedOut
 			case !w.replicated:
-			case w.p.leaderEpoch.Load() != w.epoch || w.p.lead.Load() == nil:
-				// Leadership moved before the ISR had the records: the new
-				// leader may not have them.
-				code = protocol.NotLeaderOrFollower
-			case w.p.log().HighWatermark() < w.upTo:
-				code = protocol.RequestTimedOut
+			case codes[i] != protocol.None:
+				// Leadership moved before the ISR had the records (the
+				// new leader may not have them), or the time ran out.
+				code = codes[i]
 			case int32(len(w.p.isr())) < w.p.effectiveMinISR():
 				// Replicated, but the ISR shrank below min.insync.replicas
 				// meanwhile, as Kafka answers.
@@ -248,45 +252,45 @@ type pendingResponse struct {
 }
 
 // produceTo validates and appends one partition's records, filling rp. It
-// returns the partition and the leader epoch the records were appended
-// under.
+// returns the partition, the leader epoch the records were appended under
+// and whether they were committed at once (see appendAsLeader).
 func (b *Broker) produceTo(rp *kmsg.ProduceResponseTopicPartition, version int16, topic string, topicID [16]byte, byID bool,
-	records []byte, acks int16, now int64, c *conn, guard uint64) (*partition, storage.AppendResult, int32, protocol.ErrorCode) {
+	records []byte, acks int16, now int64, c *conn, guard uint64) (*partition, storage.AppendResult, int32, bool, protocol.ErrorCode) {
 	var res storage.AppendResult
 	p, code := b.lookupLeader(b.ctx, topic, topicID, byID, rp.Partition)
 	if code != protocol.None {
-		return nil, res, 0, code
+		return nil, res, 0, false, code
 	}
 	set := p.settings.Load()
 	if p.internal && c.clientID != "__admin_client" {
-		return nil, res, 0, protocol.InvalidTopicException
+		return nil, res, 0, false, protocol.InvalidTopicException
 	}
 	if acks == -1 && int32(len(p.isr())) < p.effectiveMinISR() {
-		return nil, res, 0, protocol.NotEnoughReplicas
+		return nil, res, 0, false, protocol.NotEnoughReplicas
 	}
 	batch, rest, err := record.Parse(records)
 	if err != nil {
 		if len(records) == 0 {
-			return nil, res, 0, protocol.InvalidRecord
+			return nil, res, 0, false, protocol.InvalidRecord
 		}
-		return nil, res, 0, protocol.CorruptMessage
+		return nil, res, 0, false, protocol.CorruptMessage
 	}
 	if len(rest) != 0 {
 		// Since v3 a partition's records are exactly one batch.
-		return nil, res, 0, protocol.InvalidRecord
+		return nil, res, 0, false, protocol.InvalidRecord
 	}
 	if int64(len(batch)) > int64(set.maxMessageBytes) {
-		return nil, res, 0, protocol.MessageTooLarge
+		return nil, res, 0, false, protocol.MessageTooLarge
 	}
 	if batch.Magic() == record.Magic && batch.BaseOffset() != 0 {
-		return nil, res, 0, protocol.InvalidRecord
+		return nil, res, 0, false, protocol.InvalidRecord
 	}
 	if batch.Magic() == record.Magic && batch.Transactional() && batch.ProducerID() < 0 {
-		return nil, res, 0, protocol.InvalidRecord
+		return nil, res, 0, false, protocol.InvalidRecord
 	}
 	if version < 7 && batch.Magic() == record.Magic && batch.Codec() == record.CodecZstd {
 		// zstd came with Produce v7 (KIP-110); older requests may not use it.
-		return nil, res, 0, protocol.UnsupportedCompressionType
+		return nil, res, 0, false, protocol.UnsupportedCompressionType
 	}
 	scratch := scratchPool.Get().(*[]byte)
 	defer func() {
@@ -318,7 +322,7 @@ func (b *Broker) produceTo(rp *kmsg.ProduceResponseTopicPartition, version int16
 		}
 		msg := err.Error()
 		rp.ErrorMessage = &msg
-		return nil, res, 0, code
+		return nil, res, 0, false, code
 	}
 	if set.logAppendTime {
 		batch.SetLogAppendTime(now)
@@ -326,13 +330,18 @@ func (b *Broker) produceTo(rp *kmsg.ProduceResponseTopicPartition, version int16
 	} else if info.MaxTimestamp != batch.MaxTimestamp() {
 		batch.SetMaxTimestamp(info.MaxTimestamp)
 	}
-	epoch := p.leaderEpoch.Load()
-	res, err = p.appendRetry(func(l *storage.Log) (storage.AppendResult, error) {
+	if race := b.produceRace.Load(); race != nil {
+		(*race)(p, false)
+	}
+	res, epoch, committed, err := p.appendAsLeader(func(l *storage.Log, epoch int32) (storage.AppendResult, error) {
 		return l.Append(batch, storage.AppendOptions{AssignOffsets: true, LeaderEpoch: epoch,
 			VerifyTxn: b.verifiesTxn(version, produceAddsPartitions), Guard: guard})
 	})
+	if race := b.produceRace.Load(); race != nil {
+		(*race)(p, true)
+	}
 	if err != nil {
-		return nil, res, 0, errorCode(err)
+		return nil, res, 0, false, errorCode(err)
 	}
 	rp.BaseOffset = res.FirstOffset
 	rp.LogStartOffset = res.LogStart
@@ -343,5 +352,5 @@ func (b *Broker) produceTo(rp *kmsg.ProduceResponseTopicPartition, version int16
 		p.metrics.bytesIn.Add(float64(len(batch)))
 		p.metrics.recordsIn.Add(float64(batch.RecordCount()))
 	}
-	return p, res, epoch, protocol.None
+	return p, res, epoch, committed, protocol.None
 }

@@ -73,12 +73,12 @@ func (b *Broker) handleWriteTxnMarkers(ctx context.Context, _ *conn, _ protocol.
 				rp := &ot.Partitions[k]
 				*rp = kmsg.NewWriteTxnMarkersResponseMarkerTopicPartition()
 				rp.Partition = part
-				p, res, epoch, code := b.appendMarker(m, mt.Topic, part)
+				p, res, epoch, committed, code := b.appendMarker(m, mt.Topic, part)
 				if code != protocol.None {
 					rp.ErrorCode = int16(code)
 					continue
 				}
-				replicated := len(p.isr()) > 1
+				replicated := !committed
 				if res.NeedsFlush || replicated {
 					waits = append(waits, markerWait{rp: rp, p: p, upTo: res.LastOffset + 1,
 						flush: res.NeedsFlush, replicated: replicated, epoch: epoch, pid: m.ProducerID, commit: m.Committed})
@@ -105,12 +105,13 @@ func (b *Broker) handleWriteTxnMarkers(ctx context.Context, _ *conn, _ protocol.
 			cancel()
 		}
 		flushing.Wait(wctx)
-		for _, w := range waits {
+		codes := make([]protocol.ErrorCode, len(waits))
+		for i, w := range waits {
 			if w.replicated {
-				b.awaitReplicated(wctx, w.p, w.upTo)
+				codes[i] = b.awaitCommitted(wctx, w.p, w.epoch, w.upTo)
 			}
 		}
-		for _, w := range waits {
+		for i, w := range waits {
 			code := protocol.None
 			switch {
 			case w.p.log().Err() != nil:
@@ -118,10 +119,8 @@ func (b *Broker) handleWriteTxnMarkers(ctx context.Context, _ *conn, _ protocol.
 			case w.flush && w.p.log().DurableOffset() < w.upTo:
 				code = protocol.RequestTimedOut
 			case !w.replicated:
-			case w.p.leaderEpoch.Load() != w.epoch || w.p.lead.Load() == nil:
-				code = protocol.NotLeaderOrFollower
-			case w.p.log().HighWatermark() < w.upTo:
-				code = protocol.RequestTimedOut
+			case codes[i] != protocol.None:
+				code = codes[i]
 			case int32(len(w.p.isr())) < w.p.effectiveMinISR():
 				code = protocol.NotEnoughReplicasAfterAppend
 			}
@@ -143,24 +142,24 @@ func (b *Broker) markerDone(p *partition, pid int64, commit bool) {
 }
 
 // appendMarker appends marker m's control batch to one partition this
-// broker leads. It returns the partition, the append and the leader epoch
-// it was appended under.
-func (b *Broker) appendMarker(m *kmsg.WriteTxnMarkersRequestMarker, topic string, partition int32) (*partition, storage.AppendResult, int32, protocol.ErrorCode) {
+// broker leads. It returns the partition, the append, the leader epoch it
+// was appended under and whether it was committed at once (see
+// appendAsLeader).
+func (b *Broker) appendMarker(m *kmsg.WriteTxnMarkersRequestMarker, topic string, partition int32) (*partition, storage.AppendResult, int32, bool, protocol.ErrorCode) {
 	var res storage.AppendResult
 	p, code := b.lookupLeader(b.ctx, topic, [16]byte{}, false, partition)
 	if code != protocol.None {
-		return nil, res, 0, code
+		return nil, res, 0, false, code
 	}
 	if int32(len(p.isr())) < p.effectiveMinISR() {
-		return nil, res, 0, protocol.NotEnoughReplicas
+		return nil, res, 0, false, protocol.NotEnoughReplicas
 	}
-	epoch := p.leaderEpoch.Load()
-	res, err := p.appendRetry(func(l *storage.Log) (storage.AppendResult, error) {
+	res, epoch, committed, err := p.appendAsLeader(func(l *storage.Log, epoch int32) (storage.AppendResult, error) {
 		return l.AppendTxnMarker(storage.TxnMarker{ProducerID: m.ProducerID, ProducerEpoch: m.ProducerEpoch,
 			CoordinatorEpoch: m.CoordinatorEpoch, Commit: m.Committed}, epoch)
 	})
 	if err != nil {
-		return nil, res, 0, errorCode(err)
+		return nil, res, 0, false, errorCode(err)
 	}
-	return p, res, epoch, protocol.None
+	return p, res, epoch, committed, protocol.None
 }

@@ -147,6 +147,10 @@ type Broker struct {
 	// use them to let a leader take records its followers do not have.
 	pauseFetchers   atomic.Bool
 	fetchesInFlight atomic.Int32
+	// produceRace, set by tests only, is called during a produce between
+	// the leadership lookup and the append (appended false) and after the
+	// append: tests move the partition's leadership there.
+	produceRace atomic.Pointer[func(p *partition, appended bool)]
 	// replQuotas are the replication throttles (replication_quota.go).
 	replQuotas replicationQuotas
 	// alterLogDirsRate is replica.alter.log.dirs.io.max.bytes.per.second;

@@ -122,14 +122,15 @@ func (b *Broker) appendCoordinatorBatches(topic string, partition int32, l *stor
 	if code != protocol.None {
 		return code, errors.New("partition not led here")
 	}
-	if p.log() != l {
-		return protocol.NotLeaderOrFollower, errors.New("partition reopened")
-	}
 	if int32(len(p.isr())) < p.effectiveMinISR() {
 		return protocol.NotEnoughReplicas, fmt.Errorf("ISR %v below min.insync.replicas %d", p.isr(), p.effectiveMinISR())
 	}
-	epoch := p.leaderEpoch.Load()
-	res, err := l.Append(set, storage.AppendOptions{AssignOffsets: true, LeaderEpoch: epoch})
+	res, epoch, committed, err := p.appendAsLeader(func(pl *storage.Log, epoch int32) (storage.AppendResult, error) {
+		if pl != l {
+			return storage.AppendResult{}, errLogReopened
+		}
+		return l.Append(set, storage.AppendOptions{AssignOffsets: true, LeaderEpoch: epoch})
+	})
 	ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
 	defer cancel()
 	if err == nil && res.NeedsFlush {
@@ -138,14 +139,18 @@ func (b *Broker) appendCoordinatorBatches(topic string, partition int32, l *stor
 	if err != nil {
 		return errorCode(err), err
 	}
-	if len(p.isr()) > 1 {
-		b.awaitReplicated(ctx, p, res.LastOffset+1)
-		switch {
-		case p.leaderEpoch.Load() != epoch || p.lead.Load() == nil:
-			return protocol.NotLeaderOrFollower, errors.New("leadership moved during the append")
-		case l.HighWatermark() <= res.LastOffset:
-			return protocol.RequestTimedOut, errors.New("records not replicated in time")
+	if !committed {
+		switch code := b.awaitCommitted(ctx, p, epoch, res.LastOffset+1); code {
+		case protocol.NotLeaderOrFollower:
+			return code, errors.New("leadership moved during the append")
+		case protocol.RequestTimedOut:
+			return code, errors.New("records not replicated in time")
 		}
 	}
 	return protocol.None, nil
 }
+
+// errLogReopened is a coordinator's append to a log its partition no
+// longer has (moved to another log dir, or replaced): the coordinator
+// reloads from the new one.
+var errLogReopened = fmt.Errorf("partition reopened: %w", errNotLeader)

@@ -28,6 +28,8 @@ func errorCode(err error) protocol.ErrorCode {
 		// A batch within max.message.bytes but above segment.bytes: Kafka's
 		// RecordBatchTooLargeException.
 		return protocol.RecordListTooLarge
+	case errors.Is(err, errNotLeader):
+		return protocol.NotLeaderOrFollower
 	case errors.Is(err, storage.ErrClosed), errors.Is(err, storage.ErrUnknownPartition):
 		// The partition went away (deleted or moved) under the request.
 		return protocol.NotLeaderOrFollower

@@ -408,14 +408,32 @@ func (g *groupDrivers) persist(d *groupDriver, c *group.Coordinator, outs []grou
 		if code != protocol.None {
 			return g.fail(c, outs, code, errors.New("partition not held"), logger)
 		}
-		epoch := p.leaderEpoch.Load()
-		last, needsFlush := int64(-1), false
+		// Each append is made as the partition's leader, under the epoch
+		// of the first: leadership moving between them fails the lot.
+		epoch := int32(-1)
+		appendToLog := func(batch []byte, opts storage.AppendOptions) (storage.AppendResult, bool, error) {
+			res, e, committed, err := p.appendAsLeader(func(l *storage.Log, e int32) (storage.AppendResult, error) {
+				switch {
+				case l != d.log:
+					return storage.AppendResult{}, errLogReopened
+				case epoch >= 0 && e != epoch:
+					return storage.AppendResult{}, errNotLeader
+				}
+				opts.LeaderEpoch = e
+				return l.Append(batch, opts)
+			})
+			if err == nil {
+				epoch = e
+			}
+			return res, committed, err
+		}
+		last, needsFlush, committed := int64(-1), false, false
 		if len(set) > 0 {
-			res, err := d.log.Append(set, storage.AppendOptions{AssignOffsets: true, LeaderEpoch: epoch})
+			res, ok, err := appendToLog(set, storage.AppendOptions{AssignOffsets: true})
 			if err != nil {
 				return g.fail(c, outs, errorCode(err), err, logger)
 			}
-			last, needsFlush = res.LastOffset, res.NeedsFlush
+			last, needsFlush, committed = res.LastOffset, res.NeedsFlush, ok
 		}
 		if txn >= 0 {
 			t := outs[txn].Txn
@@ -423,7 +441,7 @@ func (g *groupDrivers) persist(d *groupDriver, c *group.Coordinator, outs []grou
 			if err != nil {
 				return g.fail(c, outs, protocol.UnknownServerError, err, logger)
 			}
-			res, err := d.log.Append(batch, storage.AppendOptions{AssignOffsets: true, LeaderEpoch: epoch,
+			res, ok, err := appendToLog(batch, storage.AppendOptions{AssignOffsets: true,
 				VerifyTxn: guard.verify, Guard: guard.guard})
 			switch code := errorCode(err); {
 			case err == nil && res.Duplicate:
@@ -432,7 +450,7 @@ func (g *groupDrivers) persist(d *groupDriver, c *group.Coordinator, outs []grou
 				return g.fail(c, outs, protocol.UnknownServerError, errors.New("transactional offsets taken for a duplicate batch"), logger)
 			case err == nil:
 				d.producers[t.ProducerID] = producerSeq{epoch: t.ProducerEpoch, next: next}
-				last, needsFlush = res.LastOffset, needsFlush || res.NeedsFlush
+				last, needsFlush, committed = res.LastOffset, needsFlush || res.NeedsFlush, ok
 			case code == protocol.InvalidProducerEpoch || code == protocol.ProducerFenced || code == protocol.InvalidTxnState:
 				// The partition refused the producer: that request
 				// fails alone and its offsets are reverted.
@@ -454,12 +472,11 @@ func (g *groupDrivers) persist(d *groupDriver, c *group.Coordinator, outs []grou
 		}
 		// As Kafka's coordinator writes with acks=all: the responses go
 		// once every ISR member holds the records.
-		if last >= 0 && len(p.isr()) > 1 {
-			g.b.awaitReplicated(ctx, p, last+1)
-			switch {
-			case p.leaderEpoch.Load() != epoch || p.lead.Load() == nil:
+		if last >= 0 && !committed {
+			switch g.b.awaitCommitted(ctx, p, epoch, last+1) {
+			case protocol.NotLeaderOrFollower:
 				return g.fail(c, outs, protocol.NotCoordinator, errors.New("leadership of the offsets partition moved"), logger)
-			case d.log.HighWatermark() <= last:
+			case protocol.RequestTimedOut:
 				return g.fail(c, outs, protocol.CoordinatorNotAvailable, errors.New("group records not replicated in time"), logger)
 			}
 		}

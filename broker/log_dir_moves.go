@@ -16,7 +16,7 @@ import (
 // caught up puts it in place under the partition's role lock, so that no
 // follower fetch writes to the log meanwhile; produce and coordinator
 // writes that find the old log closed try again on the new one
-// (partition.appendRetry).
+// (partition.appendAsLeader).
 
 // logDirCopyChunk is the most one copy step reads and writes.
 const logDirCopyChunk = 1 << 20
@@ -174,20 +174,6 @@ func (b *Broker) sleep(d time.Duration) {
 	select {
 	case <-t.C:
 	case <-b.ctx.Done():
-	}
-}
-
-// appendRetry appends with fn to the partition's log; an append that finds
-// the log closed because it moved to another log dir meanwhile is made
-// again on the new one (the move hands the partition its new log under the
-// role lock, which this waits for). Not for callers holding the role lock.
-func (p *partition) appendRetry(fn func(l *storage.Log) (storage.AppendResult, error)) (storage.AppendResult, error) {
-	for {
-		l := p.log()
-		res, err := fn(l)
-		if !errors.Is(err, storage.ErrClosed) || p.logAfterMove() == l {
-			return res, err
-		}
 	}
 }
 

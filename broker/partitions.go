@@ -35,8 +35,10 @@ type partition struct {
 
 	// role is held while the replica's role changes (applyRole) and while
 	// the follower fetcher writes to the log, so that a fetch answered by
-	// a former leader is never appended after this broker took over.
-	role sync.Mutex
+	// a former leader is never appended after this broker took over; the
+	// leader's own appends hold it shared (appendAsLeader), so that none
+	// lands under a leadership already given up.
+	role sync.RWMutex
 	// lead is the replication state while this broker leads the partition.
 	lead atomic.Pointer[leaderRepl]
 }

@@ -389,7 +389,10 @@ func (b *Broker) applyPartition(fp followed, rp *kmsg.FetchResponseTopicPartitio
 	p := fp.p
 	p.role.Lock()
 	defer p.role.Unlock()
-	if st := p.state.Load(); st == nil || st.Leader != fp.leader || st.LeaderEpoch != fp.epoch {
+	if st := p.state.Load(); st == nil || st.Leader != fp.leader || st.LeaderEpoch != fp.epoch || p.lead.Load() != nil {
+		// (The partition's state is stored before its role applies: a
+		// broker still leading under the role lock writes nothing it
+		// fetched, nor a high watermark a produce waiting on it reads.)
 		return false, errFetchMoved
 	}
 	l := p.log()

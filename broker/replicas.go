@@ -12,7 +12,9 @@ import (
 	"time"
 
 	"github.com/gregor-io/gregor/coordinator/cluster"
+	"github.com/gregor-io/gregor/protocol"
 	"github.com/gregor-io/gregor/replication"
+	"github.com/gregor-io/gregor/storage"
 )
 
 // leaderRepl is the replication state of a partition this broker leads,
@@ -138,6 +140,58 @@ func (b *Broker) countISRChange(seen, isr []int32) {
 			b.metrics.isrShrinks.Inc()
 		}
 	}
+}
+
+// errNotLeader is an append that found this broker not leading the
+// partition (any more).
+var errNotLeader = errors.New("this broker does not lead the partition")
+
+// appendAsLeader appends with fn, under the leader epoch it is given, while
+// this broker leads p. The role lock is held (shared with other appends)
+// from the leadership check to the end of the append, so that the
+// leadership cannot move between them: no record lands under an epoch this
+// broker has given up, and the epoch returned is the one the records went
+// in under. committed reports that the high watermark passed them at once
+// (the leader alone in its ISR, in page-cache mode): an acks=all write
+// that is not committed waits with awaitCommitted. A log that a move to
+// another log dir shut meanwhile is appended to again once the move has put
+// its new log in place. Not for callers holding the role lock.
+func (p *partition) appendAsLeader(fn func(l *storage.Log, epoch int32) (storage.AppendResult, error)) (res storage.AppendResult, epoch int32, committed bool, err error) {
+	for {
+		p.role.RLock()
+		lr := p.lead.Load()
+		if lr == nil {
+			p.role.RUnlock()
+			return res, 0, false, errNotLeader
+		}
+		l := p.log()
+		res, err = fn(l, lr.epoch)
+		committed = err == nil && l.HighWatermark() > res.LastOffset
+		p.role.RUnlock()
+		if !errors.Is(err, storage.ErrClosed) || p.logAfterMove() == l {
+			return res, lr.epoch, committed, err
+		}
+	}
+}
+
+// awaitCommitted waits until the ISR holds records this broker appended to
+// p as leader under epoch, up to upTo, and answers for them: None once
+// the high watermark passed them under that leadership,
+// NotLeaderOrFollower when the leadership moved first (the new leader may
+// lack them), RequestTimedOut when ctx ended first. The high watermark is
+// read before the leadership is checked: once this broker follows, its
+// fetcher moves the high watermark to the new leader's, which says nothing
+// of records the new leader may never have had.
+func (b *Broker) awaitCommitted(ctx context.Context, p *partition, epoch int32, upTo int64) protocol.ErrorCode {
+	b.awaitReplicated(ctx, p, upTo)
+	hw := p.log().HighWatermark()
+	switch {
+	case p.leaderEpoch.Load() != epoch || p.lead.Load() == nil:
+		return protocol.NotLeaderOrFollower
+	case hw < upTo:
+		return protocol.RequestTimedOut
+	}
+	return protocol.None
 }
 
 // advanceHW moves a led partition's high watermark to what its ISR holds.

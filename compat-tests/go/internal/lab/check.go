@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -30,6 +31,47 @@ type Commit struct {
 	Offset    int64
 }
 
+// endOffsets lists the high watermark of each of topic's partitions,
+// asking again while an answer is a retriable error (a leader election
+// the last fault started may still be under way); logf reports them.
+func endOffsets(ctx context.Context, adm *kadm.Client, topic string, partitions int32, logf func(string, ...any)) (map[int32]int64, error) {
+	for {
+		hw, err := listEndOffsets(ctx, adm, topic, partitions)
+		if err == nil || !kerr.IsRetriable(err) {
+			return hw, err
+		}
+		logf("list end offsets of %s: %v (retrying)", topic, err)
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("list end offsets of %s: %w (last error: %w)", topic, ctx.Err(), err)
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+func listEndOffsets(ctx context.Context, adm *kadm.Client, topic string, partitions int32) (map[int32]int64, error) {
+	ends, err := adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		var se *kadm.ShardErrors
+		if errors.As(err, &se) && len(se.Errs) > 0 {
+			err = se.Errs[0].Err // its kerr code says whether to retry
+		}
+		return nil, fmt.Errorf("list end offsets: %w", err)
+	}
+	hw := map[int32]int64{}
+	for p := range partitions {
+		o, ok := ends.Lookup(topic, p)
+		if !ok {
+			return nil, fmt.Errorf("no end offset of partition %d", p)
+		}
+		if o.Err != nil {
+			return nil, fmt.Errorf("end offset of partition %d: %w", p, o.Err)
+		}
+		hw[p] = o.Offset
+	}
+	return hw, nil
+}
+
 // ReadAll reads every partition of topic from offset 0 up to its high
 // watermark (read_uncommitted, kgo's default) with a client of its own;
 // logf reports fetch errors it retries.
@@ -39,21 +81,12 @@ func ReadAll(ctx context.Context, seeds []string, topic string, partitions int32
 		return nil, nil, err
 	}
 	defer adminCl.Close()
-	ends, err := kadm.NewClient(adminCl).ListEndOffsets(ctx, topic)
+	hw, err := endOffsets(ctx, kadm.NewClient(adminCl), topic, partitions, logf)
 	if err != nil {
-		return nil, nil, fmt.Errorf("list end offsets: %w", err)
+		return nil, nil, err
 	}
-	hw := map[int32]int64{}
 	at := map[int32]kgo.Offset{}
 	for p := range partitions {
-		o, ok := ends.Lookup(topic, p)
-		if !ok {
-			return nil, nil, fmt.Errorf("no end offset of partition %d", p)
-		}
-		if o.Err != nil {
-			return nil, nil, fmt.Errorf("end offset of partition %d: %w", p, o.Err)
-		}
-		hw[p] = o.Offset
 		at[p] = kgo.NewOffset().At(0)
 	}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...),
