@@ -3,11 +3,15 @@ package broker
 // DescribeAcls (key 29), CreateAcls (key 30) and DeleteAcls (key 31),
 // versions 1-3.
 //
-// Gregor has no authorizer yet, so these answer as a Kafka broker with no
-// authorizer.class.name does: SECURITY_DISABLED for the request (describe)
-// or for each creation and filter, and nothing changes. A client learns at
-// once that ACLs are off, instead of reading a closed connection as a
-// network failure and retrying.
+// With no authorizer (authorizer.class.name empty) they answer as Kafka
+// does then: SECURITY_DISABLED for the request (describe) or for each
+// creation and filter, and nothing changes; a client learns at once that
+// ACLs are off. With one, the bindings live in the registry
+// (coordinator/cluster), where every broker sees them: describing needs
+// DESCRIBE on the cluster, creating and deleting ALTER, else
+// CLUSTER_AUTHORIZATION_FAILED. A creation or deletion is answered once
+// this broker's own view holds it (or after aclApplyWait), so that a
+// client's next request here is decided by it.
 //
 // As in Kafka, a request naming the UNKNOWN value (0) of any of its enums
 // (resource type, pattern type, operation, permission type) in its filter,
@@ -16,9 +20,12 @@ package broker
 import (
 	"context"
 	"fmt"
+	"slices"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gregor-io/gregor/coordinator/acl"
 	"github.com/gregor-io/gregor/protocol"
 )
 
@@ -28,10 +35,21 @@ var (
 	deleteAclsAPI   = handler{key: 31, min: 1, max: 3, handle: (*Broker).handleDeleteAcls}
 )
 
-// noAuthorizer is the error every ACL request and result gets.
+// aclApplyWait bounds how long an ACL change waits to be seen here.
+const aclApplyWait = 5 * time.Second
+
+// noAuthorizer is the error every ACL request and result gets without an
+// authorizer.
 func noAuthorizer() (int16, *string) {
-	msg := "ACLs are not enabled: this broker has no authorizer."
+	msg := "No Authorizer is configured."
 	return int16(protocol.SecurityDisabled), &msg
+}
+
+// notAuthorized is the error of an ACL request whose principal lacks the
+// cluster operation it needs.
+func notAuthorized(op acl.Operation) (int16, *string) {
+	msg := fmt.Sprintf("%s on the cluster is not authorized.", op)
+	return int16(protocol.ClusterAuthorizationFailed), &msg
 }
 
 // errUnknownACLEnum closes the connection on an ACL request naming an
@@ -50,33 +68,133 @@ func anyUnknown(codes ...int8) bool {
 	return false
 }
 
-func (b *Broker) handleDescribeAcls(_ context.Context, _ *conn, _ protocol.RequestHeader, r kmsg.Request) (kmsg.Response, error) {
+// waitACLs waits until this broker's view of the ACLs satisfies done, at
+// most aclApplyWait.
+func (b *Broker) waitACLs(ctx context.Context, done func([]acl.Binding) bool) {
+	ctx, cancel := context.WithTimeout(ctx, aclApplyWait)
+	defer cancel()
+	for {
+		ch := b.cluster.Changed()
+		if done(b.cluster.Snapshot().ACLs) {
+			return
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+func (b *Broker) handleDescribeAcls(_ context.Context, c *conn, _ protocol.RequestHeader, r kmsg.Request) (kmsg.Response, error) {
 	req := r.(*kmsg.DescribeACLsRequest)
 	if anyUnknown(int8(req.ResourceType), int8(req.ResourcePatternType), int8(req.Operation), int8(req.PermissionType)) {
 		return nil, errUnknownACLEnum("DescribeAcls")
 	}
 	resp := req.ResponseKind().(*kmsg.DescribeACLsResponse)
-	resp.ErrorCode, resp.ErrorMessage = noAuthorizer()
+	switch {
+	case !c.authorizedCluster(acl.OpDescribe):
+		resp.ErrorCode, resp.ErrorMessage = notAuthorized(acl.OpDescribe)
+		return resp, nil
+	case b.cfg.AuthorizerClassName == "":
+		resp.ErrorCode, resp.ErrorMessage = noAuthorizer()
+		return resp, nil
+	}
+	f := acl.Filter{ResourceType: acl.ResourceType(req.ResourceType), Name: req.ResourceName,
+		PatternType: acl.PatternType(req.ResourcePatternType), Principal: req.Principal, Host: req.Host,
+		Operation: acl.Operation(req.Operation), Permission: acl.Permission(req.PermissionType)}
+	if err := f.Validate(); err != nil {
+		msg := err.Error()
+		resp.ErrorCode, resp.ErrorMessage = int16(protocol.InvalidRequest), &msg
+		return resp, nil
+	}
+	type resourceKey struct {
+		rt   acl.ResourceType
+		name string
+		pt   acl.PatternType
+	}
+	byResource := map[resourceKey]int{}
+	for _, bd := range b.cluster.Snapshot().ACLs {
+		if !f.Matches(bd) {
+			continue
+		}
+		k := resourceKey{bd.ResourceType, bd.Name, bd.PatternType}
+		i, ok := byResource[k]
+		if !ok {
+			i = len(resp.Resources)
+			byResource[k] = i
+			res := kmsg.NewDescribeACLsResponseResource()
+			res.ResourceType, res.ResourceName = kmsg.ACLResourceType(bd.ResourceType), bd.Name
+			res.ResourcePatternType = kmsg.ACLResourcePatternType(bd.PatternType)
+			resp.Resources = append(resp.Resources, res)
+		}
+		a := kmsg.NewDescribeACLsResponseResourceACL()
+		a.Principal, a.Host = bd.Principal, bd.Host
+		a.Operation, a.PermissionType = kmsg.ACLOperation(bd.Operation), kmsg.ACLPermissionType(bd.Permission)
+		resp.Resources[i].ACLs = append(resp.Resources[i].ACLs, a)
+	}
 	return resp, nil
 }
 
-func (b *Broker) handleCreateAcls(_ context.Context, _ *conn, _ protocol.RequestHeader, r kmsg.Request) (kmsg.Response, error) {
+func (b *Broker) handleCreateAcls(ctx context.Context, c *conn, _ protocol.RequestHeader, r kmsg.Request) (kmsg.Response, error) {
 	req := r.(*kmsg.CreateACLsRequest)
-	for _, c := range req.Creations {
-		if anyUnknown(int8(c.ResourceType), int8(c.ResourcePatternType), int8(c.Operation), int8(c.PermissionType)) {
+	for _, cr := range req.Creations {
+		if anyUnknown(int8(cr.ResourceType), int8(cr.ResourcePatternType), int8(cr.Operation), int8(cr.PermissionType)) {
 			return nil, errUnknownACLEnum("CreateAcls")
 		}
 	}
 	resp := req.ResponseKind().(*kmsg.CreateACLsResponse)
-	for range req.Creations {
-		res := kmsg.NewCreateACLsResponseResult()
-		res.ErrorCode, res.ErrorMessage = noAuthorizer()
-		resp.Results = append(resp.Results, res)
+	resp.Results = make([]kmsg.CreateACLsResponseResult, len(req.Creations))
+	var fail func() (int16, *string)
+	switch {
+	case !c.authorizedCluster(acl.OpAlter):
+		fail = func() (int16, *string) { return notAuthorized(acl.OpAlter) }
+	case b.cfg.AuthorizerClassName == "":
+		fail = noAuthorizer
 	}
+	var valid []acl.Binding
+	var validAt []int
+	for i, cr := range req.Creations {
+		res := &resp.Results[i]
+		*res = kmsg.NewCreateACLsResponseResult()
+		if fail != nil {
+			res.ErrorCode, res.ErrorMessage = fail()
+			continue
+		}
+		bd := acl.Binding{ResourceType: acl.ResourceType(cr.ResourceType), Name: cr.ResourceName,
+			PatternType: acl.PatternType(cr.ResourcePatternType), Principal: cr.Principal, Host: cr.Host,
+			Operation: acl.Operation(cr.Operation), Permission: acl.Permission(cr.PermissionType)}
+		if err := bd.Validate(); err != nil {
+			msg := err.Error()
+			res.ErrorCode, res.ErrorMessage = int16(protocol.InvalidRequest), &msg
+			continue
+		}
+		valid = append(valid, bd)
+		validAt = append(validAt, i)
+	}
+	if len(valid) == 0 {
+		return resp, nil
+	}
+	if err := b.cluster.CreateACLs(ctx, valid); err != nil {
+		b.logger.Warn("creating ACLs failed", "err", err)
+		msg := err.Error()
+		for _, i := range validAt {
+			resp.Results[i].ErrorCode, resp.Results[i].ErrorMessage = int16(protocol.UnknownServerError), &msg
+		}
+		return resp, nil
+	}
+	b.waitACLs(ctx, func(have []acl.Binding) bool {
+		for _, bd := range valid {
+			if !slices.Contains(have, bd) {
+				return false
+			}
+		}
+		return true
+	})
 	return resp, nil
 }
 
-func (b *Broker) handleDeleteAcls(_ context.Context, _ *conn, _ protocol.RequestHeader, r kmsg.Request) (kmsg.Response, error) {
+func (b *Broker) handleDeleteAcls(ctx context.Context, c *conn, _ protocol.RequestHeader, r kmsg.Request) (kmsg.Response, error) {
 	req := r.(*kmsg.DeleteACLsRequest)
 	for _, f := range req.Filters {
 		if anyUnknown(int8(f.ResourceType), int8(f.ResourcePatternType), int8(f.Operation), int8(f.PermissionType)) {
@@ -84,10 +202,65 @@ func (b *Broker) handleDeleteAcls(_ context.Context, _ *conn, _ protocol.Request
 		}
 	}
 	resp := req.ResponseKind().(*kmsg.DeleteACLsResponse)
-	for range req.Filters {
-		res := kmsg.NewDeleteACLsResponseResult()
-		res.ErrorCode, res.ErrorMessage = noAuthorizer()
-		resp.Results = append(resp.Results, res)
+	resp.Results = make([]kmsg.DeleteACLsResponseResult, len(req.Filters))
+	var fail func() (int16, *string)
+	switch {
+	case !c.authorizedCluster(acl.OpAlter):
+		fail = func() (int16, *string) { return notAuthorized(acl.OpAlter) }
+	case b.cfg.AuthorizerClassName == "":
+		fail = noAuthorizer
 	}
+	var filters []acl.Filter
+	var filterAt []int
+	for i, rf := range req.Filters {
+		res := &resp.Results[i]
+		*res = kmsg.NewDeleteACLsResponseResult()
+		if fail != nil {
+			res.ErrorCode, res.ErrorMessage = fail()
+			continue
+		}
+		f := acl.Filter{ResourceType: acl.ResourceType(rf.ResourceType), Name: rf.ResourceName,
+			PatternType: acl.PatternType(rf.ResourcePatternType), Principal: rf.Principal, Host: rf.Host,
+			Operation: acl.Operation(rf.Operation), Permission: acl.Permission(rf.PermissionType)}
+		if err := f.Validate(); err != nil {
+			msg := err.Error()
+			res.ErrorCode, res.ErrorMessage = int16(protocol.InvalidRequest), &msg
+			continue
+		}
+		filters = append(filters, f)
+		filterAt = append(filterAt, i)
+	}
+	if len(filters) == 0 {
+		return resp, nil
+	}
+	deleted, err := b.cluster.DeleteACLs(ctx, filters)
+	if err != nil {
+		b.logger.Warn("deleting ACLs failed", "err", err)
+		msg := err.Error()
+		for _, i := range filterAt {
+			resp.Results[i].ErrorCode, resp.Results[i].ErrorMessage = int16(protocol.UnknownServerError), &msg
+		}
+		return resp, nil
+	}
+	var gone []acl.Binding
+	for j, i := range filterAt {
+		for _, bd := range deleted[j] {
+			m := kmsg.NewDeleteACLsResponseResultMatchingACL()
+			m.ResourceType, m.ResourceName = kmsg.ACLResourceType(bd.ResourceType), bd.Name
+			m.ResourcePatternType = kmsg.ACLResourcePatternType(bd.PatternType)
+			m.Principal, m.Host = bd.Principal, bd.Host
+			m.Operation, m.PermissionType = kmsg.ACLOperation(bd.Operation), kmsg.ACLPermissionType(bd.Permission)
+			resp.Results[i].MatchingACLs = append(resp.Results[i].MatchingACLs, m)
+			gone = append(gone, bd)
+		}
+	}
+	b.waitACLs(ctx, func(have []acl.Binding) bool {
+		for _, bd := range gone {
+			if slices.Contains(have, bd) {
+				return false
+			}
+		}
+		return true
+	})
 	return resp, nil
 }

@@ -130,6 +130,8 @@ type Broker struct {
 
 	logs    *storage.Manager
 	cluster *cluster.Cluster
+	// authz is the authorizer of the ACLs last seen (authz.go).
+	authz atomic.Pointer[authzCache]
 
 	syncMu sync.Mutex // serialises syncPartitions
 	parts  atomic.Pointer[partitionTable]

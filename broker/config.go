@@ -88,6 +88,16 @@ type Config struct {
 	// AutoCreateTopicsEnable lets Metadata requests create topics
 	// (auto.create.topics.enable).
 	AutoCreateTopicsEnable bool
+	// AuthorizerClassName is authorizer.class.name: empty for none (every
+	// request is allowed and ACL requests answer SECURITY_DISABLED), or
+	// StandardAuthorizer, which decides with the ACLs in the registry.
+	AuthorizerClassName string
+	// SuperUsers are the principals the authorizer allows everything
+	// (super.users, "User:admin;User:ops").
+	SuperUsers []string
+	// AllowEveryoneIfNoACLFound allows a request on a resource no ACL
+	// names (allow.everyone.if.no.acl.found).
+	AllowEveryoneIfNoACLFound bool
 	// MessageMaxBytes is the largest record batch accepted
 	// (message.max.bytes), the default of topics' max.message.bytes.
 	MessageMaxBytes int32
@@ -292,6 +302,10 @@ func pageCacheSettings(keep, prefault int64, reporting bool) (int64, int64) {
 	return keep, prefault
 }
 
+// StandardAuthorizer is the authorizer of authorizer.class.name, by Kafka's
+// class name: ACLs in the cluster's registry.
+const StandardAuthorizer = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+
 // The replica selectors of replica.selector.class, by Kafka's class names.
 const (
 	LeaderSelector           = "org.apache.kafka.common.replica.LeaderSelector"
@@ -438,6 +452,8 @@ func (c *Config) Validate() error {
 	case c.AddPartitionsRetryBackoff < 0 || c.AddPartitionsRetryMax < 0:
 		return fmt.Errorf("%w: add.partitions.to.txn.retry.backoff.ms (%v) and add.partitions.to.txn.retry.backoff.max.ms (%v) must not be negative",
 			ErrInvalidConfig, c.AddPartitionsRetryBackoff, c.AddPartitionsRetryMax)
+	case c.AuthorizerClassName != "" && c.AuthorizerClassName != StandardAuthorizer:
+		return fmt.Errorf("%w: authorizer.class.name %q: Gregor has %s", ErrInvalidConfig, c.AuthorizerClassName, StandardAuthorizer)
 	case c.ReplicaSelector != "" && c.ReplicaSelector != LeaderSelector && c.ReplicaSelector != RackAwareReplicaSelector:
 		return fmt.Errorf("%w: replica.selector.class %q: Gregor has %s and %s", ErrInvalidConfig, c.ReplicaSelector,
 			LeaderSelector, RackAwareReplicaSelector)

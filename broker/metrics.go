@@ -55,6 +55,8 @@ type metrics struct {
 	// ISRs of partitions this broker leads.
 	isrShrinks prometheus.Counter
 	isrExpands prometheus.Counter
+	// authzDenied counts operations the authorizer denied.
+	authzDenied prometheus.Counter
 	// reassignBytesIn counts the bytes this broker's replica fetchers
 	// appended to partitions a reassignment is adding it to.
 	reassignBytesIn prometheus.Counter
@@ -193,6 +195,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "gregor_isr_expands_total",
 			Help: "Replicas that joined the ISR of a partition this broker leads (caught up).",
 		}),
+		authzDenied: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "gregor_authorizer_denied_total",
+			Help: "Operations on a resource the authorizer denied (a request may ask for several).",
+		}),
 		reassignBytesIn: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "gregor_reassignment_bytes_in_total",
 			Help: "Record batch bytes this broker fetched as a follower into partitions a reassignment is adding it to (Kafka's ReassignmentBytesInPerSec).",
@@ -266,7 +272,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	if reg != nil {
 		reg.MustRegister(m.requests, m.failures, m.errorCodes, m.latency, m.queueTime, m.localTime, m.fetchWait, m.produceWait, m.connections, m.connCreated, m.connClosed,
 			m.bytesIn, m.recordsIn, m.bytesOut, m.fsync, m.groupCommit, m.syncRecords, m.etcdLatency, m.etcdErrors, m.sessionUp, m.activeController,
-			m.isrShrinks, m.isrExpands, m.reassignBytesIn, m.logDirMoves, m.logDirMoveBytes, m.txnOngoing, m.txnCommits, m.txnAborts, m.txnTimeoutAborts, m.txnMarkerErrors,
+			m.isrShrinks, m.isrExpands, m.authzDenied, m.reassignBytesIn, m.logDirMoves, m.logDirMoveBytes, m.txnOngoing, m.txnCommits, m.txnAborts, m.txnTimeoutAborts, m.txnMarkerErrors,
 			m.shareRecords, m.shareWrites, m.shareWriteErrors)
 		reg.MustRegister(m.shareGauges...)
 	}

@@ -32,6 +32,9 @@ type conn struct {
 	logger   *slog.Logger
 	out      chan *outFrame // framed responses, in request order
 	clientID string         // of the last request; read and written by the read loop only
+	// principal is who the connection acts as, host the client's address,
+	// for the authorizer (authz.go).
+	principal, host string
 	// slotHeld is whether the current request holds a request slot
 	// (queued.max.requests); see requestSlots.
 	slotHeld atomic.Bool
@@ -71,6 +74,7 @@ func (b *Broker) serve(ln net.Listener, name string) {
 			continue
 		}
 		c := &conn{b: b, nc: idleConn{Conn: nc, idle: b.cfg.ConnectionsMaxIdle}, listener: name, out: make(chan *outFrame, 8),
+			principal: anonymous, host: ip,
 			logger: b.loggerFor("network").With("remote", nc.RemoteAddr().String())}
 		if !b.trackConn(c, true) {
 			b.quotas.release(ip, true)

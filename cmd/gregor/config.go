@@ -134,6 +134,25 @@ var keys = []key{
 		func(c *serveConfig) *int16 { return &c.broker.DefaultReplicationFactor }),
 	boolField("auto.create.topics.enable", "whether a Metadata request for a missing topic creates it",
 		func(c *serveConfig) *bool { return &c.broker.AutoCreateTopicsEnable }),
+	stringField("authorizer.class.name", "CLASS",
+		"empty for no authorizer (every request allowed); org.apache.kafka.metadata.authorizer.StandardAuthorizer decides with the cluster's ACLs",
+		func(c *serveConfig) *string { return &c.broker.AuthorizerClassName }),
+	{
+		name: "super.users", placeholder: "PRINCIPALS",
+		usage: "semicolon-separated principals the authorizer allows everything, e.g. User:admin;User:ops",
+		get:   func(c *serveConfig) string { return strings.Join(c.broker.SuperUsers, ";") },
+		set: func(c *serveConfig, s string) error {
+			c.broker.SuperUsers = nil
+			for _, u := range strings.Split(s, ";") {
+				if u = strings.TrimSpace(u); u != "" {
+					c.broker.SuperUsers = append(c.broker.SuperUsers, u)
+				}
+			}
+			return nil
+		},
+	},
+	boolField("allow.everyone.if.no.acl.found", "whether the authorizer allows a request on a resource no ACL names",
+		func(c *serveConfig) *bool { return &c.broker.AllowEveryoneIfNoACLFound }),
 	intField("message.max.bytes", "BYTES",
 		"largest record batch accepted, after compression; the default of topics' max.message.bytes",
 		func(c *serveConfig) *int32 { return &c.broker.MessageMaxBytes }),

@@ -153,3 +153,94 @@ func result(r Request, b Binding) Permission {
 	}
 	return b.Permission
 }
+
+// AuthorizeByResourceType reports whether principal from host may do op on
+// some resource of type rt (Kafka's authorizeByResourceType, which
+// idempotent producers without IDEMPOTENT_WRITE on the cluster go through:
+// WRITE on any topic). It is allowed when a request on a resource no
+// binding names would be, or when an ALLOW binding for op (or ALL) of the
+// principal (or User:*) from host (or "*") is not covered by a DENY one: a
+// literal "*" DENY covers everything, a literal DENY its own name, a
+// prefixed DENY every name it starts. Operations are not implied here.
+func (a *Authorizer) AuthorizeByResourceType(principal, host string, op Operation, rt ResourceType) bool {
+	if a.Authorize(Request{Principal: principal, Host: host, Operation: op, ResourceType: rt, Name: "hardcode"}) {
+		return true
+	}
+	ix := a.byType[rt]
+	if ix == nil {
+		return false
+	}
+	applies := func(b Binding) bool {
+		return (b.Principal == principal || b.Principal == WildcardPrincipal) &&
+			(b.Host == host || b.Host == Wildcard) && (b.Operation == op || b.Operation == OpAll)
+	}
+	denyLiteral, allowLiteral := map[string]bool{}, []string(nil)
+	var denyPrefix, allowPrefix []string
+	for _, bs := range ix.literal {
+		for _, b := range bs {
+			switch {
+			case !applies(b):
+			case b.Permission == PermissionDeny:
+				denyLiteral[b.Name] = true
+			default:
+				allowLiteral = append(allowLiteral, b.Name)
+			}
+		}
+	}
+	for _, b := range ix.prefixed {
+		switch {
+		case !applies(b):
+		case b.Permission == PermissionDeny:
+			denyPrefix = append(denyPrefix, b.Name)
+		default:
+			allowPrefix = append(allowPrefix, b.Name)
+		}
+	}
+	if denyLiteral[Wildcard] {
+		return false
+	}
+	covered := func(name string) bool {
+		for _, p := range denyPrefix {
+			if strings.HasPrefix(name, p) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, name := range allowLiteral {
+		if name == Wildcard || (!denyLiteral[name] && !covered(name)) {
+			return true
+		}
+	}
+	for _, name := range allowPrefix {
+		if !covered(name) {
+			return true
+		}
+	}
+	return false
+}
+
+// supportedOperations are the operations a resource type has (Kafka's
+// AclEntry.supportedOperations), reported as authorized operations.
+var supportedOperations = map[ResourceType][]Operation{
+	ResourceTopic:           {OpRead, OpWrite, OpCreate, OpDescribe, OpDelete, OpAlter, OpDescribeConfigs, OpAlterConfigs},
+	ResourceGroup:           {OpRead, OpDescribe, OpDelete, OpDescribeConfigs, OpAlterConfigs},
+	ResourceCluster:         {OpCreate, OpClusterAction, OpDescribeConfigs, OpAlterConfigs, OpIdempotentWrite, OpAlter, OpDescribe},
+	ResourceTransactionalID: {OpDescribe, OpWrite},
+	ResourceDelegationToken: {OpDescribe},
+	ResourceUser:            {OpCreateTokens, OpDescribeTokens},
+}
+
+// AuthorizedOperations returns the operations of rt's supported ones that
+// the request (its Operation ignored) may do, as Kafka's bit field: bit n
+// set for operation code n. A nil authorizer allows them all.
+func (a *Authorizer) AuthorizedOperations(r Request) int32 {
+	var bits int32
+	for _, op := range supportedOperations[r.ResourceType] {
+		r.Operation = op
+		if a == nil || a.Authorize(r) {
+			bits |= 1 << op
+		}
+	}
+	return bits
+}
