@@ -153,6 +153,9 @@ type Broker struct {
 	// the leadership lookup and the append (appended false) and after the
 	// append: tests move the partition's leadership there.
 	produceRace atomic.Pointer[func(p *partition, appended bool)]
+	// testPrincipal, set by tests only, names the principal of a
+	// connection by its client id, as authentication will.
+	testPrincipal atomic.Pointer[func(clientID string) string]
 	// replQuotas are the replication throttles (replication_quota.go).
 	replQuotas replicationQuotas
 	// alterLogDirsRate is replica.alter.log.dirs.io.max.bytes.per.second;

@@ -223,6 +223,9 @@ func (c *conn) handle(ctx context.Context, frame []byte, arrived time.Time) (*ou
 	if hdr.ClientID != nil {
 		c.clientID = *hdr.ClientID
 	}
+	if f := c.b.testPrincipal.Load(); f != nil {
+		c.principal = (*f)(c.clientID)
+	}
 	a := c.b.handlers[hdr.APIKey]
 	req := kmsg.RequestForKey(hdr.APIKey)
 	req.SetVersion(hdr.APIVersion)
