@@ -1,6 +1,6 @@
 package cluster
 
-// ACLs in the registry (for the authorizer of issue 35; not served yet):
+// ACLs in the registry, which every broker's authorizer reads (broker/authz.go):
 // one key per binding, the binding spelled out in the key so that a
 // create is a put of the same key (creating an ACL twice keeps one) and a
 // delete is a delete of exactly the keys a filter matched.
