@@ -38,6 +38,9 @@
 #   - SIGTERM stops the broker cleanly; a restart on the same data dir
 #     still serves everything, and the groups (restart-groups) keep their
 #     committed offsets, g1 staying deleted.
+#   - acls: kafka-acls on the broker without an authorizer fails with
+#     SecurityDisabledException; restarted with the StandardAuthorizer,
+#     --add, --list and --remove work as on Kafka.
 #
 # What was read is compared exactly with what was written: per partition in
 # order (both producers use Kafka's murmur2 key partitioning, so check.py
@@ -141,6 +144,7 @@ PRODUCER=org.apache.kafka.tools.ConsoleProducer
 CONSUMER=org.apache.kafka.tools.consumer.ConsoleConsumer
 OFFSETS=org.apache.kafka.tools.GetOffsetShell
 CONFIGS=org.apache.kafka.tools.ConfigCommand # kafka-configs
+ACLS=org.apache.kafka.tools.AclCommand       # kafka-acls
 SHARE_CONSUMER=org.apache.kafka.tools.consumer.ConsoleShareConsumer # kafka-console-share-consumer
 SHARE_GROUPS=org.apache.kafka.tools.consumer.group.ShareGroupCommand # kafka-share-groups
 CONSUMER_GROUPS=org.apache.kafka.tools.consumer.group.ConsumerGroupCommand # kafka-consumer-groups
@@ -1181,6 +1185,56 @@ restart_groups() {
 		checked=$((checked + 1))
 	done
 	((checked > 0)) || [[ -e $work/g1.deleted ]] || fail "no group scenario passed before the restart, so there is nothing to check"
+}
+
+# acls: kafka-acls (AclCommand) against the broker. Without an authorizer
+# --list fails with Kafka's SecurityDisabledException. The broker is then
+# restarted with the StandardAuthorizer and User:ANONYMOUS (the principal
+# of every PLAINTEXT connection, so of these tools) as super user:
+# --add a literal ALLOW and a prefixed DENY with a host, --list prints both
+# as Kafka prints them, --list --principal only the first, --remove --force
+# the prefixed one, and --list then shows only the literal one. The console
+# consumer, a super user, still reads the topic written before.
+acls_cmd() { tool_cmd "$ACLS" kafka-acls "$@"; }
+
+acls() {
+	need_broker
+	need_java
+	if kafka_java "$ACLS" --bootstrap-server "$bs" --list </dev/null >"$work/acls-off.out" 2>"$work/acls-off.out.err"; then
+		fail "kafka-acls --list on a broker without an authorizer succeeded; it printed: $(lines_of "$work/acls-off.out")"
+	fi
+	grep -q 'SecurityDisabledException' "$work/acls-off.out" "$work/acls-off.out.err" ||
+		fail "kafka-acls --list without an authorizer did not fail with SecurityDisabledException" "$work/acls-off.out.err"
+	stop_broker TERM || fail "the broker did not stop on SIGTERM within ${STOP_TIMEOUT}s"
+	GREGOR_SERVE_ARGS="${GREGOR_SERVE_ARGS:-} --authorizer.class.name org.apache.kafka.metadata.authorizer.StandardAuthorizer --super.users User:ANONYMOUS" \
+		start_broker || fail "$(cat "$work/reason")"
+	acls_cmd "$work/acls-add1.out" --add --allow-principal User:alice --operation Read --topic orders
+	acls_cmd "$work/acls-add2.out" --add --deny-principal User:bob --deny-host 10.0.0.1 --operation Write \
+		--topic orders- --resource-pattern-type prefixed
+	acls_cmd "$work/acls-list.out" --list
+	local want1='ResourcePattern(resourceType=TOPIC, name=orders, patternType=LITERAL)'
+	local entry1='(principal=User:alice, host=*, operation=READ, permissionType=ALLOW)'
+	local want2='ResourcePattern(resourceType=TOPIC, name=orders-, patternType=PREFIXED)'
+	local entry2='(principal=User:bob, host=10.0.0.1, operation=WRITE, permissionType=DENY)'
+	for w in "$want1" "$entry1" "$want2" "$entry2"; do
+		grep -qF "$w" "$work/acls-list.out" || fail "kafka-acls --list does not show $w; it printed: $(lines_of "$work/acls-list.out")"
+	done
+	acls_cmd "$work/acls-alice.out" --list --principal User:alice
+	grep -qF "$entry1" "$work/acls-alice.out" && ! grep -qF "$want2" "$work/acls-alice.out" ||
+		fail "kafka-acls --list --principal User:alice printed: $(lines_of "$work/acls-alice.out")"
+	acls_cmd "$work/acls-remove.out" --remove --force --deny-principal User:bob --deny-host 10.0.0.1 --operation Write \
+		--topic orders- --resource-pattern-type prefixed
+	acls_cmd "$work/acls-after.out" --list
+	grep -qF "$entry1" "$work/acls-after.out" && ! grep -qF "$want2" "$work/acls-after.out" ||
+		fail "after --remove, kafka-acls --list printed: $(lines_of "$work/acls-after.out")"
+	say "  --list shows the two ACLs added, then the one left after --remove"
+	[[ -s $work/java.in ]] || return 0
+	local count
+	count=$(wc -l <"$work/java.p0")
+	consume_java console 0 "$count" "$work/acls-java.p0"
+	check same-order "$work/java.p0" "$work/acls-java.p0" >"$work/cmp" ||
+		fail "with the authorizer on, the console consumer (a super user) of console partition 0: $(cat "$work/cmp")" "$work/acls-java.p0.err"
+	say "  with the authorizer on, the console consumer read console partition 0 ($count records) in order"
 }
 
 # --- lab scenarios ------------------------------------------------------------
@@ -2381,6 +2435,7 @@ scenario broker-restart do_restart inline
 scenario restart-kcat restart_kcat
 scenario restart-java restart_java
 scenario restart-groups restart_groups
+scenario acls acls
 
 say ""
 say "console-test summary ($((SECONDS - t0))s in all):"
