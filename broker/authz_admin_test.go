@@ -2,6 +2,7 @@ package broker
 
 import (
 	"fmt"
+	"strconv"
 	"testing"
 	"time"
 
@@ -10,6 +11,274 @@ import (
 	"github.com/gregor-io/gregor/coordinator/acl"
 	"github.com/gregor-io/gregor/protocol"
 )
+
+// adminOutcome is what one admin request got: the authorization-relevant
+// error code and whether the answer carried data.
+type adminOutcome struct {
+	code protocol.ErrorCode
+	data bool
+}
+
+// TestAuthzAdminAPIs: each config and cluster administration API refuses
+// a principal without the ACL it needs with Kafka's error, at Kafka's
+// level, and no data; once an admin grants that one ACL, the same request
+// is served. Every case has its own principal, so that no grant of one
+// case (ALTER implies DESCRIBE) helps another.
+func TestAuthzAdminAPIs(t *testing.T) {
+	t.Parallel()
+	b := startAuthzBroker(t)
+	admin := dialWireAs(t, b, "admin")
+	admin.createTopic("conf", 1, nil)
+	node := strconv.Itoa(int(b.cfg.NodeID))
+
+	describeConfigs := func(typ kmsg.ConfigResourceType, name string) func(w *wireConn) adminOutcome {
+		return func(w *wireConn) adminOutcome {
+			req := kmsg.NewPtrDescribeConfigsRequest()
+			req.SetVersion(4)
+			rr := kmsg.NewDescribeConfigsRequestResource()
+			rr.ResourceType, rr.ResourceName = typ, name
+			req.Resources = append(req.Resources, rr)
+			res := w.mustRoundTrip(req).(*kmsg.DescribeConfigsResponse).Resources[0]
+			return adminOutcome{protocol.ErrorCode(res.ErrorCode), len(res.Configs) > 0}
+		}
+	}
+	alterConfigs := func(typ kmsg.ConfigResourceType, name string, kv ...string) func(w *wireConn) adminOutcome {
+		return func(w *wireConn) adminOutcome {
+			req := kmsg.NewPtrAlterConfigsRequest()
+			req.SetVersion(2)
+			req.ValidateOnly = true
+			rr := kmsg.NewAlterConfigsRequestResource()
+			rr.ResourceType, rr.ResourceName = typ, name
+			for i := 0; i+1 < len(kv); i += 2 {
+				c := kmsg.NewAlterConfigsRequestResourceConfig()
+				c.Name, c.Value = kv[i], &kv[i+1]
+				rr.Configs = append(rr.Configs, c)
+			}
+			req.Resources = append(req.Resources, rr)
+			res := w.mustRoundTrip(req).(*kmsg.AlterConfigsResponse).Resources[0]
+			return adminOutcome{code: protocol.ErrorCode(res.ErrorCode)}
+		}
+	}
+	incrementalAlter := func(typ kmsg.ConfigResourceType, name string, kv ...string) func(w *wireConn) adminOutcome {
+		return func(w *wireConn) adminOutcome {
+			req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+			req.SetVersion(1)
+			req.ValidateOnly = true
+			rr := kmsg.NewIncrementalAlterConfigsRequestResource()
+			rr.ResourceType, rr.ResourceName = typ, name
+			for i := 0; i+1 < len(kv); i += 2 {
+				c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+				c.Name, c.Op, c.Value = kv[i], kmsg.IncrementalAlterConfigOpSet, &kv[i+1]
+				rr.Configs = append(rr.Configs, c)
+			}
+			req.Resources = append(req.Resources, rr)
+			res := w.mustRoundTrip(req).(*kmsg.IncrementalAlterConfigsResponse).Resources[0]
+			return adminOutcome{code: protocol.ErrorCode(res.ErrorCode)}
+		}
+	}
+	cluster := func(op acl.Operation) acl.Binding {
+		return acl.Binding{ResourceType: acl.ResourceCluster, Name: acl.ClusterName, Operation: op}
+	}
+
+	for i, c := range []struct {
+		name    string
+		needs   acl.Binding // Principal and Host are the case's
+		call    func(w *wireConn) adminOutcome
+		denied  adminOutcome
+		allowed adminOutcome
+	}{
+		{"DescribeConfigs broker", cluster(acl.OpDescribeConfigs), describeConfigs(kmsg.ConfigResourceTypeBroker, node),
+			adminOutcome{protocol.ClusterAuthorizationFailed, false}, adminOutcome{protocol.None, true}},
+		{"DescribeConfigs broker logger", cluster(acl.OpDescribeConfigs), describeConfigs(kmsg.ConfigResourceTypeBrokerLogger, node),
+			adminOutcome{protocol.ClusterAuthorizationFailed, false}, adminOutcome{protocol.None, true}},
+		{"DescribeConfigs topic", acl.Binding{ResourceType: acl.ResourceTopic, Name: "conf", Operation: acl.OpDescribeConfigs},
+			describeConfigs(kmsg.ConfigResourceTypeTopic, "conf"),
+			adminOutcome{protocol.TopicAuthorizationFailed, false}, adminOutcome{protocol.None, true}},
+		{"DescribeConfigs group", acl.Binding{ResourceType: acl.ResourceGroup, Name: "cg", Operation: acl.OpDescribeConfigs},
+			describeConfigs(kmsg.ConfigResourceTypeGroupConfig, "cg"),
+			adminOutcome{protocol.GroupAuthorizationFailed, false}, adminOutcome{protocol.None, true}},
+		{"AlterConfigs topic", acl.Binding{ResourceType: acl.ResourceTopic, Name: "conf", Operation: acl.OpAlterConfigs},
+			alterConfigs(kmsg.ConfigResourceTypeTopic, "conf", "retention.ms", "1000"),
+			adminOutcome{code: protocol.TopicAuthorizationFailed}, adminOutcome{code: protocol.None}},
+		{"AlterConfigs broker", cluster(acl.OpAlterConfigs), alterConfigs(kmsg.ConfigResourceTypeBroker, ""),
+			adminOutcome{code: protocol.ClusterAuthorizationFailed}, adminOutcome{code: protocol.None}},
+		{"AlterConfigs group", acl.Binding{ResourceType: acl.ResourceGroup, Name: "cg", Operation: acl.OpAlterConfigs},
+			alterConfigs(kmsg.ConfigResourceTypeGroupConfig, "cg", "consumer.session.timeout.ms", "50000"),
+			adminOutcome{code: protocol.GroupAuthorizationFailed}, adminOutcome{code: protocol.None}},
+		{"IncrementalAlterConfigs topic", acl.Binding{ResourceType: acl.ResourceTopic, Name: "conf", Operation: acl.OpAlterConfigs},
+			incrementalAlter(kmsg.ConfigResourceTypeTopic, "conf", "retention.ms", "1000"),
+			adminOutcome{code: protocol.TopicAuthorizationFailed}, adminOutcome{code: protocol.None}},
+		{"IncrementalAlterConfigs broker", cluster(acl.OpAlterConfigs),
+			incrementalAlter(kmsg.ConfigResourceTypeBroker, node, "leader.replication.throttled.rate", "1000000"),
+			adminOutcome{code: protocol.ClusterAuthorizationFailed}, adminOutcome{code: protocol.None}},
+		{"IncrementalAlterConfigs broker logger", cluster(acl.OpAlterConfigs),
+			incrementalAlter(kmsg.ConfigResourceTypeBrokerLogger, node, rootLogger, "INFO"),
+			adminOutcome{code: protocol.ClusterAuthorizationFailed}, adminOutcome{code: protocol.None}},
+		{"IncrementalAlterConfigs group", acl.Binding{ResourceType: acl.ResourceGroup, Name: "cg", Operation: acl.OpAlterConfigs},
+			incrementalAlter(kmsg.ConfigResourceTypeGroupConfig, "cg", "consumer.session.timeout.ms", "50000"),
+			adminOutcome{code: protocol.GroupAuthorizationFailed}, adminOutcome{code: protocol.None}},
+		{"AlterReplicaLogDirs", cluster(acl.OpAlter), func(w *wireConn) adminOutcome {
+			req := kmsg.NewPtrAlterReplicaLogDirsRequest()
+			req.SetVersion(2)
+			d := kmsg.NewAlterReplicaLogDirsRequestDir()
+			d.Dir = "/no/such/dir"
+			dt := kmsg.NewAlterReplicaLogDirsRequestDirTopic()
+			dt.Topic, dt.Partitions = "conf", []int32{0}
+			d.Topics = append(d.Topics, dt)
+			req.Dirs = append(req.Dirs, d)
+			resp := w.mustRoundTrip(req).(*kmsg.AlterReplicaLogDirsResponse)
+			return adminOutcome{code: protocol.ErrorCode(resp.Topics[0].Partitions[0].ErrorCode)}
+		}, adminOutcome{code: protocol.ClusterAuthorizationFailed}, adminOutcome{code: protocol.LogDirNotFound}},
+		{"DescribeLogDirs", cluster(acl.OpDescribe), func(w *wireConn) adminOutcome {
+			req := kmsg.NewPtrDescribeLogDirsRequest()
+			req.SetVersion(4)
+			resp := w.mustRoundTrip(req).(*kmsg.DescribeLogDirsResponse)
+			return adminOutcome{protocol.ErrorCode(resp.ErrorCode), len(resp.Dirs) > 0}
+		}, adminOutcome{protocol.ClusterAuthorizationFailed, false}, adminOutcome{protocol.None, true}},
+		{"ElectLeaders", cluster(acl.OpAlter), func(w *wireConn) adminOutcome {
+			req := kmsg.NewPtrElectLeadersRequest()
+			req.SetVersion(2)
+			rt := kmsg.NewElectLeadersRequestTopic()
+			rt.Topic, rt.Partitions = "conf", []int32{0}
+			req.Topics = append(req.Topics, rt)
+			resp := w.mustRoundTrip(req).(*kmsg.ElectLeadersResponse)
+			code := protocol.ErrorCode(resp.ErrorCode)
+			if p := resp.Topics[0].Partitions[0]; code == protocol.None {
+				code = protocol.ErrorCode(p.ErrorCode)
+			} else if p.ErrorCode != resp.ErrorCode {
+				t.Errorf("ElectLeaders: partition error %d, top-level %d", p.ErrorCode, resp.ErrorCode)
+			}
+			return adminOutcome{code: code}
+		}, adminOutcome{code: protocol.ClusterAuthorizationFailed}, adminOutcome{code: protocol.ElectionNotNeeded}},
+		{"AlterPartitionReassignments", cluster(acl.OpAlter), func(w *wireConn) adminOutcome {
+			req := kmsg.NewPtrAlterPartitionAssignmentsRequest()
+			rt := kmsg.NewAlterPartitionAssignmentsRequestTopic()
+			rt.Topic = "conf"
+			rt.Partitions = append(rt.Partitions, kmsg.NewAlterPartitionAssignmentsRequestTopicPartition()) // a cancel
+			req.Topics = append(req.Topics, rt)
+			resp := w.mustRoundTrip(req).(*kmsg.AlterPartitionAssignmentsResponse)
+			code := protocol.ErrorCode(resp.ErrorCode)
+			if code == protocol.None {
+				code = protocol.ErrorCode(resp.Topics[0].Partitions[0].ErrorCode)
+			}
+			return adminOutcome{code: code}
+		}, adminOutcome{code: protocol.ClusterAuthorizationFailed}, adminOutcome{code: protocol.NoReassignmentInProgress}},
+		{"ListPartitionReassignments", cluster(acl.OpDescribe), func(w *wireConn) adminOutcome {
+			req := kmsg.NewPtrListPartitionReassignmentsRequest()
+			resp := w.mustRoundTrip(req).(*kmsg.ListPartitionReassignmentsResponse)
+			return adminOutcome{code: protocol.ErrorCode(resp.ErrorCode), data: len(resp.Topics) > 0}
+		}, adminOutcome{code: protocol.ClusterAuthorizationFailed}, adminOutcome{code: protocol.None}},
+		{"UnregisterBroker", cluster(acl.OpAlter), func(w *wireConn) adminOutcome {
+			req := kmsg.NewPtrUnregisterBrokerRequest()
+			req.BrokerID = 999
+			return adminOutcome{code: protocol.ErrorCode(w.mustRoundTrip(req).(*kmsg.UnregisterBrokerResponse).ErrorCode)}
+		}, adminOutcome{code: protocol.ClusterAuthorizationFailed}, adminOutcome{code: protocol.BrokerIDNotRegistered}},
+		{"DescribeClientQuotas", cluster(acl.OpDescribeConfigs), func(w *wireConn) adminOutcome {
+			req := kmsg.NewPtrDescribeClientQuotasRequest()
+			req.SetVersion(1)
+			resp := w.mustRoundTrip(req).(*kmsg.DescribeClientQuotasResponse)
+			if protocol.ErrorCode(resp.ErrorCode) != protocol.None && resp.Entries != nil {
+				t.Errorf("DescribeClientQuotas refused with entries %+v", resp.Entries)
+			}
+			return adminOutcome{code: protocol.ErrorCode(resp.ErrorCode)}
+		}, adminOutcome{code: protocol.ClusterAuthorizationFailed}, adminOutcome{code: protocol.None}},
+		{"DescribeUserScramCredentials", cluster(acl.OpDescribe), func(w *wireConn) adminOutcome {
+			req := kmsg.NewPtrDescribeUserSCRAMCredentialsRequest()
+			u := kmsg.NewDescribeUserSCRAMCredentialsRequestUser()
+			u.Name = "someone"
+			req.Users = append(req.Users, u)
+			resp := w.mustRoundTrip(req).(*kmsg.DescribeUserSCRAMCredentialsResponse)
+			code := protocol.ErrorCode(resp.ErrorCode)
+			if code == protocol.None {
+				code = protocol.ErrorCode(resp.Results[0].ErrorCode)
+			} else if len(resp.Results) != 1 || resp.Results[0].ErrorCode != resp.ErrorCode {
+				t.Errorf("DescribeUserScramCredentials refused: results %+v", resp.Results)
+			}
+			return adminOutcome{code: code}
+		}, adminOutcome{code: protocol.ClusterAuthorizationFailed}, adminOutcome{code: protocol.ResourceNotFound}},
+		{"UpdateFeatures", cluster(acl.OpAlter), func(w *wireConn) adminOutcome {
+			req := kmsg.NewPtrUpdateFeaturesRequest()
+			req.SetVersion(1)
+			req.ValidateOnly = true
+			u := kmsg.NewUpdateFeaturesRequestFeatureUpdate()
+			u.Feature, u.MaxVersionLevel, u.UpgradeType = "transaction.version", 2, upgradeTypeUpgrade
+			req.FeatureUpdates = append(req.FeatureUpdates, u)
+			resp := w.mustRoundTrip(req).(*kmsg.UpdateFeaturesResponse)
+			if protocol.ErrorCode(resp.ErrorCode) == protocol.ClusterAuthorizationFailed && len(resp.Results) != 0 {
+				t.Errorf("UpdateFeatures refused with results %+v", resp.Results)
+			}
+			return adminOutcome{code: protocol.ErrorCode(resp.ErrorCode), data: len(resp.Results) > 0}
+		}, adminOutcome{code: protocol.ClusterAuthorizationFailed}, adminOutcome{protocol.None, true}},
+	} {
+		user := fmt.Sprintf("admin-case-%d", i)
+		w := dialWireAs(t, b, user)
+		if got := c.call(w); got != c.denied {
+			t.Errorf("%s without the ACL: %s (data %v), want %s (data %v)", c.name, got.code, got.data, c.denied.code, c.denied.data)
+		}
+		grant := c.needs
+		grant.PatternType, grant.Principal, grant.Host, grant.Permission = acl.PatternLiteral, "User:"+user, acl.Wildcard, acl.PermissionAllow
+		admin.createACLs(grant)
+		if got := c.call(w); got != c.allowed {
+			t.Errorf("%s with %s: %s (data %v), want %s (data %v)", c.name, grant, got.code, got.data, c.allowed.code, c.allowed.data)
+		}
+	}
+
+	// Config resources are authorized one by one, in their places, with
+	// Kafka's messages; what Kafka's broker checks before its controller
+	// authorizes is still answered first.
+	w := dialWireAs(t, b, "mixed")
+	admin.createACLs(allow(acl.ResourceTopic, "conf", "User:mixed", acl.OpDescribeConfigs))
+	dreq := kmsg.NewPtrDescribeConfigsRequest()
+	dreq.SetVersion(4)
+	for _, name := range []string{"other", "conf"} {
+		rr := kmsg.NewDescribeConfigsRequestResource()
+		rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeTopic, name
+		dreq.Resources = append(dreq.Resources, rr)
+	}
+	dres := w.mustRoundTrip(dreq).(*kmsg.DescribeConfigsResponse).Resources
+	if len(dres) != 2 || dres[0].ResourceName != "other" || dres[0].ErrorMessage == nil ||
+		*dres[0].ErrorMessage != "Topic authorization failed." || len(dres[0].Configs) != 0 ||
+		dres[1].ResourceName != "conf" || dres[1].ErrorCode != 0 || len(dres[1].Configs) == 0 {
+		t.Errorf("DescribeConfigs of a denied and an allowed topic: %+v", dres)
+	}
+
+	ireq := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	ireq.SetVersion(1)
+	add := func(typ kmsg.ConfigResourceType, name string, kv ...string) {
+		rr := kmsg.NewIncrementalAlterConfigsRequestResource()
+		rr.ResourceType, rr.ResourceName = typ, name
+		for i := 0; i+1 < len(kv); i += 2 {
+			c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+			c.Name, c.Value = kv[i], &kv[i+1]
+			rr.Configs = append(rr.Configs, c)
+		}
+		ireq.Resources = append(ireq.Resources, rr)
+	}
+	add(kmsg.ConfigResourceTypeTopic, "conf", "retention.ms", "1", "retention.ms", "2")
+	add(kmsg.ConfigResourceTypeBroker, "77", "leader.replication.throttled.rate", "1")
+	add(kmsg.ConfigResourceTypeBrokerLogger, node, rootLogger, "INFO")
+	add(kmsg.ConfigResourceTypeTopic, "other", "retention.ms", "1")
+	ires := w.mustRoundTrip(ireq).(*kmsg.IncrementalAlterConfigsResponse).Resources
+	wantIAC := []struct {
+		code protocol.ErrorCode
+		msg  string
+	}{
+		{protocol.InvalidRequest, "Error due to duplicate config keys"},
+		{protocol.InvalidRequest, "Unexpected broker id, expected " + node + ", but received 77"},
+		{protocol.ClusterAuthorizationFailed, ""},
+		{protocol.TopicAuthorizationFailed, "Topic authorization failed."},
+	}
+	for i, r := range ires {
+		msg := ""
+		if r.ErrorMessage != nil {
+			msg = *r.ErrorMessage
+		}
+		if i >= len(wantIAC) || protocol.ErrorCode(r.ErrorCode) != wantIAC[i].code || msg != wantIAC[i].msg {
+			t.Errorf("IncrementalAlterConfigs resource %d (%s) by a principal without ALTER_CONFIGS: %s %q", i, r.ResourceName,
+				protocol.ErrorCode(r.ErrorCode), msg)
+		}
+	}
+}
 
 // TestAuthzTxnAPIs walks one transaction through the transaction APIs with
 // the authorizer on: at each step a principal without the ACL Kafka asks
