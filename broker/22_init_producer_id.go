@@ -13,12 +13,18 @@ package broker
 // (INVALID_REQUEST) and a transaction timeout outside 1 ms to
 // transaction.max.timeout.ms (INVALID_TRANSACTION_TIMEOUT) are answered
 // before the coordinator is looked for.
+//
+// Authorization comes first, as in Kafka: a transactional id needs WRITE
+// on it (TRANSACTIONAL_ID_AUTHORIZATION_FAILED), an idempotent producer
+// IDEMPOTENT_WRITE on the cluster or WRITE on some topic
+// (CLUSTER_AUTHORIZATION_FAILED).
 
 import (
 	"context"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gregor-io/gregor/coordinator/acl"
 	"github.com/gregor-io/gregor/protocol"
 )
 
@@ -30,6 +36,8 @@ func (b *Broker) handleInitProducerID(ctx context.Context, c *conn, hdr protocol
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
 	if id := req.TransactionalID; id != nil {
 		switch {
+		case !c.authorized(acl.OpWrite, acl.ResourceTransactionalID, *id):
+			resp.ErrorCode = int16(protocol.TransactionalIDAuthorizationFailed)
 		case *id == "":
 			resp.ErrorCode = int16(protocol.InvalidRequest)
 		case req.TransactionTimeoutMillis <= 0 || int64(req.TransactionTimeoutMillis) > b.cfg.Transactions.MaxTimeout.Milliseconds():
@@ -37,6 +45,13 @@ func (b *Broker) handleInitProducerID(ctx context.Context, c *conn, hdr protocol
 		default:
 			return b.txns.ask(ctx, b.txnPartition(*id), c, hdr.APIVersion, req), nil
 		}
+		return resp, nil
+	}
+	// Kafka asks for IDEMPOTENT_WRITE without recording its denial: the
+	// topic check that follows may still allow.
+	if !c.adminAuthorizedClusterQuietly(acl.OpIdempotentWrite) && !c.authorizedByType(acl.OpWrite, acl.ResourceTopic) {
+		c.b.metrics.authzDenied.Inc()
+		resp.ErrorCode = int16(protocol.ClusterAuthorizationFailed)
 		return resp, nil
 	}
 	id, err := b.nextProducerID(ctx)

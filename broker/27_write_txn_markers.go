@@ -24,6 +24,12 @@ package broker
 // transactional offset commits there too: once the marker is answered
 // NONE, and before the answer goes out, the group coordinator makes the
 // producer's pending offsets committed or drops them (groupTxnCompleted).
+//
+// Only brokers and administrators write markers: the request needs
+// CLUSTER_ACTION on the cluster, or ALTER on it (Kafka allows ALTER so
+// that an administrator may abort a hanging transaction, KIP-664).
+// Without either, every partition of the request is answered
+// CLUSTER_AUTHORIZATION_FAILED and nothing is written.
 
 import (
 	"context"
@@ -32,6 +38,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gregor-io/gregor/coordinator/acl"
 	"github.com/gregor-io/gregor/protocol"
 	"github.com/gregor-io/gregor/storage"
 )
@@ -43,9 +50,12 @@ var writeTxnMarkersAPI = handler{key: 27, min: 1, max: 2, handle: (*Broker).hand
 // request.timeout.ms (30 s).
 const markerWriteTimeout = 30 * time.Second
 
-func (b *Broker) handleWriteTxnMarkers(ctx context.Context, _ *conn, _ protocol.RequestHeader, r kmsg.Request) (kmsg.Response, error) {
+func (b *Broker) handleWriteTxnMarkers(ctx context.Context, c *conn, _ protocol.RequestHeader, r kmsg.Request) (kmsg.Response, error) {
 	req := r.(*kmsg.WriteTxnMarkersRequest)
 	resp := req.ResponseKind().(*kmsg.WriteTxnMarkersResponse)
+	// As Kafka: ALTER is asked for without recording its denial, then
+	// CLUSTER_ACTION.
+	allowed := c.adminAuthorizedClusterQuietly(acl.OpAlter) || c.authorizedCluster(acl.OpClusterAction)
 	type markerWait struct {
 		rp                *kmsg.WriteTxnMarkersResponseMarkerTopicPartition
 		p                 *partition
@@ -73,6 +83,10 @@ func (b *Broker) handleWriteTxnMarkers(ctx context.Context, _ *conn, _ protocol.
 				rp := &ot.Partitions[k]
 				*rp = kmsg.NewWriteTxnMarkersResponseMarkerTopicPartition()
 				rp.Partition = part
+				if !allowed {
+					rp.ErrorCode = int16(protocol.ClusterAuthorizationFailed)
+					continue
+				}
 				p, res, epoch, committed, code := b.appendMarker(m, mt.Topic, part)
 				if code != protocol.None {
 					rp.ErrorCode = int16(code)
@@ -131,6 +145,15 @@ func (b *Broker) handleWriteTxnMarkers(ctx context.Context, _ *conn, _ protocol.
 		}
 	}
 	return &pendingResponse{Response: resp, settle: settle}, nil
+}
+
+// adminAuthorizedClusterQuietly is authorizedCluster for a check Kafka
+// makes without recording a denial, because another check follows that
+// may still allow the request: a denial here is not counted.
+func (c *conn) adminAuthorizedClusterQuietly(op acl.Operation) bool {
+	a := c.b.authorizer(c.b.cluster.Snapshot())
+	return a == nil || a.Authorize(acl.Request{Principal: c.principal, Host: c.host, Operation: op,
+		ResourceType: acl.ResourceCluster, Name: acl.ClusterName})
 }
 
 // markerDone is called for each marker answered NONE: on a partition of

@@ -27,6 +27,13 @@ package broker
 // fenced producer INVALID_PRODUCER_EPOCH, and the coordinator errors a
 // client should retry COORDINATOR_NOT_AVAILABLE, as Kafka's group
 // coordinator answers them.
+//
+// Authorization comes before all of it, as in Kafka: WRITE on the
+// transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED) and READ on the
+// group (GROUP_AUTHORIZATION_FAILED) fail every partition; READ on each
+// topic fails that topic's partitions with TOPIC_AUTHORIZATION_FAILED, and
+// only the allowed topics go to the coordinator (none when no topic is
+// allowed).
 
 import (
 	"context"
@@ -34,6 +41,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gregor-io/gregor/coordinator/acl"
 	"github.com/gregor-io/gregor/coordinator/group"
 	"github.com/gregor-io/gregor/protocol"
 	"github.com/gregor-io/gregor/protocol/record"
@@ -44,24 +52,109 @@ var txnOffsetCommitAPI = handler{key: 28, min: 0, max: 5, handle: (*Broker).hand
 func (b *Broker) handleTxnOffsetCommit(ctx context.Context, c *conn, hdr protocol.RequestHeader, r kmsg.Request) (kmsg.Response, error) {
 	req := r.(*kmsg.TxnOffsetCommitRequest)
 	var resp kmsg.Response
-	if p := b.groupPartition(req.Group); p >= 0 && b.verifiesTxn(hdr.APIVersion, txnCommitAddsPartitions) {
-		d := b.groups.driver(p)
-		guard, code := b.verifyTxnOffsets(ctx, d, p, req, hdr.APIVersion)
-		if code != protocol.None {
-			resp = group.ErrorResponse(r, int16(code))
-		} else {
-			resp = b.groups.askGuarded(ctx, d, p, c, hdr, r, guard)
+	switch {
+	case !c.authorized(acl.OpWrite, acl.ResourceTransactionalID, req.TransactionalID):
+		resp = group.ErrorResponse(r, int16(protocol.TransactionalIDAuthorizationFailed))
+	case !c.authorized(acl.OpRead, acl.ResourceGroup, req.Group):
+		resp = group.ErrorResponse(r, int16(protocol.GroupAuthorizationFailed))
+	default:
+		allowed, denied := c.txnOffsetTopicsAllowed(req)
+		if denied == 0 {
+			var err error
+			if resp, err = b.commitTxnOffsets(ctx, c, hdr, req); err != nil {
+				return nil, err
+			}
+			break
 		}
-	} else {
-		var err error
-		if resp, err = b.handleGroupRequest(ctx, c, hdr, r); err != nil {
-			return nil, err
+		var part *kmsg.TxnOffsetCommitResponse
+		if len(req.Topics) > denied {
+			sub := *req
+			sub.Topics = nil
+			for i, t := range req.Topics {
+				if allowed[i] {
+					sub.Topics = append(sub.Topics, t)
+				}
+			}
+			got, err := b.commitTxnOffsets(ctx, c, hdr, &sub)
+			if err != nil {
+				return nil, err
+			}
+			part, _ = got.(*kmsg.TxnOffsetCommitResponse)
 		}
+		resp = mergeDeniedTxnOffsets(req, allowed, part)
 	}
 	if tr, ok := resp.(*kmsg.TxnOffsetCommitResponse); ok {
 		oldClientCodes(hdr.APIVersion, tr)
 	}
 	return resp, nil
+}
+
+// commitTxnOffsets takes an authorized TxnOffsetCommit to the group's
+// coordinator, verifying the transaction first where it must.
+func (b *Broker) commitTxnOffsets(ctx context.Context, c *conn, hdr protocol.RequestHeader, req *kmsg.TxnOffsetCommitRequest) (kmsg.Response, error) {
+	p := b.groupPartition(req.Group)
+	if p < 0 || !b.verifiesTxn(hdr.APIVersion, txnCommitAddsPartitions) {
+		return b.handleGroupRequest(ctx, c, hdr, req)
+	}
+	d := b.groups.driver(p)
+	guard, code := b.verifyTxnOffsets(ctx, d, p, req, hdr.APIVersion)
+	if code != protocol.None {
+		return group.ErrorResponse(req, int16(code)), nil
+	}
+	return b.groups.askGuarded(ctx, d, p, c, hdr, req, guard), nil
+}
+
+// txnOffsetTopicsAllowed checks READ on each topic of a TxnOffsetCommit
+// (once per name) and returns, by the request's topic index, whether it is
+// allowed, and how many topics are not.
+func (c *conn) txnOffsetTopicsAllowed(req *kmsg.TxnOffsetCommitRequest) ([]bool, int) {
+	byName := make(map[string]bool, len(req.Topics))
+	allowed := make([]bool, len(req.Topics))
+	denied := 0
+	for i, t := range req.Topics {
+		ok, seen := byName[t.Topic]
+		if !seen {
+			ok = c.authorized(acl.OpRead, acl.ResourceTopic, t.Topic)
+			byName[t.Topic] = ok
+		}
+		allowed[i] = ok
+		if !ok {
+			denied++
+		}
+	}
+	return allowed, denied
+}
+
+// mergeDeniedTxnOffsets answers a TxnOffsetCommit some of whose topics were
+// denied: in the request's order, TOPIC_AUTHORIZATION_FAILED for each
+// partition of a denied topic and the coordinator's answer (part, for the
+// allowed topics in order; nil when there were none) for the others.
+func mergeDeniedTxnOffsets(req *kmsg.TxnOffsetCommitRequest, allowed []bool, part *kmsg.TxnOffsetCommitResponse) *kmsg.TxnOffsetCommitResponse {
+	resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
+	if part != nil {
+		resp.ThrottleMillis = part.ThrottleMillis
+	}
+	next := 0
+	for i, t := range req.Topics {
+		if allowed[i] && part != nil && next < len(part.Topics) {
+			resp.Topics = append(resp.Topics, part.Topics[next])
+			next++
+			continue
+		}
+		code := protocol.TopicAuthorizationFailed
+		if allowed[i] {
+			code = protocol.UnknownServerError // the coordinator left it out
+		}
+		rt := kmsg.NewTxnOffsetCommitResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
+			rp.Partition, rp.ErrorCode = p.Partition, int16(code)
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
 }
 
 // verifyTxnOffsets asks the transaction coordinator to verify (or, from

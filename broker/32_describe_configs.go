@@ -38,6 +38,13 @@ package broker
 // resource type Kafka does not know fails the whole request: every resource
 // gets INVALID_REQUEST with Kafka's default message, as Kafka's error
 // response does.
+//
+// Each resource needs DESCRIBE_CONFIGS on what governs it, checked before
+// anything else about it: the cluster for BROKER, BROKER_LOGGER and
+// CLIENT_METRICS, the topic for TOPIC, the group for GROUP. A denied
+// resource gets CLUSTER_, TOPIC_ or GROUP_AUTHORIZATION_FAILED with Kafka's
+// message for the code, and no configs. Kafka lists the denied resources
+// after the others; here every resource keeps its place in the request.
 
 import (
 	"context"
@@ -49,6 +56,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/gregor-io/gregor/broker/configs"
+	"github.com/gregor-io/gregor/coordinator/acl"
 	"github.com/gregor-io/gregor/coordinator/cluster"
 	"github.com/gregor-io/gregor/protocol"
 )
@@ -60,7 +68,7 @@ var describeConfigsAPI = handler{key: 32, min: 1, max: 4, handle: (*Broker).hand
 const invalidRequestMessage = "This most likely occurs because of a request being malformed by the client " +
 	"library or the message was sent to an incompatible broker. See the broker logs for more details."
 
-func (b *Broker) handleDescribeConfigs(_ context.Context, _ *conn, _ protocol.RequestHeader, r kmsg.Request) (kmsg.Response, error) {
+func (b *Broker) handleDescribeConfigs(_ context.Context, c *conn, _ protocol.RequestHeader, r kmsg.Request) (kmsg.Response, error) {
 	req := r.(*kmsg.DescribeConfigsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
 	for _, rr := range req.Resources {
@@ -79,6 +87,11 @@ func (b *Broker) handleDescribeConfigs(_ context.Context, _ *conn, _ protocol.Re
 		out := kmsg.NewDescribeConfigsResponseResource()
 		out.ResourceType, out.ResourceName = rr.ResourceType, rr.ResourceName
 		var err error
+		if rt, name := configResourceACL(rr.ResourceType, rr.ResourceName); !c.authorized(acl.OpDescribeConfigs, rt, name) {
+			setConfigsError(&out.ErrorCode, &out.ErrorMessage, configsDenied(rt))
+			resp.Resources = append(resp.Resources, out)
+			continue
+		}
 		switch rr.ResourceType {
 		case kmsg.ConfigResourceTypeTopic:
 			out.Configs, err = b.describeTopicConfigs(md, rr, req.IncludeSynonyms, req.IncludeDocumentation)
@@ -361,6 +374,36 @@ func resourceTypeName(t kmsg.ConfigResourceType) string {
 // Gregor does not (yet).
 func unsupportedResource(t kmsg.ConfigResourceType) error {
 	return newTopicError(protocol.InvalidRequest, "Unsupported resource type: %s", resourceTypeName(t))
+}
+
+// configResourceACL is the resource whose ACLs govern a config resource
+// of type t named name, as Kafka decides for DescribeConfigs and the
+// AlterConfigs APIs: the cluster for BROKER, BROKER_LOGGER and
+// CLIENT_METRICS, else the topic or group itself. Types without configs
+// are never asked about (they fail before), and fall to the cluster.
+func configResourceACL(t kmsg.ConfigResourceType, name string) (acl.ResourceType, string) {
+	switch t {
+	case kmsg.ConfigResourceTypeTopic:
+		return acl.ResourceTopic, name
+	case kmsg.ConfigResourceTypeGroupConfig:
+		return acl.ResourceGroup, name
+	}
+	return acl.ResourceCluster, acl.ClusterName
+}
+
+// configsDenied is a config resource's error when the principal may not
+// describe or alter its configs: the authorization error of rt, with
+// Kafka's message for that code.
+func configsDenied(rt acl.ResourceType) error {
+	code := authorizationError(rt)
+	msg := "Cluster authorization failed."
+	switch code {
+	case protocol.TopicAuthorizationFailed:
+		msg = "Topic authorization failed."
+	case protocol.GroupAuthorizationFailed:
+		msg = "Group authorization failed."
+	}
+	return &topicError{code: code, msg: msg}
 }
 
 // setConfigsError fills a config resource result's error code and message;

@@ -28,6 +28,13 @@ package broker
 // validate_only stops before writing. A change is one etcd transaction per
 // resource; once any resource changed, the local logs are brought in line
 // with the new values before the response.
+//
+// Each resource needs ALTER_CONFIGS on what governs it (the cluster for
+// BROKER and CLIENT_METRICS, else the topic or group), checked where
+// Kafka's controller checks it: after the broker's checks (the ones on
+// the request's shape above, and for BROKER the name and the configs),
+// before the controller's. A denied resource gets CLUSTER_, TOPIC_ or
+// GROUP_AUTHORIZATION_FAILED with Kafka's message for the code.
 
 import (
 	"context"
@@ -38,13 +45,14 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/gregor-io/gregor/broker/configs"
+	"github.com/gregor-io/gregor/coordinator/acl"
 	"github.com/gregor-io/gregor/coordinator/cluster"
 	"github.com/gregor-io/gregor/protocol"
 )
 
 var alterConfigsAPI = handler{key: 33, min: 0, max: 2, handle: (*Broker).handleAlterConfigs}
 
-func (b *Broker) handleAlterConfigs(ctx context.Context, _ *conn, _ protocol.RequestHeader, r kmsg.Request) (kmsg.Response, error) {
+func (b *Broker) handleAlterConfigs(ctx context.Context, c *conn, _ protocol.RequestHeader, r kmsg.Request) (kmsg.Response, error) {
 	req := r.(*kmsg.AlterConfigsRequest)
 	resp := req.ResponseKind().(*kmsg.AlterConfigsResponse)
 	keys := make([]configResourceKey, len(req.Resources))
@@ -52,7 +60,7 @@ func (b *Broker) handleAlterConfigs(ctx context.Context, _ *conn, _ protocol.Req
 		keys[i] = configResourceKey{rr.ResourceType, rr.ResourceName}
 	}
 	b.alterEach(keys, func(i int) (bool, error) {
-		return b.replaceConfigs(ctx, req.Resources[i], req.ValidateOnly)
+		return b.replaceConfigs(ctx, c, req.Resources[i], req.ValidateOnly)
 	}, func(i int, err error) {
 		out := kmsg.NewAlterConfigsResponseResource()
 		out.ResourceType, out.ResourceName = keys[i].typ, keys[i].name
@@ -89,11 +97,17 @@ func (b *Broker) alterEach(keys []configResourceKey, alter func(i int) (bool, er
 }
 
 // replaceConfigs checks and, unless validateOnly, writes one resource's new
-// config set. It reports whether it wrote.
-func (b *Broker) replaceConfigs(ctx context.Context, rr kmsg.AlterConfigsRequestResource, validateOnly bool) (bool, error) {
+// config set for c's principal. It reports whether it wrote.
+func (b *Broker) replaceConfigs(ctx context.Context, c *conn, rr kmsg.AlterConfigsRequestResource, validateOnly bool) (bool, error) {
 	set, err := legacyConfigSet(rr.Configs)
 	if err != nil {
 		return false, err
+	}
+	switch rr.ResourceType {
+	case kmsg.ConfigResourceTypeTopic, kmsg.ConfigResourceTypeGroupConfig, kmsg.ConfigResourceTypeClientMetrics:
+		if err := c.authorizedToAlterConfigs(rr.ResourceType, rr.ResourceName); err != nil {
+			return false, err
+		}
 	}
 	switch rr.ResourceType {
 	case kmsg.ConfigResourceTypeTopic:
@@ -123,6 +137,9 @@ func (b *Broker) replaceConfigs(ctx context.Context, rr kmsg.AlterConfigsRequest
 		if err := configs.ValidateBroker(set, scope); err != nil {
 			return false, brokerValidationError(err)
 		}
+		if err := c.authorizedToAlterConfigs(rr.ResourceType, rr.ResourceName); err != nil {
+			return false, err
+		}
 		if validateOnly {
 			return false, nil
 		}
@@ -138,6 +155,16 @@ func (b *Broker) replaceConfigs(ctx context.Context, rr kmsg.AlterConfigsRequest
 		return false, unsupportedResource(rr.ResourceType)
 	}
 	return false, newTopicError(protocol.InvalidRequest, "Unknown resource type %d", rr.ResourceType)
+}
+
+// authorizedToAlterConfigs checks ALTER_CONFIGS on what governs a config
+// resource (configResourceACL), and returns its error when denied.
+func (c *conn) authorizedToAlterConfigs(t kmsg.ConfigResourceType, name string) error {
+	rt, n := configResourceACL(t, name)
+	if !c.authorized(acl.OpAlterConfigs, rt, n) {
+		return configsDenied(rt)
+	}
+	return nil
 }
 
 // legacyConfigSet turns an AlterConfigs resource's configs into a map,

@@ -18,7 +18,9 @@ package broker
 // dir is a success, and cancels a move to another dir under way.
 //
 // Sent to a broker, about that broker's log dirs; the admin client sends
-// one request per broker.
+// one request per broker. It needs ALTER on the cluster: without it every
+// partition of the request gets CLUSTER_AUTHORIZATION_FAILED and nothing
+// moves, as in Kafka.
 
 import (
 	"context"
@@ -28,15 +30,17 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gregor-io/gregor/coordinator/acl"
 	"github.com/gregor-io/gregor/protocol"
 	"github.com/gregor-io/gregor/storage"
 )
 
 var alterReplicaLogDirsAPI = handler{key: 34, min: 1, max: 2, handle: (*Broker).handleAlterReplicaLogDirs}
 
-func (b *Broker) handleAlterReplicaLogDirs(_ context.Context, _ *conn, _ protocol.RequestHeader, r kmsg.Request) (kmsg.Response, error) {
+func (b *Broker) handleAlterReplicaLogDirs(_ context.Context, c *conn, _ protocol.RequestHeader, r kmsg.Request) (kmsg.Response, error) {
 	req := r.(*kmsg.AlterReplicaLogDirsRequest)
 	resp := req.ResponseKind().(*kmsg.AlterReplicaLogDirsResponse)
+	allowed := c.authorizedCluster(acl.OpAlter)
 	byTopic := map[string]int{}
 	add := func(topic string, p int32, code protocol.ErrorCode) {
 		i, ok := byTopic[topic]
@@ -57,6 +61,10 @@ func (b *Broker) handleAlterReplicaLogDirs(_ context.Context, _ *conn, _ protoco
 			// a move keeps its partition's name for as long as it runs.
 			topic := strings.Clone(t.Topic)
 			for _, p := range t.Partitions {
+				if !allowed {
+					add(topic, p, protocol.ClusterAuthorizationFailed)
+					continue
+				}
 				add(topic, p, b.alterReplicaLogDir(storage.TopicPartition{Topic: topic, Partition: p}, strings.Clone(d.Dir)))
 			}
 		}

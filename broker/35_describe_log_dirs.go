@@ -12,6 +12,11 @@ package broker
 // bytes. A directory that is offline after an I/O error, or cannot be read
 // (statfs fails), reports KAFKA_STORAGE_ERROR. Only directories of this broker are reported, as
 // Kafka's brokers do; clients send the request to every broker.
+//
+// It needs DESCRIBE on the cluster. Without it, as Kafka answers, no
+// directory is listed and the top-level error (v3+) is
+// CLUSTER_AUTHORIZATION_FAILED; v1 and v2 have no field for it, so their
+// answer is just empty.
 
 import (
 	"context"
@@ -21,15 +26,20 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gregor-io/gregor/coordinator/acl"
 	"github.com/gregor-io/gregor/protocol"
 	"github.com/gregor-io/gregor/storage"
 )
 
 var describeLogDirsAPI = handler{key: 35, min: 1, max: 4, handle: (*Broker).handleDescribeLogDirs}
 
-func (b *Broker) handleDescribeLogDirs(_ context.Context, _ *conn, _ protocol.RequestHeader, r kmsg.Request) (kmsg.Response, error) {
+func (b *Broker) handleDescribeLogDirs(_ context.Context, c *conn, _ protocol.RequestHeader, r kmsg.Request) (kmsg.Response, error) {
 	req := r.(*kmsg.DescribeLogDirsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeLogDirsResponse)
+	if !c.authorizedCluster(acl.OpDescribe) {
+		resp.ErrorCode = int16(protocol.ClusterAuthorizationFailed)
+		return resp, nil
+	}
 
 	// wanted reports whether the request asks for topic's partition num.
 	wanted := func(string, int32) bool { return true }

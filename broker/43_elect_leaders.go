@@ -16,7 +16,8 @@ package broker
 // and then those that needed no election are left out of the answer, as
 // Kafka leaves them out. A failure of the whole request (its timeout
 // passing: REQUEST_TIMED_OUT) is the top-level error (v1+) and every
-// partition's.
+// partition's. So is CLUSTER_AUTHORIZATION_FAILED, checked first: the
+// request needs ALTER on the cluster, as Kafka's controller asks.
 
 import (
 	"context"
@@ -25,6 +26,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gregor-io/gregor/coordinator/acl"
 	"github.com/gregor-io/gregor/coordinator/cluster"
 	"github.com/gregor-io/gregor/protocol"
 )
@@ -37,7 +39,7 @@ const (
 	electionUnclean   = 1
 )
 
-func (b *Broker) handleElectLeaders(ctx context.Context, _ *conn, hdr protocol.RequestHeader, r kmsg.Request) (kmsg.Response, error) {
+func (b *Broker) handleElectLeaders(ctx context.Context, c *conn, hdr protocol.RequestHeader, r kmsg.Request) (kmsg.Response, error) {
 	req := r.(*kmsg.ElectLeadersRequest)
 	resp := req.ResponseKind().(*kmsg.ElectLeadersResponse)
 	kind := req.ElectionType
@@ -52,6 +54,10 @@ func (b *Broker) handleElectLeaders(ctx context.Context, _ *conn, hdr protocol.R
 				targets = append(targets, cluster.ElectionTarget{Topic: rt.Topic, Partition: p})
 			}
 		}
+	}
+	if !c.authorizedCluster(acl.OpAlter) {
+		code, msg := notAuthorized(acl.OpAlter)
+		return electLeadersFailed(resp, hdr.APIVersion, targets, protocol.ErrorCode(code), *msg), nil
 	}
 	if kind != electionPreferred && kind != electionUnclean {
 		msg := "Unknown election type"

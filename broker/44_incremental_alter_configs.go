@@ -11,8 +11,9 @@ package broker
 //
 //   - a resource named twice in the request: INVALID_REQUEST for each
 //     ("Each resource must appear at most once.");
-//   - a config named twice, a null value on anything but DELETE, an unknown
-//     operation: INVALID_REQUEST;
+//   - a config named twice, then a null value on anything but DELETE:
+//     INVALID_REQUEST, for every resource type, as Kafka's broker checks
+//     them first; an unknown operation: INVALID_REQUEST;
 //   - TOPIC: APPEND or SUBTRACT on a config that is not a LIST is
 //     INVALID_CONFIG; then the empty name is INVALID_REQUEST, an illegal one
 //     INVALID_TOPIC_EXCEPTION; then the resulting configs are checked with
@@ -22,8 +23,7 @@ package broker
 //     default), else INVALID_REQUEST; APPEND or SUBTRACT on a broker config
 //     that is not a LIST, or unknown, is INVALID_CONFIG; the resulting configs
 //     failing configs.ValidateBroker at that scope is INVALID_REQUEST, as
-//     Kafka answers (KAFKA-13609). Unlike Kafka, the name is checked before
-//     the duplicate and null checks; both are INVALID_REQUEST.
+//     Kafka answers (KAFKA-13609).
 //   - BROKER_LOGGER: after Kafka's checks of the name (this broker's id),
 //     SET and DELETE of the components' log levels (see loggers.go).
 //   - GROUP: SET and DELETE of a group's configs (group_configs.go).
@@ -32,11 +32,21 @@ package broker
 //
 // validate_only stops before writing. Once any resource changed, the local
 // logs are brought in line with the new values before the response.
+//
+// Each resource needs ALTER_CONFIGS on what governs it: the cluster for
+// BROKER, BROKER_LOGGER and CLIENT_METRICS, else the topic or group. It is
+// checked where Kafka checks it: after the duplicate and null checks, and
+// for BROKER after the name and the resulting configs too (Kafka's broker
+// validates those before its controller authorizes); a BROKER_LOGGER is
+// authorized before its name is looked at. A denied resource gets
+// CLUSTER_, TOPIC_ or GROUP_AUTHORIZATION_FAILED with Kafka's message for
+// the code (none for BROKER_LOGGER, which Kafka's broker answers itself).
 
 import (
 	"context"
 	"errors"
 	"strconv"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -46,7 +56,7 @@ import (
 
 var incrementalAlterConfigsAPI = handler{key: 44, min: 0, max: 1, handle: (*Broker).handleIncrementalAlterConfigs}
 
-func (b *Broker) handleIncrementalAlterConfigs(ctx context.Context, _ *conn, _ protocol.RequestHeader, r kmsg.Request) (kmsg.Response, error) {
+func (b *Broker) handleIncrementalAlterConfigs(ctx context.Context, c *conn, _ protocol.RequestHeader, r kmsg.Request) (kmsg.Response, error) {
 	req := r.(*kmsg.IncrementalAlterConfigsRequest)
 	resp := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
 	keys := make([]configResourceKey, len(req.Resources))
@@ -54,7 +64,7 @@ func (b *Broker) handleIncrementalAlterConfigs(ctx context.Context, _ *conn, _ p
 		keys[i] = configResourceKey{rr.ResourceType, rr.ResourceName}
 	}
 	b.alterEach(keys, func(i int) (bool, error) {
-		return b.incrementalAlter(ctx, req.Resources[i], req.ValidateOnly)
+		return b.incrementalAlter(ctx, c, req.Resources[i], req.ValidateOnly)
 	}, func(i int, err error) {
 		out := kmsg.NewIncrementalAlterConfigsResponseResource()
 		out.ResourceType, out.ResourceName = keys[i].typ, keys[i].name
@@ -67,17 +77,30 @@ func (b *Broker) handleIncrementalAlterConfigs(ctx context.Context, _ *conn, _ p
 }
 
 // incrementalAlter checks and, unless validateOnly, applies one resource's
-// operations. It reports whether it wrote.
-func (b *Broker) incrementalAlter(ctx context.Context, rr kmsg.IncrementalAlterConfigsRequestResource, validateOnly bool) (bool, error) {
+// operations for c's principal. It reports whether it wrote.
+func (b *Broker) incrementalAlter(ctx context.Context, c *conn, rr kmsg.IncrementalAlterConfigsRequestResource, validateOnly bool) (bool, error) {
 	ops := make([]configs.Op, len(rr.Configs))
-	for i, c := range rr.Configs {
-		ops[i] = configs.Op{Name: c.Name, Op: configs.OpType(c.Op), Value: c.Value}
+	for i, rc := range rr.Configs {
+		ops[i] = configs.Op{Name: rc.Name, Op: configs.OpType(rc.Op), Value: rc.Value}
+	}
+	if err := malformedIncrementalOps(ops); err != nil {
+		return false, err
+	}
+	switch rr.ResourceType {
+	case kmsg.ConfigResourceTypeTopic, kmsg.ConfigResourceTypeGroupConfig, kmsg.ConfigResourceTypeClientMetrics:
+		if err := c.authorizedToAlterConfigs(rr.ResourceType, rr.ResourceName); err != nil {
+			return false, err
+		}
+	case kmsg.ConfigResourceTypeBrokerLogger:
+		if c.authorizedToAlterConfigs(rr.ResourceType, rr.ResourceName) != nil {
+			return false, &topicError{code: protocol.ClusterAuthorizationFailed}
+		}
 	}
 	switch rr.ResourceType {
 	case kmsg.ConfigResourceTypeTopic:
 		return b.incrementalAlterTopic(ctx, rr.ResourceName, ops, validateOnly)
 	case kmsg.ConfigResourceTypeBroker:
-		return b.incrementalAlterBroker(ctx, rr.ResourceName, ops, validateOnly)
+		return b.incrementalAlterBroker(ctx, c, rr.ResourceName, ops, validateOnly)
 	case kmsg.ConfigResourceTypeBrokerLogger:
 		if err := b.checkBrokerLoggerAlterName(rr.ResourceName); err != nil {
 			return false, err
@@ -125,7 +148,7 @@ func (b *Broker) incrementalAlterTopic(ctx context.Context, name string, ops []c
 	return true, nil
 }
 
-func (b *Broker) incrementalAlterBroker(ctx context.Context, name string, ops []configs.Op, validateOnly bool) (bool, error) {
+func (b *Broker) incrementalAlterBroker(ctx context.Context, c *conn, name string, ops []configs.Op, validateOnly bool) (bool, error) {
 	node, scope, err := b.alterBrokerTarget(name)
 	if err != nil {
 		return false, err
@@ -133,6 +156,9 @@ func (b *Broker) incrementalAlterBroker(ctx context.Context, name string, ops []
 	mapErr := func(err error) error { return incrementalBrokerError(err, ops) }
 	if _, err := configs.IncrementalAlterBroker(b.cluster.Snapshot().BrokerConfigs[node], ops, scope); err != nil {
 		return false, mapErr(err)
+	}
+	if err := c.authorizedToAlterConfigs(kmsg.ConfigResourceTypeBroker, name); err != nil {
+		return false, err
 	}
 	if validateOnly {
 		return false, nil
@@ -144,6 +170,31 @@ func (b *Broker) incrementalAlterBroker(ctx context.Context, name string, ops []
 		return false, configWriteError(err, "", mapErr)
 	}
 	return true, nil
+}
+
+// malformedIncrementalOps is what Kafka's broker refuses in any resource
+// before anything else about it, authorization included: a config named
+// twice, then null values on anything but DELETE (all of them named, in
+// request order). Both are INVALID_REQUEST with the messages configs uses
+// for them.
+func malformedIncrementalOps(ops []configs.Op) error {
+	seen := make(map[string]bool, len(ops))
+	for _, op := range ops {
+		if seen[op.Name] {
+			return newTopicError(protocol.InvalidRequest, "Error due to duplicate config keys")
+		}
+		seen[op.Name] = true
+	}
+	var nulls []string
+	for _, op := range ops {
+		if op.Op != configs.OpDelete && op.Value == nil {
+			nulls = append(nulls, op.Name)
+		}
+	}
+	if len(nulls) > 0 {
+		return newTopicError(protocol.InvalidRequest, "Null value not supported for : %s", strings.Join(nulls, ", "))
+	}
+	return nil
 }
 
 // incrementalBrokerError maps an IncrementalAlterBroker error to Kafka's

@@ -20,7 +20,9 @@ package broker
 // REQUEST_TIMED_OUT) is the top-level error and every partition's, as
 // Kafka answers. The response comes once this broker's metadata shows the
 // changes, not once the moves are done: ListPartitionReassignments follows
-// them.
+// them. The request needs ALTER on the cluster, checked first: without
+// it CLUSTER_AUTHORIZATION_FAILED is the top-level error and every
+// partition's, as Kafka's controller answers.
 
 import (
 	"context"
@@ -29,15 +31,33 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gregor-io/gregor/coordinator/acl"
 	"github.com/gregor-io/gregor/coordinator/cluster"
 	"github.com/gregor-io/gregor/protocol"
 )
 
 var alterPartitionReassignmentsAPI = handler{key: 45, min: 0, max: 1, handle: (*Broker).handleAlterPartitionReassignments}
 
-func (b *Broker) handleAlterPartitionReassignments(ctx context.Context, _ *conn, _ protocol.RequestHeader, r kmsg.Request) (kmsg.Response, error) {
+func (b *Broker) handleAlterPartitionReassignments(ctx context.Context, c *conn, _ protocol.RequestHeader, r kmsg.Request) (kmsg.Response, error) {
 	req := r.(*kmsg.AlterPartitionAssignmentsRequest)
 	resp := req.ResponseKind().(*kmsg.AlterPartitionAssignmentsResponse)
+	if !c.authorizedCluster(acl.OpAlter) {
+		// Kafka's error response leaves allow_replication_factor_change
+		// at its default (true) rather than echoing it.
+		code, msg := notAuthorized(acl.OpAlter)
+		resp.ErrorCode, resp.ErrorMessage = code, msg
+		for _, rt := range req.Topics {
+			out := kmsg.NewAlterPartitionAssignmentsResponseTopic()
+			out.Topic = rt.Topic
+			for _, rp := range rt.Partitions {
+				po := kmsg.NewAlterPartitionAssignmentsResponseTopicPartition()
+				po.Partition, po.ErrorCode, po.ErrorMessage = rp.Partition, code, msg
+				out.Partitions = append(out.Partitions, po)
+			}
+			resp.Topics = append(resp.Topics, out)
+		}
+		return resp, nil
+	}
 	// v0 has no such field: its requests may change the factor (the
 	// field's default), and the v1 response echoes the request's.
 	resp.AllowReplicationFactorChange = req.AllowReplicationFactorChange

@@ -10,6 +10,10 @@ package broker
 // leaving), and the replicas being added and removed. Any broker answers:
 // a broker that altered a reassignment shows it at once, the others as
 // soon as their metadata view has it.
+//
+// It needs DESCRIBE on the cluster. Without it the top-level error is
+// CLUSTER_AUTHORIZATION_FAILED and, as in Kafka's answer, the topics and
+// partitions asked for come back with no replicas.
 
 import (
 	"context"
@@ -17,15 +21,30 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gregor-io/gregor/coordinator/acl"
 	"github.com/gregor-io/gregor/coordinator/cluster"
 	"github.com/gregor-io/gregor/protocol"
 )
 
 var listPartitionReassignmentsAPI = handler{key: 46, min: 0, max: 0, handle: (*Broker).handleListPartitionReassignments}
 
-func (b *Broker) handleListPartitionReassignments(_ context.Context, _ *conn, _ protocol.RequestHeader, r kmsg.Request) (kmsg.Response, error) {
+func (b *Broker) handleListPartitionReassignments(_ context.Context, c *conn, _ protocol.RequestHeader, r kmsg.Request) (kmsg.Response, error) {
 	req := r.(*kmsg.ListPartitionReassignmentsRequest)
 	resp := req.ResponseKind().(*kmsg.ListPartitionReassignmentsResponse)
+	if !c.authorizedCluster(acl.OpDescribe) {
+		resp.ErrorCode, resp.ErrorMessage = notAuthorized(acl.OpDescribe)
+		for _, rt := range req.Topics {
+			out := kmsg.NewListPartitionReassignmentsResponseTopic()
+			out.Topic = rt.Topic
+			for _, p := range rt.Partitions {
+				po := kmsg.NewListPartitionReassignmentsResponseTopicPartition()
+				po.Partition = p
+				out.Partitions = append(out.Partitions, po)
+			}
+			resp.Topics = append(resp.Topics, out)
+		}
+		return resp, nil
+	}
 	md := b.cluster.Snapshot()
 	list := func(t *cluster.Topic, partitions []int32) {
 		out := kmsg.NewListPartitionReassignmentsResponseTopic()

@@ -9,7 +9,9 @@ package broker
 // error of any of them (COORDINATOR_LOAD_IN_PROGRESS while one loads) is
 // the answer's, except NOT_COORDINATOR from one whose partition has just
 // moved away, which has nothing left here to list. Unknown state names are echoed back, as Kafka does; an
-// invalid pattern gets INVALID_REGULAR_EXPRESSION.
+// invalid pattern gets INVALID_REGULAR_EXPRESSION. As in Kafka, only the
+// transactional ids the principal may DESCRIBE are listed; the others are
+// left out without an error.
 
 import (
 	"context"
@@ -18,6 +20,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gregor-io/gregor/coordinator/acl"
 	"github.com/gregor-io/gregor/coordinator/txn"
 	"github.com/gregor-io/gregor/protocol"
 )
@@ -68,7 +71,11 @@ func (b *Broker) handleListTransactions(ctx context.Context, c *conn, hdr protoc
 		if ar.ErrorCode != 0 && resp.ErrorCode == 0 {
 			resp.ErrorCode = ar.ErrorCode
 		}
-		resp.TransactionStates = append(resp.TransactionStates, ar.TransactionStates...)
+		for _, s := range ar.TransactionStates {
+			if c.authorized(acl.OpDescribe, acl.ResourceTransactionalID, s.TransactionalID) {
+				resp.TransactionStates = append(resp.TransactionStates, s)
+			}
+		}
 	}
 	if resp.ErrorCode != 0 {
 		resp.TransactionStates = nil

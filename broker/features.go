@@ -22,7 +22,10 @@ package broker
 // current level (nothing changes) and refuses any other level, or a
 // feature not listed, with INVALID_UPDATE_VERSION for the whole request,
 // as Kafka refuses a level its controller does not support: the levels
-// are fixed by the binary, not stored in the cluster metadata.
+// are fixed by the binary, not stored in the cluster metadata. Before any
+// of that, UpdateFeatures needs ALTER on the cluster; without it the whole
+// request is CLUSTER_AUTHORIZATION_FAILED, with no per-feature results, as
+// Kafka's controller answers.
 //
 // Known limit: every broker of a cluster reports the same finalized levels
 // because they come from the binary. A cluster running brokers of an
@@ -37,6 +40,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gregor-io/gregor/coordinator/acl"
 	"github.com/gregor-io/gregor/protocol"
 )
 
@@ -88,9 +92,13 @@ func addFeatures(resp *kmsg.ApiVersionsResponse) {
 	}
 }
 
-func (b *Broker) handleUpdateFeatures(_ context.Context, _ *conn, hdr protocol.RequestHeader, r kmsg.Request) (kmsg.Response, error) {
+func (b *Broker) handleUpdateFeatures(_ context.Context, c *conn, hdr protocol.RequestHeader, r kmsg.Request) (kmsg.Response, error) {
 	req := r.(*kmsg.UpdateFeaturesRequest)
 	resp := req.ResponseKind().(*kmsg.UpdateFeaturesResponse)
+	if !c.authorizedCluster(acl.OpAlter) {
+		resp.ErrorCode, resp.ErrorMessage = notAuthorized(acl.OpAlter)
+		return resp, nil
+	}
 	for _, u := range req.FeatureUpdates {
 		if msg := checkFeatureUpdate(hdr.APIVersion, u); msg != "" {
 			msg = "The update failed for all features, because of this one: " + msg

@@ -12,6 +12,13 @@ package broker
 // INVALID_REQUEST for one that repeats an entity type, mixes ip with user
 // or client-id, or whose match string does not fit its match type;
 // DUPLICATE_RESOURCE for a user named twice.
+//
+// Authorization comes first, as in Kafka: DescribeClientQuotas needs
+// DESCRIBE_CONFIGS on the cluster, DescribeUserScramCredentials DESCRIBE
+// on it. A denied request gets CLUSTER_AUTHORIZATION_FAILED at the top,
+// with no message (Kafka sends none for its default text) and no entries;
+// for SCRAM also a result per user asked for, carrying the error and, as
+// Kafka's error response has it, no user name.
 
 import (
 	"context"
@@ -19,6 +26,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gregor-io/gregor/coordinator/acl"
 	"github.com/gregor-io/gregor/protocol"
 )
 
@@ -34,9 +42,13 @@ const (
 	quotaMatchAny     = 2
 )
 
-func (b *Broker) handleDescribeClientQuotas(_ context.Context, _ *conn, _ protocol.RequestHeader, r kmsg.Request) (kmsg.Response, error) {
+func (b *Broker) handleDescribeClientQuotas(_ context.Context, c *conn, _ protocol.RequestHeader, r kmsg.Request) (kmsg.Response, error) {
 	req := r.(*kmsg.DescribeClientQuotasRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeClientQuotasResponse)
+	if !c.authorizedCluster(acl.OpDescribeConfigs) {
+		resp.ErrorCode = int16(protocol.ClusterAuthorizationFailed)
+		return resp, nil
+	}
 	code, msg := checkQuotaFilter(req.Components)
 	resp.ErrorCode, resp.ErrorMessage = int16(code), &msg
 	if code == protocol.None {
@@ -87,9 +99,18 @@ func checkQuotaFilter(components []kmsg.DescribeClientQuotasRequestComponent) (p
 	return protocol.None, ""
 }
 
-func (b *Broker) handleDescribeUserScramCredentials(_ context.Context, _ *conn, _ protocol.RequestHeader, r kmsg.Request) (kmsg.Response, error) {
+func (b *Broker) handleDescribeUserScramCredentials(_ context.Context, c *conn, _ protocol.RequestHeader, r kmsg.Request) (kmsg.Response, error) {
 	req := r.(*kmsg.DescribeUserSCRAMCredentialsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeUserSCRAMCredentialsResponse)
+	if !c.authorizedCluster(acl.OpDescribe) {
+		resp.ErrorCode = int16(protocol.ClusterAuthorizationFailed)
+		for range req.Users {
+			res := kmsg.NewDescribeUserSCRAMCredentialsResponseResult()
+			res.ErrorCode = resp.ErrorCode
+			resp.Results = append(resp.Results, res)
+		}
+		return resp, nil
+	}
 	empty := ""
 	resp.ErrorMessage = &empty
 	count := map[string]int{}
