@@ -12,12 +12,22 @@ package broker
 // moved answers NOT_COORDINATOR to the requests themselves.
 // librdkafka also reads this API's presence as a feature flag (it
 // compresses with LZ4 only for brokers that advertise it from v0).
+//
+// Authorization, as Kafka's, key by key: DESCRIBE on the group for a group
+// key (GROUP_AUTHORIZATION_FAILED), DESCRIBE on the transactional id for a
+// transaction key (TRANSACTIONAL_ID_AUTHORIZATION_FAILED); a refused key is
+// answered before anything is looked up or created. Share coordinator keys
+// (type 2, v6) are for brokers: without CLUSTER_ACTION on the cluster the
+// whole request is CLUSTER_AUTHORIZATION_FAILED, as in Kafka; with it they
+// are INVALID_REQUEST, as Gregor's share partition leaders find their share
+// coordinator themselves.
 
 import (
 	"context"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gregor-io/gregor/coordinator/acl"
 	"github.com/gregor-io/gregor/protocol"
 )
 
@@ -26,58 +36,74 @@ var findCoordinatorAPI = handler{key: 10, min: 0, max: 6, handle: (*Broker).hand
 const (
 	coordinatorGroup       = 0
 	coordinatorTransaction = 1
+	coordinatorShare       = 2
 )
 
-func (b *Broker) handleFindCoordinator(ctx context.Context, _ *conn, hdr protocol.RequestHeader, r kmsg.Request) (kmsg.Response, error) {
+func (b *Broker) handleFindCoordinator(ctx context.Context, c *conn, hdr protocol.RequestHeader, r kmsg.Request) (kmsg.Response, error) {
 	req := r.(*kmsg.FindCoordinatorRequest)
 	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
 	keys := req.CoordinatorKeys
 	if hdr.APIVersion < 4 {
 		keys = []string{req.CoordinatorKey}
 	}
+	refuseAll := req.CoordinatorType == coordinatorShare && hdr.APIVersion >= 6 && len(keys) > 0 &&
+		!c.authorizedCluster(acl.OpClusterAction)
 	for _, key := range keys {
-		c := b.findCoordinator(ctx, req.CoordinatorType, key)
+		var co kmsg.FindCoordinatorResponseCoordinator
+		switch {
+		case refuseAll:
+			co = coordinatorError(key, protocol.ClusterAuthorizationFailed, "Cluster authorization failed.")
+		case req.CoordinatorType == coordinatorGroup && !c.authorized(acl.OpDescribe, acl.ResourceGroup, key):
+			co = coordinatorError(key, protocol.GroupAuthorizationFailed, "Group authorization failed.")
+		case req.CoordinatorType == coordinatorTransaction && !c.authorized(acl.OpDescribe, acl.ResourceTransactionalID, key):
+			co = coordinatorError(key, protocol.TransactionalIDAuthorizationFailed, "Transactional Id authorization failed.")
+		default:
+			co = b.findCoordinator(ctx, req.CoordinatorType, key)
+		}
 		if hdr.APIVersion < 4 {
-			resp.ErrorCode, resp.ErrorMessage = c.ErrorCode, c.ErrorMessage
-			resp.NodeID, resp.Host, resp.Port = c.NodeID, c.Host, c.Port
+			resp.ErrorCode, resp.ErrorMessage = co.ErrorCode, co.ErrorMessage
+			resp.NodeID, resp.Host, resp.Port = co.NodeID, co.Host, co.Port
 			return resp, nil
 		}
-		resp.Coordinators = append(resp.Coordinators, c)
+		resp.Coordinators = append(resp.Coordinators, co)
 	}
 	return resp, nil
 }
 
-func (b *Broker) findCoordinator(ctx context.Context, keyType int8, key string) kmsg.FindCoordinatorResponseCoordinator {
+// coordinatorError is the answer for key when its coordinator is not
+// given: code, msg, and no node.
+func coordinatorError(key string, code protocol.ErrorCode, msg string) kmsg.FindCoordinatorResponseCoordinator {
 	c := kmsg.NewFindCoordinatorResponseCoordinator()
 	c.Key, c.NodeID, c.Port = key, -1, -1
-	fail := func(code protocol.ErrorCode, msg string) kmsg.FindCoordinatorResponseCoordinator {
-		c.ErrorCode = int16(code)
-		c.ErrorMessage = &msg
-		return c
-	}
+	c.ErrorCode, c.ErrorMessage = int16(code), &msg
+	return c
+}
+
+func (b *Broker) findCoordinator(ctx context.Context, keyType int8, key string) kmsg.FindCoordinatorResponseCoordinator {
 	ensure, topic, partitionFor := b.ensureOffsetsTopic, offsetsTopic, b.groupPartition
 	switch keyType {
 	case coordinatorGroup:
 	case coordinatorTransaction:
 		ensure, topic, partitionFor = b.ensureTxnTopic, txnTopic, b.txnPartition
 	default:
-		return fail(protocol.InvalidRequest, "Unknown coordinator type.")
+		return coordinatorError(key, protocol.InvalidRequest, "Unknown coordinator type.")
 	}
 	if err := ensure(ctx); err != nil {
 		b.logger.Warn("creating a coordinator topic failed", "topic", topic, "err", err)
-		return fail(protocol.CoordinatorNotAvailable, "The coordinator is not available.")
+		return coordinatorError(key, protocol.CoordinatorNotAvailable, "The coordinator is not available.")
 	}
 	md := b.cluster.Snapshot()
 	t := md.Topics[topic]
 	n := partitionFor(key)
 	if t == nil || n < 0 || int(n) >= len(t.Partitions) {
-		return fail(protocol.CoordinatorNotAvailable, "The coordinator is not available.")
+		return coordinatorError(key, protocol.CoordinatorNotAvailable, "The coordinator is not available.")
 	}
 	st := t.Partitions[n]
 	br, live := md.Broker(st.Leader)
 	if !live {
-		return fail(protocol.CoordinatorNotAvailable, "The coordinator is not available.")
+		return coordinatorError(key, protocol.CoordinatorNotAvailable, "The coordinator is not available.")
 	}
-	c.NodeID, c.Host, c.Port = br.NodeID, br.Host, br.Port
+	c := kmsg.NewFindCoordinatorResponseCoordinator()
+	c.Key, c.NodeID, c.Host, c.Port = key, br.NodeID, br.Host, br.Port
 	return c
 }

@@ -7,5 +7,7 @@ package broker
 // request to the coordinator of the group's __consumer_offsets partition
 // (NOT_COORDINATOR when that is not this broker) and answers once the records
 // the request produced are durable.
+//
+// Authorization: READ on the group, else GROUP_AUTHORIZATION_FAILED (handleGroupRequest).
 
 var syncGroupAPI = handler{key: 14, min: 0, max: 5, handle: (*Broker).handleGroupRequest}

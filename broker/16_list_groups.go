@@ -7,5 +7,8 @@ package broker
 // request to the coordinator of the group's __consumer_offsets partition
 // (NOT_COORDINATOR when that is not this broker) and answers once the records
 // the request produced are durable.
+//
+// Authorization, as Kafka's: DESCRIBE on the cluster lists every group;
+// without it, only the groups with DESCRIBE on them are listed.
 
 var listGroupsAPI = handler{key: 16, min: 0, max: 5, handle: (*Broker).handleListGroups}

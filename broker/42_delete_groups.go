@@ -9,5 +9,8 @@ package broker
 // the request produced are durable. An empty share group's state is
 // deleted at its share coordinators first (DeleteShareGroupState), as Kafka
 // does, so that a group made again under its id starts afresh.
+//
+// Authorization, as Kafka's: DELETE on each group, else
+// GROUP_AUTHORIZATION_FAILED for it and nothing of it is deleted.
 
 var deleteGroupsAPI = handler{key: 42, min: 0, max: 2, handle: (*Broker).handleDeleteGroups}

@@ -10,5 +10,11 @@ package broker
 // (NOT_COORDINATOR when that is not this broker), as for the classic group
 // APIs. v1 (Kafka 4.0) has the client make its member id and adds regular
 // expression subscriptions.
+//
+// Authorization, as Kafka's: READ on the group (GROUP_AUTHORIZATION_FAILED),
+// then DESCRIBE on every topic named in SubscribedTopicNames
+// (TOPIC_AUTHORIZATION_FAILED for the whole request if one is refused;
+// handleGroupRequest). The topics a regular expression matches are not
+// filtered by the member's ACLs here: Kafka does that in its coordinator.
 
 var consumerGroupHeartbeatAPI = handler{key: 68, min: 0, max: 1, handle: (*Broker).handleGroupRequest}

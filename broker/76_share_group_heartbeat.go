@@ -9,5 +9,9 @@ package broker
 // group request to the coordinator of the group's __consumer_offsets
 // partition. Version 0 was Kafka 4.0's early access and is not served, as
 // in Kafka 4.1 and later.
+//
+// Authorization, as Kafka's: READ on the group (GROUP_AUTHORIZATION_FAILED),
+// then DESCRIBE on every subscribed topic (TOPIC_AUTHORIZATION_FAILED for
+// the whole request if one is refused; handleGroupRequest).
 
 var shareGroupHeartbeatAPI = handler{key: 76, min: 1, max: 1, handle: (*Broker).handleGroupRequest}

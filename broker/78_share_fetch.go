@@ -19,6 +19,14 @@ package broker
 // ShareAcquireMode record_limit asks for at most MaxRecords records, which
 // Gregor always keeps to (it acquires record by record). Renew in a v1
 // request is INVALID_REQUEST.
+//
+// Authorization, as Kafka's: READ on the group before anything else (the
+// whole request GROUP_AUTHORIZATION_FAILED), then READ on each topic. A
+// partition of a topic without it stays in the session but is
+// TOPIC_AUTHORIZATION_FAILED on every fetch, nothing acquired, and its
+// acknowledgements are not applied (acknowledge error
+// TOPIC_AUTHORIZATION_FAILED). A topic id that names no topic is
+// UNKNOWN_TOPIC_ID as before: there is no name to check.
 
 import (
 	"context"
@@ -26,6 +34,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gregor-io/gregor/coordinator/acl"
 	"github.com/gregor-io/gregor/coordinator/cluster"
 	"github.com/gregor-io/gregor/coordinator/share"
 	"github.com/gregor-io/gregor/protocol"
@@ -41,6 +50,12 @@ func (b *Broker) handleShareFetch(ctx context.Context, c *conn, _ protocol.Reque
 	req := r.(*kmsg.ShareFetchRequest)
 	resp := req.ResponseKind().(*kmsg.ShareFetchResponse)
 	groupID, memberID := derefStr(req.GroupID), derefStr(req.MemberID)
+	if !c.authorized(acl.OpRead, acl.ResourceGroup, groupID) {
+		resp.ErrorCode = int16(protocol.GroupAuthorizationFailed)
+		return resp, nil
+	}
+	md := b.cluster.Snapshot()
+	unreadable := shareTopicsUnreadable(c, md)
 	set := b.shareSettings(groupID)
 	resp.AcquisitionLockTimeoutMillis = int32(set.lockDuration / time.Millisecond)
 	fail := func(code protocol.ErrorCode, msg string) (kmsg.Response, error) {
@@ -95,15 +110,20 @@ func (b *Broker) handleShareFetch(ctx context.Context, c *conn, _ protocol.Reque
 	if req.ShareSessionEpoch != -1 {
 		// Only partitions that exist join the session, so that its size
 		// is bounded by the cluster's partitions, whatever a client sends.
+		// A partition the principal may not read joins it all the same,
+		// as in Kafka: it is refused on each fetch.
 		known := requested[:0:0]
-		md := b.cluster.Snapshot()
 		for _, tp := range requested {
 			t := md.TopicsByID[cluster.TopicID(tp.topicID)]
 			switch {
 			case t == nil:
 				out.partition(tp).ErrorCode = int16(protocol.UnknownTopicID)
 			case tp.partition < 0 || int(tp.partition) >= len(t.Partitions):
-				out.partition(tp).ErrorCode = int16(protocol.UnknownTopicOrPartition)
+				code := protocol.UnknownTopicOrPartition
+				if unreadable(tp.topicID) {
+					code = protocol.TopicAuthorizationFailed
+				}
+				out.partition(tp).ErrorCode = int16(code)
 			default:
 				known = append(known, tp)
 			}
@@ -115,9 +135,12 @@ func (b *Broker) handleShareFetch(ctx context.Context, c *conn, _ protocol.Reque
 	for _, tp := range requested {
 		if a := acks[tp]; len(a) > 0 {
 			rp := out.partition(tp)
-			sp, code := b.sharePartFor(ctx, groupID, tp)
-			if code == protocol.None {
-				code = b.shares.acknowledge(ctx, sp, memberID, a)
+			code := protocol.TopicAuthorizationFailed
+			if !unreadable(tp.topicID) {
+				var sp *sharePart
+				if sp, code = b.sharePartFor(ctx, groupID, tp); code == protocol.None {
+					code = b.shares.acknowledge(ctx, sp, memberID, a)
+				}
 			}
 			rp.AcknowledgeErrorCode = int16(code)
 			b.setShareLeaderHint(&rp.CurrentLeader.LeaderID, &rp.CurrentLeader.LeaderEpoch, tp, code)
@@ -135,8 +158,16 @@ func (b *Broker) handleShareFetch(ctx context.Context, c *conn, _ protocol.Reque
 		return out.done(), nil
 	}
 
-	// 2. Records: acquire on every partition of the session, waiting while
-	// there are none.
+	// 2. Records: acquire on every partition of the session the principal
+	// may read, waiting while there are none.
+	var readable []shareTP
+	for _, tp := range sess.mu.parts {
+		if unreadable(tp.topicID) {
+			out.partition(tp).ErrorCode = int16(protocol.TopicAuthorizationFailed)
+			continue
+		}
+		readable = append(readable, tp)
+	}
 	maxRecords := int(req.MaxRecords)
 	if maxRecords <= 0 {
 		maxRecords = shareFetchDefaultMaxRecords
@@ -153,7 +184,7 @@ func (b *Broker) handleShareFetch(ctx context.Context, c *conn, _ protocol.Reque
 		var unsubs []func()
 		var partWakes []chan struct{}
 		got := 0
-		for _, tp := range sess.mu.parts {
+		for _, tp := range readable {
 			if got >= maxRecords || maxBytes <= 0 {
 				break
 			}
@@ -186,7 +217,7 @@ func (b *Broker) handleShareFetch(ctx context.Context, c *conn, _ protocol.Reque
 			}
 		}
 		left := time.Until(deadline)
-		if got > 0 || len(acks) > 0 || left <= 0 || len(sess.mu.parts) == 0 {
+		if got > 0 || len(acks) > 0 || left <= 0 || len(readable) == 0 {
 			for _, u := range unsubs {
 				u()
 			}
@@ -230,6 +261,17 @@ func (b *Broker) handleShareFetch(ctx context.Context, c *conn, _ protocol.Reque
 		c.addParked(time.Since(parkedAt))
 	}
 	return out.done(), nil
+}
+
+// shareTopicsUnreadable returns whether a topic id of md names a topic
+// c's principal may not READ, deciding each topic once; an id that names
+// no topic is not refused (it is UNKNOWN_TOPIC_ID).
+func shareTopicsUnreadable(c *conn, md *cluster.Metadata) func(id [16]byte) bool {
+	readable := newGroupTopicAuthz(c, acl.OpRead)
+	return func(id [16]byte) bool {
+		name, ok := groupTopicName(md, id)
+		return ok && !readable.allowed(name)
+	}
 }
 
 // sharePartFor finds the share partition of group on a partition this

@@ -10,6 +10,11 @@ package broker
 // by ShareFetch only); -1 closes the session after the acknowledgements and
 // releases what the member still holds. v2 (KIP-1222) adds the renew
 // type (4), which extends locks, and the lock timeout in the answer.
+//
+// Authorization, as Kafka's: READ on the group before anything else (the
+// whole request GROUP_AUTHORIZATION_FAILED), then READ on each topic: the
+// acknowledgements of a partition of a topic without it are not applied
+// and the partition is TOPIC_AUTHORIZATION_FAILED.
 
 import (
 	"context"
@@ -17,6 +22,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gregor-io/gregor/coordinator/acl"
 	"github.com/gregor-io/gregor/coordinator/share"
 	"github.com/gregor-io/gregor/protocol"
 )
@@ -27,6 +33,10 @@ func (b *Broker) handleShareAcknowledge(ctx context.Context, c *conn, _ protocol
 	req := r.(*kmsg.ShareAcknowledgeRequest)
 	resp := req.ResponseKind().(*kmsg.ShareAcknowledgeResponse)
 	groupID, memberID := derefStr(req.GroupID), derefStr(req.MemberID)
+	if !c.authorized(acl.OpRead, acl.ResourceGroup, groupID) {
+		resp.ErrorCode = int16(protocol.GroupAuthorizationFailed)
+		return resp, nil
+	}
 	fail := func(code protocol.ErrorCode, msg string) (kmsg.Response, error) {
 		resp.ErrorCode = int16(code)
 		if msg != "" {
@@ -57,6 +67,7 @@ func (b *Broker) handleShareAcknowledge(ctx context.Context, c *conn, _ protocol
 		return fail(code, "")
 	}
 	defer sess.mu.Unlock()
+	unreadable := shareTopicsUnreadable(c, b.cluster.Snapshot())
 	for _, t := range req.Topics {
 		rt := kmsg.NewShareAcknowledgeResponseTopic()
 		rt.TopicID = t.TopicID
@@ -64,9 +75,12 @@ func (b *Broker) handleShareAcknowledge(ctx context.Context, c *conn, _ protocol
 			tp := shareTP{t.TopicID, p.Partition}
 			rp := kmsg.NewShareAcknowledgeResponseTopicPartition()
 			rp.Partition = p.Partition
-			sp, code := b.sharePartFor(ctx, groupID, tp)
-			if code == protocol.None {
-				code = b.shares.acknowledge(ctx, sp, memberID, acks[tp])
+			code := protocol.TopicAuthorizationFailed
+			if !unreadable(tp.topicID) {
+				var sp *sharePart
+				if sp, code = b.sharePartFor(ctx, groupID, tp); code == protocol.None {
+					code = b.shares.acknowledge(ctx, sp, memberID, acks[tp])
+				}
 			}
 			rp.ErrorCode = int16(code)
 			b.setShareLeaderHint(&rp.CurrentLeader.LeaderID, &rp.CurrentLeader.LeaderEpoch, tp, code)

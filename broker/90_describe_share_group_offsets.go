@@ -9,6 +9,13 @@ package broker
 // consumed; with no topics named, all of them. A partition the group never
 // fetched has start offset -1. Not the group's coordinator:
 // NOT_COORDINATOR; no share group: GROUP_ID_NOT_FOUND.
+//
+// Authorization, as Kafka's (checked as OffsetFetch is): DESCRIBE on each
+// group (GROUP_AUTHORIZATION_FAILED for that group) and on each topic. A
+// named topic without it is not read: its partitions are
+// TOPIC_AUTHORIZATION_FAILED (start offset -1, no topic id), listed after
+// the others; with no topics named, such topics are left out without an
+// error.
 
 import (
 	"context"
@@ -18,6 +25,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gregor-io/gregor/coordinator/acl"
 	"github.com/gregor-io/gregor/coordinator/group"
 	"github.com/gregor-io/gregor/coordinator/share"
 	"github.com/gregor-io/gregor/protocol"
@@ -29,9 +37,15 @@ func (b *Broker) handleDescribeShareGroupOffsets(ctx context.Context, c *conn, _
 	req := r.(*kmsg.DescribeShareGroupOffsetsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeShareGroupOffsetsResponse)
 	c.releaseSlot() // share coordinators answer over the network
+	describable := newGroupTopicAuthz(c, acl.OpDescribe)
 	for _, g := range req.Groups {
 		rg := kmsg.NewDescribeShareGroupOffsetsResponseGroup()
 		rg.GroupID = g.GroupID
+		if !c.authorized(acl.OpDescribe, acl.ResourceGroup, g.GroupID) {
+			rg.ErrorCode = int16(protocol.GroupAuthorizationFailed)
+			resp.Groups = append(resp.Groups, rg)
+			continue
+		}
 		consumed, _, code := b.shareGroupInfo(ctx, g.GroupID)
 		if code != protocol.None {
 			rg.ErrorCode = int16(code)
@@ -43,13 +57,29 @@ func (b *Broker) handleDescribeShareGroupOffsets(ctx context.Context, c *conn, _
 			parts []int32
 		}
 		var wants []want
+		var denied []kmsg.DescribeShareGroupOffsetsResponseGroupTopic
 		if g.Topics == nil {
 			for _, name := range slices.Sorted(maps.Keys(consumed)) {
-				wants = append(wants, want{name: name})
+				if describable.allowed(name) {
+					wants = append(wants, want{name: name})
+				}
 			}
 		} else {
 			for _, t := range g.Topics {
-				wants = append(wants, want{name: t.Topic, parts: t.Partitions})
+				if describable.allowed(t.Topic) {
+					wants = append(wants, want{name: t.Topic, parts: t.Partitions})
+					continue
+				}
+				rt := kmsg.NewDescribeShareGroupOffsetsResponseGroupTopic()
+				rt.Topic = t.Topic
+				for _, p := range t.Partitions {
+					rp := kmsg.NewDescribeShareGroupOffsetsResponseGroupTopicPartition()
+					rp.Partition, rp.StartOffset = p, -1
+					rp.ErrorCode = int16(protocol.TopicAuthorizationFailed)
+					rp.ErrorMessage = kmsg.StringPtr("Topic authorization failed.")
+					rt.Partitions = append(rt.Partitions, rp)
+				}
+				denied = append(denied, rt)
 			}
 		}
 		md := b.cluster.Snapshot()
@@ -89,6 +119,7 @@ func (b *Broker) handleDescribeShareGroupOffsets(ctx context.Context, c *conn, _
 			}
 			rg.Topics = append(rg.Topics, rt)
 		}
+		rg.Topics = append(rg.Topics, denied...)
 		resp.Groups = append(resp.Groups, rg)
 	}
 	return resp, nil

@@ -7,12 +7,19 @@ package broker
 // records in flight, which fences the writes of the state the partition's
 // leader still holds; the leader then loads the new state. Sent to the
 // group's coordinator; the group must have no members (NON_EMPTY_GROUP).
+//
+// Authorization, as Kafka's: READ on the group for the whole request
+// (GROUP_AUTHORIZATION_FAILED), then READ on each topic: the partitions of
+// a topic without it are TOPIC_AUTHORIZATION_FAILED and keep their start
+// offset. When every topic named is refused, nothing more is checked.
 
 import (
 	"context"
+	"slices"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gregor-io/gregor/coordinator/acl"
 	"github.com/gregor-io/gregor/coordinator/share"
 	"github.com/gregor-io/gregor/protocol"
 )
@@ -22,6 +29,34 @@ var alterShareGroupOffsetsAPI = handler{key: 91, min: 0, max: 0, handle: (*Broke
 func (b *Broker) handleAlterShareGroupOffsets(ctx context.Context, c *conn, _ protocol.RequestHeader, r kmsg.Request) (kmsg.Response, error) {
 	req := r.(*kmsg.AlterShareGroupOffsetsRequest)
 	resp := req.ResponseKind().(*kmsg.AlterShareGroupOffsetsResponse)
+	if !c.authorized(acl.OpRead, acl.ResourceGroup, req.GroupID) {
+		resp.ErrorCode = int16(protocol.GroupAuthorizationFailed)
+		return resp, nil
+	}
+	readable := newGroupTopicAuthz(c, acl.OpRead)
+	md := b.cluster.Snapshot()
+	refused := func(t kmsg.AlterShareGroupOffsetsRequestTopic) kmsg.AlterShareGroupOffsetsResponseTopic {
+		rt := kmsg.NewAlterShareGroupOffsetsResponseTopic()
+		rt.Topic = t.Topic
+		if mt := md.Topics[t.Topic]; mt != nil {
+			rt.TopicID = [16]byte(mt.ID)
+		}
+		for _, p := range t.Partitions {
+			rp := kmsg.NewAlterShareGroupOffsetsResponseTopicPartition()
+			rp.Partition, rp.ErrorCode = p.Partition, int16(protocol.TopicAuthorizationFailed)
+			rp.ErrorMessage = kmsg.StringPtr("Topic authorization failed.")
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		return rt
+	}
+	if len(req.Topics) > 0 && !slices.ContainsFunc(req.Topics, func(t kmsg.AlterShareGroupOffsetsRequestTopic) bool {
+		return readable.allowed(t.Topic)
+	}) {
+		for _, t := range req.Topics {
+			resp.Topics = append(resp.Topics, refused(t))
+		}
+		return resp, nil
+	}
 	c.releaseSlot()
 	_, members, code := b.shareGroupInfo(ctx, req.GroupID)
 	if code == protocol.None && members > 0 {
@@ -31,8 +66,11 @@ func (b *Broker) handleAlterShareGroupOffsets(ctx context.Context, c *conn, _ pr
 		resp.ErrorCode = int16(code)
 		return resp, nil
 	}
-	md := b.cluster.Snapshot()
 	for _, t := range req.Topics {
+		if !readable.allowed(t.Topic) {
+			resp.Topics = append(resp.Topics, refused(t))
+			continue
+		}
 		rt := kmsg.NewAlterShareGroupOffsetsResponseTopic()
 		rt.Topic = t.Topic
 		mt := md.Topics[t.Topic]

@@ -6,12 +6,19 @@ package broker
 // their share coordinators; the group's next fetch of such a partition
 // starts from share.auto.offset.reset again. Sent to the group's
 // coordinator; the group must have no members (NON_EMPTY_GROUP).
+//
+// Authorization, as Kafka's: DELETE on the group for the whole request
+// (GROUP_AUTHORIZATION_FAILED), then READ on each topic: a topic without it
+// is TOPIC_AUTHORIZATION_FAILED and keeps its state. When every topic named
+// is refused, nothing more is checked.
 
 import (
 	"context"
+	"slices"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gregor-io/gregor/coordinator/acl"
 	"github.com/gregor-io/gregor/coordinator/share"
 	"github.com/gregor-io/gregor/protocol"
 )
@@ -21,6 +28,25 @@ var deleteShareGroupOffsetsAPI = handler{key: 92, min: 0, max: 0, handle: (*Brok
 func (b *Broker) handleDeleteShareGroupOffsets(ctx context.Context, c *conn, _ protocol.RequestHeader, r kmsg.Request) (kmsg.Response, error) {
 	req := r.(*kmsg.DeleteShareGroupOffsetsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteShareGroupOffsetsResponse)
+	if !c.authorized(acl.OpDelete, acl.ResourceGroup, req.GroupID) {
+		resp.ErrorCode = int16(protocol.GroupAuthorizationFailed)
+		return resp, nil
+	}
+	readable := newGroupTopicAuthz(c, acl.OpRead)
+	refused := func(name string) kmsg.DeleteShareGroupOffsetsResponseTopic {
+		rt := kmsg.NewDeleteShareGroupOffsetsResponseTopic()
+		rt.Topic, rt.ErrorCode = name, int16(protocol.TopicAuthorizationFailed)
+		rt.ErrorMessage = kmsg.StringPtr("Topic authorization failed.")
+		return rt
+	}
+	if len(req.Topics) > 0 && !slices.ContainsFunc(req.Topics, func(t kmsg.DeleteShareGroupOffsetsRequestTopic) bool {
+		return readable.allowed(t.Topic)
+	}) {
+		for _, t := range req.Topics {
+			resp.Topics = append(resp.Topics, refused(t.Topic))
+		}
+		return resp, nil
+	}
 	c.releaseSlot()
 	_, members, code := b.shareGroupInfo(ctx, req.GroupID)
 	if code == protocol.None && members > 0 {
@@ -32,6 +58,10 @@ func (b *Broker) handleDeleteShareGroupOffsets(ctx context.Context, c *conn, _ p
 	}
 	md := b.cluster.Snapshot()
 	for _, t := range req.Topics {
+		if !readable.allowed(t.Topic) {
+			resp.Topics = append(resp.Topics, refused(t.Topic))
+			continue
+		}
 		rt := kmsg.NewDeleteShareGroupOffsetsResponseTopic()
 		rt.Topic = t.Topic
 		mt := md.Topics[t.Topic]

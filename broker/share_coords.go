@@ -21,6 +21,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gregor-io/gregor/coordinator/acl"
 	"github.com/gregor-io/gregor/coordinator/share"
 	"github.com/gregor-io/gregor/protocol"
 	"github.com/gregor-io/gregor/storage"
@@ -258,8 +259,14 @@ func (s *shareCoordDrivers) ask(ctx context.Context, partition int32, req kmsg.R
 
 // handleShareStateRequest serves the share coordinator APIs (83-87) for
 // another broker's share partition leaders: routed by the request's key
-// to this broker's coordinator of its __share_group_state partition.
+// to this broker's coordinator of its __share_group_state partition. As
+// in Kafka, only a principal with CLUSTER_ACTION on the cluster (a broker)
+// may send them: any other gets CLUSTER_AUTHORIZATION_FAILED on every
+// partition.
 func (b *Broker) handleShareStateRequest(ctx context.Context, c *conn, _ protocol.RequestHeader, r kmsg.Request) (kmsg.Response, error) {
+	if !c.authorizedCluster(acl.OpClusterAction) {
+		return share.ErrorResponse(r, int16(protocol.ClusterAuthorizationFailed)), nil
+	}
 	var key share.Key
 	switch req := r.(type) {
 	case *kmsg.InitializeShareGroupStateRequest:
