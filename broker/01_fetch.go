@@ -33,6 +33,7 @@ package broker
 import (
 	"context"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -94,12 +95,12 @@ func (b *Broker) handleFetch(ctx context.Context, c *conn, hdr protocol.RequestH
 		if req.SessionID != 0 {
 			b.sessions.remove(req.SessionID)
 		}
-		items = requestedPartitions(req, byID)
+		items = requestedPartitions(req, byID, false)
 	case req.SessionEpoch == sessionEpochInitial:
 		if req.SessionID != 0 {
 			b.sessions.remove(req.SessionID)
 		}
-		items = requestedPartitions(req, byID)
+		items = requestedPartitions(req, byID, true)
 		sess = b.sessions.create(items, now)
 		resp.SessionID = sess.id
 		sess.mu.Lock()
@@ -116,7 +117,7 @@ func (b *Broker) handleFetch(ctx context.Context, c *conn, hdr protocol.RequestH
 			resp.ErrorCode = int16(protocol.InvalidFetchSessionEpoch)
 			return resp, nil
 		}
-		sess.updateLocked(requestedPartitions(req, byID), forgottenPartitions(req, byID))
+		sess.updateLocked(requestedPartitions(req, byID, true), forgottenPartitions(req, byID))
 		sess.mu.epoch = nextSessionEpoch(sess.mu.epoch)
 		sess.mu.lastUsed = now
 		resp.SessionID = sess.id
@@ -435,17 +436,24 @@ func checkLeaderEpoch(requested, current int32) protocol.ErrorCode {
 	}
 }
 
-func requestedPartitions(req *kmsg.FetchRequest, byID bool) []*sessionPartition {
+// requestedPartitions are the partitions req names. kept: a session keeps
+// them, so their topic names are copied out of the request frame, which the
+// connection reuses for its next request.
+func requestedPartitions(req *kmsg.FetchRequest, byID, kept bool) []*sessionPartition {
 	var out []*sessionPartition
 	for i := range req.Topics {
 		t := &req.Topics[i]
+		name := t.Topic
+		if kept && !byID {
+			name = strings.Clone(name)
+		}
 		for j := range t.Partitions {
 			p := &t.Partitions[j]
 			k := sessionKey{partition: p.Partition}
 			if byID {
 				k.topicID = t.TopicID
 			} else {
-				k.topic = t.Topic
+				k.topic = name
 			}
 			sp := newSessionPartition(k)
 			sp.fetchOffset, sp.maxBytes = p.FetchOffset, p.PartitionMaxBytes
