@@ -32,12 +32,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gregor-io/gregor/coordinator/acl"
 	"github.com/gregor-io/gregor/coordinator/cluster"
 	"github.com/gregor-io/gregor/protocol"
 	"github.com/gregor-io/gregor/protocol/record"
@@ -71,7 +73,14 @@ func (b *Broker) handleProduce(ctx context.Context, c *conn, hdr protocol.Reques
 	}
 	var waits []flushWait
 	failed := false
-	verified := b.verifyProduce(ctx, req, byID)
+	txnDenied := b.cfg.AuthorizerClassName != "" && produceTransactional(req) &&
+		(req.TransactionID == nil || !c.authorized(acl.OpWrite, acl.ResourceTransactionalID, *req.TransactionID))
+	var denied []bool // by topic: no WRITE on it
+	var verified produceVerification
+	if !txnDenied {
+		denied = b.produceDenied(c, req, byID)
+		verified = b.verifyProduce(ctx, produceAllowed(req, denied), byID)
+	}
 	var md *cluster.Metadata // for leader hints, read on the first one
 	resp.Topics = make([]kmsg.ProduceResponseTopic, len(req.Topics))
 	for i := range req.Topics {
@@ -87,6 +96,10 @@ func (b *Broker) handleProduce(ctx context.Context, c *conn, hdr protocol.Reques
 			rp.BaseOffset, rp.LogAppendTime, rp.LogStartOffset = -1, -1, -1
 			var code protocol.ErrorCode
 			switch {
+			case txnDenied:
+				code = protocol.TransactionalIDAuthorizationFailed
+			case denied != nil && denied[i]:
+				code = protocol.TopicAuthorizationFailed
 			case req.Acks != -1 && req.Acks != 0 && req.Acks != 1:
 				code = protocol.InvalidRequiredAcks
 			case verified.errs[[2]int{i, j}] != protocol.None:
@@ -195,6 +208,85 @@ func (b *Broker) handleProduce(ctx context.Context, c *conn, hdr protocol.Reques
 		resp.Topics[i].Topic = strings.Clone(resp.Topics[i].Topic)
 	}
 	return &pendingResponse{Response: resp, settle: settle}, nil
+}
+
+// produceTransactional reports whether req carries transactional records:
+// whether the first batch of some partition is transactional, which is
+// what Kafka looks at.
+func produceTransactional(req *kmsg.ProduceRequest) bool {
+	for i := range req.Topics {
+		for j := range req.Topics[i].Partitions {
+			batch, _, err := record.Parse(req.Topics[i].Partitions[j].Records)
+			if err == nil && batch.Magic() == record.Magic && batch.Transactional() {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// produceDenied returns, by topic of req, whether c's principal lacks
+// WRITE on it; nil when it may write to all of them. A topic named by an
+// id no topic has is left to the append, which answers UNKNOWN_TOPIC_ID.
+func (b *Broker) produceDenied(c *conn, req *kmsg.ProduceRequest, byID bool) []bool {
+	var denied []bool
+	var md *cluster.Metadata
+	allowed := c.dataTopicsAllowed(acl.OpWrite)
+	for i := range req.Topics {
+		name := req.Topics[i].Topic
+		if byID {
+			if md == nil {
+				md = b.cluster.Snapshot()
+			}
+			t := md.TopicsByID[cluster.TopicID(req.Topics[i].TopicID)]
+			if t == nil {
+				continue
+			}
+			name = t.Name
+		}
+		if !allowed(name) {
+			if denied == nil {
+				denied = make([]bool, len(req.Topics))
+			}
+			denied[i] = true
+		}
+	}
+	return denied
+}
+
+// produceAllowed is req without the partitions of the denied topics (their
+// places kept, so partition (i, j) is the same in both), for the
+// transaction verification, which must not act on them.
+func produceAllowed(req *kmsg.ProduceRequest, denied []bool) *kmsg.ProduceRequest {
+	if denied == nil {
+		return req
+	}
+	out := *req
+	out.Topics = slices.Clone(req.Topics)
+	for i := range out.Topics {
+		if denied[i] {
+			out.Topics[i].Partitions = nil
+		}
+	}
+	return &out
+}
+
+// dataTopicsAllowed returns a function reporting whether c's principal
+// may do op on a topic, asking the authorizer once per name for one
+// request, as Kafka checks each distinct topic of a request once.
+func (c *conn) dataTopicsAllowed(op acl.Operation) func(name string) bool {
+	if c.b.cfg.AuthorizerClassName == "" {
+		return func(string) bool { return true }
+	}
+	seen := map[string]bool{}
+	return func(name string) bool {
+		ok, found := seen[name]
+		if !found {
+			ok = c.authorized(op, acl.ResourceTopic, name)
+			seen[name] = ok
+		}
+		return ok
+	}
 }
 
 // addProduceEndpoint adds a leader's endpoint to a produce response's node

@@ -29,14 +29,25 @@ package broker
 // replica.selector.class the leader answers a consumer in a follower's rack
 // with that follower as its preferred read replica and no records
 // (KIP-392).
+//
+// Authorization, as Kafka's: a follower's fetch needs CLUSTER_ACTION on the
+// cluster, or every partition it asks for gets TOPIC_AUTHORIZATION_FAILED;
+// a consumer's needs READ on each topic, or that topic's partitions get
+// TOPIC_AUTHORIZATION_FAILED, whether the topic exists or not (a topic id
+// no topic has stays UNKNOWN_TOPIC_ID). Each request checks every
+// partition of its session again. A denied partition is answered without
+// reading and does not end a long poll early, as in Kafka; a fetch with
+// nothing allowed is answered at once.
 
 import (
 	"context"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gregor-io/gregor/coordinator/acl"
 	"github.com/gregor-io/gregor/coordinator/cluster"
 	"github.com/gregor-io/gregor/protocol"
 	"github.com/gregor-io/gregor/storage"
@@ -94,12 +105,12 @@ func (b *Broker) handleFetch(ctx context.Context, c *conn, hdr protocol.RequestH
 		if req.SessionID != 0 {
 			b.sessions.remove(req.SessionID)
 		}
-		items = requestedPartitions(req, byID)
+		items = requestedPartitions(req, byID, false)
 	case req.SessionEpoch == sessionEpochInitial:
 		if req.SessionID != 0 {
 			b.sessions.remove(req.SessionID)
 		}
-		items = requestedPartitions(req, byID)
+		items = requestedPartitions(req, byID, true)
 		sess = b.sessions.create(items, now)
 		resp.SessionID = sess.id
 		sess.mu.Lock()
@@ -116,7 +127,7 @@ func (b *Broker) handleFetch(ctx context.Context, c *conn, hdr protocol.RequestH
 			resp.ErrorCode = int16(protocol.InvalidFetchSessionEpoch)
 			return resp, nil
 		}
-		sess.updateLocked(requestedPartitions(req, byID), forgottenPartitions(req, byID))
+		sess.updateLocked(requestedPartitions(req, byID, true), forgottenPartitions(req, byID))
 		sess.mu.epoch = nextSessionEpoch(sess.mu.epoch)
 		sess.mu.lastUsed = now
 		resp.SessionID = sess.id
@@ -124,14 +135,19 @@ func (b *Broker) handleFetch(ctx context.Context, c *conn, hdr protocol.RequestH
 		full = false
 	}
 
+	denied, anyAllowed := b.fetchDenied(c, items, byID, replicaID)
+
 	// Subscribe before the first read, so an append between the read and
 	// the wait still wakes the wait.
 	wait := min(time.Duration(max(req.MaxWaitMillis, 0))*time.Millisecond, maxFetchWait)
 	var wake chan struct{}
-	if wait > 0 && req.MinBytes > 0 {
+	if wait > 0 && req.MinBytes > 0 && anyAllowed {
 		wake = make(chan struct{}, 1)
 		seen := map[*storage.Log]bool{}
-		for _, it := range items {
+		for i, it := range items {
+			if denied != nil && denied[i] {
+				continue
+			}
 			if p, code := b.lookupReplica(it.key.topic, it.key.topicID, byID, it.key.partition, fromFollowerOK(req, replicaID)); code == protocol.None && !seen[p.log()] {
 				seen[p.log()] = true
 				defer p.log().Subscribe(wake)()
@@ -145,7 +161,7 @@ func (b *Broker) handleFetch(ctx context.Context, c *conn, hdr protocol.RequestH
 		var total int64
 		var failed bool
 		releaseReads(results)
-		results, total, failed = b.fetchRound(items, req, byID, replicaID)
+		results, total, failed = b.fetchRound(items, denied, req, byID, replicaID)
 		if total >= int64(req.MinBytes) || failed || wake == nil {
 			break
 		}
@@ -164,7 +180,7 @@ func (b *Broker) handleFetch(ctx context.Context, c *conn, hdr protocol.RequestH
 		case <-ctx.Done():
 		}
 		releaseReads(results)
-		results, _, _ = b.fetchRound(items, req, byID, replicaID)
+		results, _, _ = b.fetchRound(items, denied, req, byID, replicaID)
 		break
 	}
 	var waited time.Duration
@@ -295,10 +311,50 @@ func releaseReads(results []fetchResult) {
 	}
 }
 
-// fetchRound reads every item once. total is the bytes read; failed is set
-// when a partition has an error, a diverging epoch or a preferred read
-// replica, any of which answers the fetch at once.
-func (b *Broker) fetchRound(items []*sessionPartition, req *kmsg.FetchRequest, byID bool, replicaID int32) ([]fetchResult, int64, bool) {
+// fetchDenied returns, by item, whether the fetch may not read it (nil
+// when it may read them all), and whether it may read any (or asks for
+// none).
+func (b *Broker) fetchDenied(c *conn, items []*sessionPartition, byID bool, replicaID int32) ([]bool, bool) {
+	if b.cfg.AuthorizerClassName == "" || len(items) == 0 {
+		return nil, true
+	}
+	denied := make([]bool, len(items))
+	if replicaID >= 0 {
+		if c.authorizedCluster(acl.OpClusterAction) {
+			return nil, true
+		}
+		for i := range denied {
+			denied[i] = true
+		}
+		return denied, false
+	}
+	var md *cluster.Metadata
+	allowed := c.dataTopicsAllowed(acl.OpRead)
+	anyAllowed := false
+	for i, it := range items {
+		name := it.key.topic
+		if byID {
+			if md == nil {
+				md = b.cluster.Snapshot()
+			}
+			if t := md.TopicsByID[cluster.TopicID(it.key.topicID)]; t != nil {
+				name = t.Name
+			} else {
+				anyAllowed = true // answered UNKNOWN_TOPIC_ID by the read
+				continue
+			}
+		}
+		denied[i] = !allowed(name)
+		anyAllowed = anyAllowed || !denied[i]
+	}
+	return denied, anyAllowed
+}
+
+// fetchRound reads every item once, but for those denied (by index; nil
+// for none), which get TOPIC_AUTHORIZATION_FAILED. total is the bytes read;
+// failed is set when a partition has an error, a diverging epoch or a
+// preferred read replica, any of which answers the fetch at once.
+func (b *Broker) fetchRound(items []*sessionPartition, denied []bool, req *kmsg.FetchRequest, byID bool, replicaID int32) ([]fetchResult, int64, bool) {
 	results := make([]fetchResult, len(items))
 	var total int64
 	failed := false
@@ -312,6 +368,10 @@ func (b *Broker) fetchRound(items []*sessionPartition, req *kmsg.FetchRequest, b
 	for i, it := range items {
 		res := &results[i]
 		res.hw, res.lso, res.logStart = -1, -1, -1
+		if denied != nil && denied[i] {
+			res.code = protocol.TopicAuthorizationFailed
+			continue
+		}
 		p, code := b.lookupReplica(it.key.topic, it.key.topicID, byID, it.key.partition, fromFollowerOK(req, replicaID))
 		if code != protocol.None {
 			res.code = code
@@ -435,17 +495,24 @@ func checkLeaderEpoch(requested, current int32) protocol.ErrorCode {
 	}
 }
 
-func requestedPartitions(req *kmsg.FetchRequest, byID bool) []*sessionPartition {
+// requestedPartitions are the partitions req names. kept: a session keeps
+// them, so their topic names are copied out of the request frame, which the
+// connection reuses for its next request.
+func requestedPartitions(req *kmsg.FetchRequest, byID, kept bool) []*sessionPartition {
 	var out []*sessionPartition
 	for i := range req.Topics {
 		t := &req.Topics[i]
+		name := t.Topic
+		if kept && !byID {
+			name = strings.Clone(name)
+		}
 		for j := range t.Partitions {
 			p := &t.Partitions[j]
 			k := sessionKey{partition: p.Partition}
 			if byID {
 				k.topicID = t.TopicID
 			} else {
-				k.topic = t.Topic
+				k.topic = name
 			}
 			sp := newSessionPartition(k)
 			sp.fetchOffset, sp.maxBytes = p.FetchOffset, p.PartitionMaxBytes

@@ -10,13 +10,16 @@ package broker
 // an invalid request. A timestamp at or above 0 finds the first record whose
 // timestamp is at least that (time index, then a scan); a record at or past
 // the fetchable end counts as none found (offset -1). v4+ checks the current
-// leader epoch and returns the epoch of the offset found.
+// leader epoch and returns the epoch of the offset found. A topic needs
+// DESCRIBE, or each of its partitions gets TOPIC_AUTHORIZATION_FAILED, as in
+// Kafka.
 
 import (
 	"context"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gregor-io/gregor/coordinator/acl"
 	"github.com/gregor-io/gregor/protocol"
 	"github.com/gregor-io/gregor/storage"
 )
@@ -35,19 +38,24 @@ const (
 func (b *Broker) handleListOffsets(ctx context.Context, c *conn, hdr protocol.RequestHeader, r kmsg.Request) (kmsg.Response, error) {
 	req := r.(*kmsg.ListOffsetsRequest)
 	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
+	allowed := c.dataTopicsAllowed(acl.OpDescribe)
 	for i := range req.Topics {
 		rt := &req.Topics[i]
 		t := kmsg.NewListOffsetsResponseTopic()
 		t.Topic = rt.Topic
+		ok := allowed(rt.Topic)
 		seen := map[int32]bool{}
 		for j := range rt.Partitions {
 			rp := &rt.Partitions[j]
 			p := kmsg.NewListOffsetsResponseTopicPartition()
 			p.Partition = rp.Partition
 			p.Timestamp, p.Offset, p.LeaderEpoch = -1, -1, -1
-			if seen[rp.Partition] {
+			switch {
+			case !ok:
+				p.ErrorCode = int16(protocol.TopicAuthorizationFailed)
+			case seen[rp.Partition]:
 				p.ErrorCode = int16(protocol.InvalidRequest)
-			} else {
+			default:
 				p.ErrorCode = int16(b.listOffset(req, rp, rt.Topic, &p))
 			}
 			seen[rp.Partition] = true

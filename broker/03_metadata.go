@@ -12,8 +12,18 @@ package broker
 // default.replication.factor; unlike Kafka, whose creation completes
 // asynchronously and answers LEADER_NOT_AVAILABLE first, the topic is
 // created before the response and returned whole. Internal topics are
-// never auto-created here. Authorized operations (v8+) are all operations,
-// there being no authorizer yet.
+// never auto-created here.
+//
+// Authorization, as Kafka's: a topic needs DESCRIBE. Asking for every topic
+// lists only those; a topic asked for by name without it gets
+// TOPIC_AUTHORIZATION_FAILED and nothing else (no id, whether it exists or
+// not), one asked for by id the same with its id and no name. When the
+// request may auto-create topics, a missing one (even with an illegal
+// name) needs CREATE on the cluster or on the topic, or it gets
+// TOPIC_AUTHORIZATION_FAILED and is not created. Authorized operations
+// (v8+, when asked) are the principal's on each allowed topic, described or
+// reported missing, and, in v8-10, on the cluster (none without DESCRIBE
+// on it).
 
 import (
 	"context"
@@ -22,20 +32,16 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gregor-io/gregor/coordinator/acl"
 	"github.com/gregor-io/gregor/coordinator/cluster"
 	"github.com/gregor-io/gregor/protocol"
 )
 
 var metadataAPI = handler{key: 3, min: 0, max: 13, handle: (*Broker).handleMetadata}
 
-// Kafka's ACL operation bits for topics (READ 3, WRITE 4, CREATE 5, DELETE
-// 6, ALTER 7, DESCRIBE 8, DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11) and the
-// cluster, reported when a client asks for authorized operations.
-const (
-	topicOperations   int32 = 1<<3 | 1<<4 | 1<<5 | 1<<6 | 1<<7 | 1<<8 | 1<<10 | 1<<11
-	clusterOperations int32 = 1<<4 | 1<<5 | 1<<7 | 1<<8 | 1<<9 | 1<<10 | 1<<11 | 1<<12
-	operationsOmitted int32 = -2147483648
-)
+// operationsOmitted is the authorized operations of a response that was
+// not asked for them (INT32_MIN).
+const operationsOmitted int32 = -2147483648
 
 func (b *Broker) handleMetadata(ctx context.Context, c *conn, hdr protocol.RequestHeader, r kmsg.Request) (kmsg.Response, error) {
 	req := r.(*kmsg.MetadataRequest)
@@ -46,12 +52,31 @@ func (b *Broker) handleMetadata(ctx context.Context, c *conn, hdr protocol.Reque
 	md := b.cluster.Snapshot()
 	all := req.Topics == nil || (hdr.APIVersion == 0 && len(req.Topics) == 0)
 	autoCreate := b.cfg.AutoCreateTopicsEnable && (hdr.APIVersion < 4 || req.AllowAutoTopicCreation)
+	describable := c.dataTopicsAllowed(acl.OpDescribe)
+	topicOps := func(name string) int32 {
+		if !req.IncludeTopicAuthorizedOperations {
+			return operationsOmitted
+		}
+		return c.authorizedOps(acl.ResourceTopic, name)
+	}
 
 	// Create what is missing first, so the response is built from one view.
+	var createDenied map[string]bool
 	if !all && autoCreate {
 		created := false
+		creatable := c.metadataCreatable()
 		for _, t := range req.Topics {
-			if t.Topic == nil || md.Topics[*t.Topic] != nil || validTopicName(*t.Topic) != nil || internalTopics[*t.Topic] {
+			if t.Topic == nil || t.TopicID != [16]byte{} || md.Topics[*t.Topic] != nil || !describable(*t.Topic) {
+				continue
+			}
+			if !creatable(*t.Topic) {
+				if createDenied == nil {
+					createDenied = map[string]bool{}
+				}
+				createDenied[*t.Topic] = true
+				continue
+			}
+			if validTopicName(*t.Topic) != nil || internalTopics[*t.Topic] {
 				continue
 			}
 			if err := b.autoCreateTopic(ctx, *t.Topic); err != nil && !errors.Is(err, cluster.ErrTopicExists) {
@@ -73,8 +98,8 @@ func (b *Broker) handleMetadata(ctx context.Context, c *conn, hdr protocol.Reque
 	resp.ClusterID = &id
 	resp.ControllerID = md.ControllerID
 	resp.AuthorizedOperations = operationsOmitted
-	if req.IncludeClusterAuthorizedOperations {
-		resp.AuthorizedOperations = clusterOperations
+	if req.IncludeClusterAuthorizedOperations && hdr.APIVersion >= 8 && hdr.APIVersion <= 10 {
+		resp.AuthorizedOperations = c.clusterAuthorizedOps()
 	}
 
 	if all {
@@ -84,7 +109,9 @@ func (b *Broker) handleMetadata(ctx context.Context, c *conn, hdr protocol.Reque
 		}
 		sort.Strings(names)
 		for _, name := range names {
-			resp.Topics = append(resp.Topics, b.describeTopic(md, md.Topics[name], req))
+			if describable(name) {
+				resp.Topics = append(resp.Topics, b.describeTopic(md, md.Topics[name], topicOps(name)))
+			}
 		}
 		return resp, nil
 	}
@@ -99,40 +126,64 @@ func (b *Broker) handleMetadata(ctx context.Context, c *conn, hdr protocol.Reque
 		case rt.Topic != nil:
 			t = md.Topics[*rt.Topic]
 		}
-		if t != nil {
-			resp.Topics = append(resp.Topics, b.describeTopic(md, t, req))
-			continue
-		}
 		mt := kmsg.NewMetadataResponseTopic()
 		mt.Topic, mt.TopicID = rt.Topic, rt.TopicID
 		mt.AuthorizedOperations = operationsOmitted
 		switch {
+		case byID && t != nil && !describable(t.Name):
+			// A topic id is not secret; its name is.
+			mt.Topic = nil
+			mt.ErrorCode = int16(protocol.TopicAuthorizationFailed)
+		case !byID && rt.Topic != nil && !describable(*rt.Topic):
+			mt.ErrorCode = int16(protocol.TopicAuthorizationFailed)
+		case t != nil:
+			mt = b.describeTopic(md, t, topicOps(t.Name))
 		case byID || rt.Topic == nil:
 			mt.Topic = nil
 			mt.ErrorCode = int16(protocol.UnknownTopicID)
-		case validTopicName(*rt.Topic) != nil:
-			mt.ErrorCode = int16(protocol.InvalidTopicException)
-		case autoCreate && !internalTopics[*rt.Topic]:
-			// The creation failed or is not visible yet.
-			mt.ErrorCode = int16(protocol.LeaderNotAvailable)
+		case createDenied[*rt.Topic]:
+			mt.IsInternal = internalTopics[*rt.Topic]
+			mt.ErrorCode = int16(protocol.TopicAuthorizationFailed)
 		default:
-			mt.ErrorCode = int16(protocol.UnknownTopicOrPartition)
+			mt.AuthorizedOperations = topicOps(*rt.Topic)
+			switch {
+			case validTopicName(*rt.Topic) != nil:
+				mt.ErrorCode = int16(protocol.InvalidTopicException)
+			case autoCreate && !internalTopics[*rt.Topic]:
+				// The creation failed or is not visible yet.
+				mt.ErrorCode = int16(protocol.LeaderNotAvailable)
+			default:
+				mt.ErrorCode = int16(protocol.UnknownTopicOrPartition)
+			}
 		}
 		resp.Topics = append(resp.Topics, mt)
 	}
 	return resp, nil
 }
 
-func (b *Broker) describeTopic(md *cluster.Metadata, t *cluster.Topic, req *kmsg.MetadataRequest) kmsg.MetadataResponseTopic {
+// metadataCreatable returns a function reporting whether c's principal may
+// have a topic auto-created: CREATE on the cluster (asked once, when first
+// needed) or on the topic.
+func (c *conn) metadataCreatable() func(name string) bool {
+	onTopic := c.dataTopicsAllowed(acl.OpCreate)
+	asked, onCluster := false, false
+	return func(name string) bool {
+		if !asked {
+			asked, onCluster = true, c.authorizedCluster(acl.OpCreate)
+		}
+		return onCluster || onTopic(name)
+	}
+}
+
+// describeTopic is t's entry in a Metadata response, with ops as its
+// authorized operations.
+func (b *Broker) describeTopic(md *cluster.Metadata, t *cluster.Topic, ops int32) kmsg.MetadataResponseTopic {
 	mt := kmsg.NewMetadataResponseTopic()
 	name := t.Name
 	mt.Topic = &name
 	mt.TopicID = t.ID
 	mt.IsInternal = internalTopics[t.Name]
-	mt.AuthorizedOperations = operationsOmitted
-	if req.IncludeTopicAuthorizedOperations {
-		mt.AuthorizedOperations = topicOperations
-	}
+	mt.AuthorizedOperations = ops
 	for i, st := range t.Partitions {
 		mp := kmsg.NewMetadataResponseTopicPartition()
 		mp.Partition = int32(i)

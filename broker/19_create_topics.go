@@ -15,6 +15,14 @@ package broker
 // the request's timeout (at most 10 s, for all its topics together) has
 // passed, with the logs still being opened: the topics exist by then, and
 // Kafka's controller answers once they are in the metadata.
+//
+// Authorization, as Kafka's controller: a topic needs CREATE on the cluster
+// or on itself, or it gets TOPIC_AUTHORIZATION_FAILED ("Authorization
+// failed.") and does not count toward the request's partitions; a topic
+// named twice gets INVALID_REQUEST before that. A topic created, or
+// validated, without DESCRIBE_CONFIGS on it is answered with its id but no
+// configs, partition count or replication factor, and
+// TOPIC_AUTHORIZATION_FAILED as its topic_config_error_code.
 
 import (
 	"context"
@@ -24,13 +32,14 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/gregor-io/gregor/broker/configs"
+	"github.com/gregor-io/gregor/coordinator/acl"
 	"github.com/gregor-io/gregor/coordinator/cluster"
 	"github.com/gregor-io/gregor/protocol"
 )
 
 var createTopicsAPI = handler{key: 19, min: 2, max: 7, handle: (*Broker).handleCreateTopics}
 
-func (b *Broker) handleCreateTopics(ctx context.Context, _ *conn, hdr protocol.RequestHeader, r kmsg.Request) (kmsg.Response, error) {
+func (b *Broker) handleCreateTopics(ctx context.Context, c *conn, hdr protocol.RequestHeader, r kmsg.Request) (kmsg.Response, error) {
 	req := r.(*kmsg.CreateTopicsRequest)
 	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
 	// The request's timeout, when it has one, bounds the wait for this
@@ -42,9 +51,25 @@ func (b *Broker) handleCreateTopics(ctx context.Context, _ *conn, hdr protocol.R
 	}
 	syncDeadline := time.Now().Add(syncWait)
 	count := map[string]int{}
-	total := int64(0)
 	for _, t := range req.Topics {
 		count[t.Topic]++
+	}
+	// Kafka's controller asks for CREATE on the cluster first, then, without
+	// it, on each topic named once; and for DESCRIBE_CONFIGS on each.
+	clusterCreate := c.authorizedCluster(acl.OpCreate)
+	creatable := map[string]bool{}
+	describable := map[string]bool{}
+	for name, n := range count {
+		if n == 1 {
+			creatable[name] = clusterCreate || c.authorized(acl.OpCreate, acl.ResourceTopic, name)
+			describable[name] = c.authorized(acl.OpDescribeConfigs, acl.ResourceTopic, name)
+		}
+	}
+	total := int64(0)
+	for _, t := range req.Topics {
+		if count[t.Topic] == 1 && !creatable[t.Topic] {
+			continue
+		}
 		switch {
 		case len(t.ReplicaAssignment) > 0:
 			total += int64(len(t.ReplicaAssignment))
@@ -69,6 +94,11 @@ func (b *Broker) handleCreateTopics(ctx context.Context, _ *conn, hdr protocol.R
 			resp.Topics = append(resp.Topics, out)
 			continue
 		}
+		if !creatable[rt.Topic] {
+			setTopicError(&out, newTopicError(protocol.TopicAuthorizationFailed, "Authorization failed."))
+			resp.Topics = append(resp.Topics, out)
+			continue
+		}
 		treq := topicRequest{name: rt.Topic, partitions: rt.NumPartitions, replication: rt.ReplicationFactor}
 		if len(rt.ReplicaAssignment) > 0 {
 			as, err := assignmentsFromRequest(rt.ReplicaAssignment)
@@ -81,8 +111,8 @@ func (b *Broker) handleCreateTopics(ctx context.Context, _ *conn, hdr protocol.R
 		}
 		if len(rt.Configs) > 0 {
 			treq.configs = map[string]*string{}
-			for _, c := range rt.Configs {
-				treq.configs[c.Name] = c.Value
+			for _, kv := range rt.Configs {
+				treq.configs[kv.Name] = kv.Value
 			}
 		}
 		md := b.cluster.Snapshot()
@@ -99,6 +129,11 @@ func (b *Broker) handleCreateTopics(ctx context.Context, _ *conn, hdr protocol.R
 			continue
 		}
 		out.TopicID = spec.ID
+		if !describable[rt.Topic] {
+			out.ConfigErrorCode = int16(protocol.TopicAuthorizationFailed)
+			resp.Topics = append(resp.Topics, out)
+			continue
+		}
 		out.NumPartitions = int32(len(spec.Assignments))
 		out.ReplicationFactor = int16(len(spec.Assignments[0]))
 		if hdr.APIVersion >= 5 {

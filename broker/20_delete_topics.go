@@ -7,6 +7,16 @@ package broker
 // name and an id, or neither, is INVALID_REQUEST. The registry removes the
 // topic, its partition states and configs in one transaction; this broker
 // deletes its logs before answering, the others when they see the change.
+//
+// Authorization, as Kafka's controller: DELETE on the cluster allows every
+// topic; without it a topic needs DELETE on itself, and DESCRIBE to learn
+// whether it exists. By name: without DESCRIBE, TOPIC_AUTHORIZATION_FAILED
+// whether it exists or not; with it, an unknown name is
+// UNKNOWN_TOPIC_OR_PARTITION and one without DELETE
+// TOPIC_AUTHORIZATION_FAILED. By id (not secret): an unknown one is
+// UNKNOWN_TOPIC_ID; one without DELETE TOPIC_AUTHORIZATION_FAILED, with the
+// topic's name only when DESCRIBE allows it. A denied topic's id is never
+// answered for its name.
 
 import (
 	"context"
@@ -14,13 +24,14 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gregor-io/gregor/coordinator/acl"
 	"github.com/gregor-io/gregor/coordinator/cluster"
 	"github.com/gregor-io/gregor/protocol"
 )
 
 var deleteTopicsAPI = handler{key: 20, min: 1, max: 6, handle: (*Broker).handleDeleteTopics}
 
-func (b *Broker) handleDeleteTopics(ctx context.Context, _ *conn, hdr protocol.RequestHeader, r kmsg.Request) (kmsg.Response, error) {
+func (b *Broker) handleDeleteTopics(ctx context.Context, c *conn, hdr protocol.RequestHeader, r kmsg.Request) (kmsg.Response, error) {
 	req := r.(*kmsg.DeleteTopicsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
 	topics := req.Topics
@@ -30,6 +41,15 @@ func (b *Broker) handleDeleteTopics(ctx context.Context, _ *conn, hdr protocol.R
 			n := name
 			topics = append(topics, kmsg.DeleteTopicsRequestTopic{Topic: &n})
 		}
+	}
+	describable, deletable := c.dataTopicsAllowed(acl.OpDescribe), c.dataTopicsAllowed(acl.OpDelete)
+	if c.authorizedCluster(acl.OpDelete) {
+		every := func(string) bool { return true }
+		describable, deletable = every, every
+	}
+	denied := func(out *kmsg.DeleteTopicsResponseTopic) {
+		msg := "Topic authorization failed."
+		out.ErrorCode, out.ErrorMessage = int16(protocol.TopicAuthorizationFailed), &msg
 	}
 	deleted := false
 	for _, rt := range topics {
@@ -41,19 +61,44 @@ func (b *Broker) handleDeleteTopics(ctx context.Context, _ *conn, hdr protocol.R
 		case rt.Topic != nil && rt.TopicID != [16]byte{}, rt.Topic == nil && rt.TopicID == [16]byte{}:
 			err = newTopicError(protocol.InvalidRequest, "Either the topic name or the topic id must be given, not both.")
 		case rt.Topic != nil:
-			if t := md.Topics[*rt.Topic]; t != nil {
+			t := md.Topics[*rt.Topic]
+			if !describable(*rt.Topic) || (t != nil && !deletable(*rt.Topic)) {
+				denied(&out)
+				resp.Topics = append(resp.Topics, out)
+				continue
+			}
+			if t != nil {
 				out.TopicID = t.ID
 			}
-			err = b.cluster.DeleteTopic(ctx, *rt.Topic)
+			err = cluster.ErrUnknownTopic
+			if deletable(*rt.Topic) {
+				// Even when this view does not have it yet.
+				err = b.cluster.DeleteTopic(ctx, *rt.Topic)
+			}
 			if errors.Is(err, cluster.ErrUnknownTopic) {
 				err = newTopicError(protocol.UnknownTopicOrPartition, "This server does not host this topic-partition.")
 			}
 		default:
-			if t := md.TopicsByID[cluster.TopicID(rt.TopicID)]; t != nil {
+			t := md.TopicsByID[cluster.TopicID(rt.TopicID)]
+			if t != nil && !deletable(t.Name) {
+				if describable(t.Name) {
+					name := t.Name
+					out.Topic = &name
+				}
+				denied(&out)
+				resp.Topics = append(resp.Topics, out)
+				continue
+			}
+			if t != nil {
 				name := t.Name
 				out.Topic = &name
 			}
-			err = b.cluster.DeleteTopicByID(ctx, cluster.TopicID(rt.TopicID))
+			err = cluster.ErrUnknownTopic
+			// The authorizer decides by name: an id this view does not
+			// have yet is tried only when there is none.
+			if t != nil || b.cfg.AuthorizerClassName == "" {
+				err = b.cluster.DeleteTopicByID(ctx, cluster.TopicID(rt.TopicID))
+			}
 			if errors.Is(err, cluster.ErrUnknownTopic) {
 				err = newTopicError(protocol.UnknownTopicID, "This server does not host this topic ID.")
 			}

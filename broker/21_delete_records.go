@@ -13,13 +13,15 @@ package broker
 // The new start is checkpointed before the response, so the records stay
 // deleted across a crash (Kafka leaves that to its 60 s checkpoint, after
 // which a crash can bring them back); a failed checkpoint answers
-// KAFKA_STORAGE_ERROR.
+// KAFKA_STORAGE_ERROR. A topic needs DELETE, or each of its partitions gets
+// TOPIC_AUTHORIZATION_FAILED, as in Kafka.
 
 import (
 	"context"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gregor-io/gregor/coordinator/acl"
 	"github.com/gregor-io/gregor/protocol"
 )
 
@@ -29,21 +31,26 @@ var deleteRecordsAPI = handler{key: 21, min: 0, max: 2, handle: (*Broker).handle
 // watermark".
 const deleteToHighWatermark = -1
 
-func (b *Broker) handleDeleteRecords(_ context.Context, _ *conn, _ protocol.RequestHeader, r kmsg.Request) (kmsg.Response, error) {
+func (b *Broker) handleDeleteRecords(_ context.Context, c *conn, _ protocol.RequestHeader, r kmsg.Request) (kmsg.Response, error) {
 	req := r.(*kmsg.DeleteRecordsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteRecordsResponse)
 	var moved []*kmsg.DeleteRecordsResponseTopicPartition
+	allowed := c.dataTopicsAllowed(acl.OpDelete)
 	for _, rt := range req.Topics {
 		t := kmsg.NewDeleteRecordsResponseTopic()
 		t.Topic = rt.Topic
+		ok := allowed(rt.Topic)
 		seen := map[int32]bool{}
 		for _, rp := range rt.Partitions {
 			p := kmsg.NewDeleteRecordsResponseTopicPartition()
 			p.Partition = rp.Partition
 			p.LowWatermark = -1
-			if seen[rp.Partition] {
+			switch {
+			case !ok:
+				p.ErrorCode = int16(protocol.TopicAuthorizationFailed)
+			case seen[rp.Partition]:
 				p.ErrorCode = int16(protocol.InvalidRequest)
-			} else {
+			default:
 				p.LowWatermark, p.ErrorCode = b.deleteRecords(rt.Topic, rp.Partition, rp.Offset)
 			}
 			seen[rp.Partition] = true

@@ -9,7 +9,10 @@ package broker
 // named twice is INVALID_REQUEST; validate_only checks without writing.
 // More than 10000 new partitions in one request is POLICY_VIOLATION for
 // every topic, the limit Kafka 4's controller has for CreateTopics.
-// Every requested topic gets a result.
+// Every requested topic gets a result. As in Kafka's controller, a topic
+// named once needs ALTER on it, or it gets TOPIC_AUTHORIZATION_FAILED
+// (whether it exists or not) and does not count toward the request's
+// partitions.
 
 import (
 	"context"
@@ -18,20 +21,32 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gregor-io/gregor/coordinator/acl"
 	"github.com/gregor-io/gregor/coordinator/cluster"
 	"github.com/gregor-io/gregor/protocol"
 )
 
 var createPartitionsAPI = handler{key: 37, min: 0, max: 3, handle: (*Broker).handleCreatePartitions}
 
-func (b *Broker) handleCreatePartitions(ctx context.Context, _ *conn, _ protocol.RequestHeader, r kmsg.Request) (kmsg.Response, error) {
+func (b *Broker) handleCreatePartitions(ctx context.Context, c *conn, _ protocol.RequestHeader, r kmsg.Request) (kmsg.Response, error) {
 	req := r.(*kmsg.CreatePartitionsRequest)
 	resp := req.ResponseKind().(*kmsg.CreatePartitionsResponse)
 	count := map[string]int{}
+	for _, t := range req.Topics {
+		count[t.Topic]++
+	}
+	alterable := map[string]bool{}
+	for name, n := range count {
+		if n == 1 {
+			alterable[name] = c.authorized(acl.OpAlter, acl.ResourceTopic, name)
+		}
+	}
 	total := int64(0)
 	md := b.cluster.Snapshot()
 	for _, t := range req.Topics {
-		count[t.Topic]++
+		if count[t.Topic] == 1 && !alterable[t.Topic] {
+			continue
+		}
 		if cur := md.Topics[t.Topic]; cur != nil && t.Count > int32(len(cur.Partitions)) {
 			total += int64(t.Count) - int64(len(cur.Partitions))
 		}
@@ -46,6 +61,10 @@ func (b *Broker) handleCreatePartitions(ctx context.Context, _ *conn, _ protocol
 			err = errTooManyPartitions()
 		case count[rt.Topic] > 1:
 			err = newTopicError(protocol.InvalidRequest, "Duplicate topic in request: %s.", rt.Topic)
+		case !alterable[rt.Topic]:
+			out.ErrorCode = int16(protocol.TopicAuthorizationFailed)
+			resp.Topics = append(resp.Topics, out)
+			continue
 		default:
 			var as [][]int32
 			as, err = b.planPartitions(b.cluster.Snapshot(), rt)

@@ -7,7 +7,9 @@ package broker
 // (endpoint_type 2) gets UNSUPPORTED_ENDPOINT_TYPE, as a Kafka broker
 // answers. A broker whose registration lease lapsed is fenced: listed, with
 // is_fenced, only when a v2 request includes fenced brokers, until it
-// returns or is unregistered (UnregisterBroker).
+// returns or is unregistered (UnregisterBroker). The cluster's authorized
+// operations, when asked for, are the principal's (none without DESCRIBE
+// on the cluster); a broker asks for nothing more, as Kafka's.
 
 import (
 	"cmp"
@@ -23,7 +25,7 @@ var describeClusterAPI = handler{key: 60, min: 0, max: 2, handle: (*Broker).hand
 
 const endpointTypeBrokers = 1
 
-func (b *Broker) handleDescribeCluster(_ context.Context, _ *conn, hdr protocol.RequestHeader, r kmsg.Request) (kmsg.Response, error) {
+func (b *Broker) handleDescribeCluster(_ context.Context, c *conn, hdr protocol.RequestHeader, r kmsg.Request) (kmsg.Response, error) {
 	req := r.(*kmsg.DescribeClusterRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeClusterResponse)
 	resp.EndpointType = endpointTypeBrokers
@@ -38,7 +40,7 @@ func (b *Broker) handleDescribeCluster(_ context.Context, _ *conn, hdr protocol.
 	resp.ControllerID = md.ControllerID
 	resp.ClusterAuthorizedOperations = operationsOmitted
 	if req.IncludeClusterAuthorizedOperations {
-		resp.ClusterAuthorizedOperations = clusterOperations
+		resp.ClusterAuthorizedOperations = c.clusterAuthorizedOps()
 	}
 	for _, br := range md.Brokers {
 		out := kmsg.NewDescribeClusterResponseBroker()

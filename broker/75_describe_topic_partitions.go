@@ -17,10 +17,16 @@ package broker
 // broker), leader epoch, replicas, ISR and offline replicas (those not
 // registered); eligible_leader_replicas and last_known_elr are empty, Gregor
 // having no ELR. Topics carry their id, whether they are internal and the
-// authorized operations, all of them without an authorizer, which Kafka
-// reports whether asked or not. As in Kafka, a cursor whose topic is not in
-// a non-empty topic list, or whose partition is negative, fails the request:
-// every topic asked for gets INVALID_REQUEST and nothing else.
+// principal's authorized operations on them, which Kafka reports whether
+// asked or not. As in Kafka, a cursor whose topic is not in a non-empty
+// topic list, or whose partition is negative, fails the request: every
+// topic asked for gets INVALID_REQUEST and nothing else.
+//
+// A topic needs DESCRIBE, as in Kafka. Listing every topic leaves out the
+// others; a topic named without it uses none of the limit and gets
+// TOPIC_AUTHORIZATION_FAILED with no id or partitions, after the topics
+// described, if the walk in name order came to it before the limit ended
+// the response (the cursor then points at the next allowed topic).
 
 import (
 	"context"
@@ -28,6 +34,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gregor-io/gregor/coordinator/acl"
 	"github.com/gregor-io/gregor/coordinator/cluster"
 	"github.com/gregor-io/gregor/protocol"
 )
@@ -38,7 +45,7 @@ var describeTopicPartitionsAPI = handler{key: 75, min: 0, max: 0, handle: (*Brok
 // default: the most partitions one response describes.
 const maxRequestPartitionSizeLimit = 2000
 
-func (b *Broker) handleDescribeTopicPartitions(_ context.Context, _ *conn, _ protocol.RequestHeader, r kmsg.Request) (kmsg.Response, error) {
+func (b *Broker) handleDescribeTopicPartitions(_ context.Context, c *conn, _ protocol.RequestHeader, r kmsg.Request) (kmsg.Response, error) {
 	req := r.(*kmsg.DescribeTopicPartitionsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeTopicPartitionsResponse)
 	md := b.cluster.Snapshot()
@@ -81,14 +88,26 @@ func (b *Broker) handleDescribeTopicPartitions(_ context.Context, _ *conn, _ pro
 	sort.Strings(names)
 
 	remaining := max(min(maxRequestPartitionSizeLimit, req.ResponsePartitionLimit), 1)
+	describable := c.dataTopicsAllowed(acl.OpDescribe)
+	var denied []kmsg.DescribeTopicPartitionsResponseTopic
 	for _, name := range names {
+		if !describable(name) {
+			if !all {
+				out := kmsg.NewDescribeTopicPartitionsResponseTopic()
+				n := name
+				out.Topic = &n
+				out.ErrorCode = int16(protocol.TopicAuthorizationFailed)
+				denied = append(denied, out)
+			}
+			continue
+		}
 		if remaining == 0 {
 			resp.NextCursor = &kmsg.DescribeTopicPartitionsResponseNextCursor{Topic: name, Partition: 0}
 			break
 		}
 		t := md.Topics[name]
 		if t == nil {
-			resp.Topics = append(resp.Topics, missingTopicPartitions(name))
+			resp.Topics = append(resp.Topics, missingTopicPartitions(name, c.authorizedOps(acl.ResourceTopic, name)))
 			continue
 		}
 		start := int32(0)
@@ -97,24 +116,26 @@ func (b *Broker) handleDescribeTopicPartitions(_ context.Context, _ *conn, _ pro
 		}
 		n := int32(len(t.Partitions))
 		end := int32(min(int64(n), int64(start)+int64(remaining))) // no overflow from a cursor near MaxInt32
-		resp.Topics = append(resp.Topics, b.describeTopicPartitions(md, t, start, end))
+		resp.Topics = append(resp.Topics, b.describeTopicPartitions(md, t, start, end, c.authorizedOps(acl.ResourceTopic, name)))
 		if end < n {
 			resp.NextCursor = &kmsg.DescribeTopicPartitionsResponseNextCursor{Topic: name, Partition: end}
 			break
 		}
 		remaining -= max(end-start, 0)
 	}
+	resp.Topics = append(resp.Topics, denied...)
 	return resp, nil
 }
 
-// describeTopicPartitions describes partitions [start, end) of t.
-func (b *Broker) describeTopicPartitions(md *cluster.Metadata, t *cluster.Topic, start, end int32) kmsg.DescribeTopicPartitionsResponseTopic {
+// describeTopicPartitions describes partitions [start, end) of t, whose
+// authorized operations are ops.
+func (b *Broker) describeTopicPartitions(md *cluster.Metadata, t *cluster.Topic, start, end, ops int32) kmsg.DescribeTopicPartitionsResponseTopic {
 	out := kmsg.NewDescribeTopicPartitionsResponseTopic()
 	name := t.Name
 	out.Topic = &name
 	out.TopicID = t.ID
 	out.IsInternal = internalTopics[t.Name]
-	out.AuthorizedOperations = topicOperations
+	out.AuthorizedOperations = ops
 	for i := start; i < end; i++ {
 		st := &t.Partitions[i]
 		p := kmsg.NewDescribeTopicPartitionsResponseTopicPartition()
@@ -131,8 +152,9 @@ func (b *Broker) describeTopicPartitions(md *cluster.Metadata, t *cluster.Topic,
 	return out
 }
 
-// missingTopicPartitions is the entry for a topic that does not exist.
-func missingTopicPartitions(name string) kmsg.DescribeTopicPartitionsResponseTopic {
+// missingTopicPartitions is the entry for a topic that does not exist,
+// whose authorized operations are ops.
+func missingTopicPartitions(name string, ops int32) kmsg.DescribeTopicPartitionsResponseTopic {
 	out := kmsg.NewDescribeTopicPartitionsResponseTopic()
 	n := name
 	out.Topic = &n
@@ -141,6 +163,6 @@ func missingTopicPartitions(name string) kmsg.DescribeTopicPartitionsResponseTop
 		out.ErrorCode = int16(protocol.InvalidTopicException)
 	}
 	out.IsInternal = internalTopics[name]
-	out.AuthorizedOperations = topicOperations
+	out.AuthorizedOperations = ops
 	return out
 }
