@@ -2,6 +2,7 @@ package broker
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -94,6 +95,10 @@ func TestAuthzDataRecords(t *testing.T) {
 	t.Parallel()
 	b := startAuthzBroker(t, smallTxnTopic)
 	admin := dialWireAs(t, b, "admin")
+	// The broker verifies transactional produces with its transaction
+	// coordinator over its own connection, which needs CLUSTER_ACTION.
+	admin.createACLs(allow(acl.ResourceCluster, acl.ClusterName,
+		fmt.Sprintf("User:gregor-broker-%d-txn-markers", b.cfg.NodeID), acl.OpClusterAction))
 	const topic, txnID = "records", "authz-txn"
 	id := admin.createTopic(topic, 1, nil)
 	pid, epoch := admin.initProducerID()
