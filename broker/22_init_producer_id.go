@@ -49,7 +49,7 @@ func (b *Broker) handleInitProducerID(ctx context.Context, c *conn, hdr protocol
 	}
 	// Kafka asks for IDEMPOTENT_WRITE without recording its denial: the
 	// topic check that follows may still allow.
-	if !c.adminAuthorizedClusterQuietly(acl.OpIdempotentWrite) && !c.authorizedByType(acl.OpWrite, acl.ResourceTopic) {
+	if !c.authorizedClusterQuietly(acl.OpIdempotentWrite) && !c.authorizedByType(acl.OpWrite, acl.ResourceTopic) {
 		c.b.metrics.authzDenied.Inc()
 		resp.ErrorCode = int16(protocol.ClusterAuthorizationFailed)
 		return resp, nil

@@ -55,7 +55,7 @@ func (b *Broker) handleWriteTxnMarkers(ctx context.Context, c *conn, _ protocol.
 	resp := req.ResponseKind().(*kmsg.WriteTxnMarkersResponse)
 	// As Kafka: ALTER is asked for without recording its denial, then
 	// CLUSTER_ACTION.
-	allowed := c.adminAuthorizedClusterQuietly(acl.OpAlter) || c.authorizedCluster(acl.OpClusterAction)
+	allowed := c.authorizedClusterQuietly(acl.OpAlter) || c.authorizedCluster(acl.OpClusterAction)
 	type markerWait struct {
 		rp                *kmsg.WriteTxnMarkersResponseMarkerTopicPartition
 		p                 *partition
@@ -145,15 +145,6 @@ func (b *Broker) handleWriteTxnMarkers(ctx context.Context, c *conn, _ protocol.
 		}
 	}
 	return &pendingResponse{Response: resp, settle: settle}, nil
-}
-
-// adminAuthorizedClusterQuietly is authorizedCluster for a check Kafka
-// makes without recording a denial, because another check follows that
-// may still allow the request: a denial here is not counted.
-func (c *conn) adminAuthorizedClusterQuietly(op acl.Operation) bool {
-	a := c.b.authorizer(c.b.cluster.Snapshot())
-	return a == nil || a.Authorize(acl.Request{Principal: c.principal, Host: c.host, Operation: op,
-		ResourceType: acl.ResourceCluster, Name: acl.ClusterName})
 }
 
 // markerDone is called for each marker answered NONE: on a partition of

@@ -49,10 +49,10 @@ func sameSlice(x, y []acl.Binding) bool {
 // authorized reports whether c's principal may do op on the resource of
 // type rt named name; always, with no authorizer.
 func (c *conn) authorized(op acl.Operation, rt acl.ResourceType, name string) bool {
-	a := c.b.authorizer(c.b.cluster.Snapshot())
-	if a == nil {
+	if c.b.cfg.AuthorizerClassName == "" {
 		return true
 	}
+	a := c.b.authorizer(c.b.cluster.Snapshot())
 	ok := a.Authorize(acl.Request{Principal: c.principal, Host: c.host, Operation: op, ResourceType: rt, Name: name})
 	if !ok {
 		c.b.metrics.authzDenied.Inc()
@@ -65,11 +65,24 @@ func (c *conn) authorizedCluster(op acl.Operation) bool {
 	return c.authorized(op, acl.ResourceCluster, acl.ClusterName)
 }
 
+// authorizedClusterQuietly is authorizedCluster for a check Kafka makes
+// without recording a denial, because another check follows that may
+// still allow the request: a denial here is not counted.
+func (c *conn) authorizedClusterQuietly(op acl.Operation) bool {
+	if c.b.cfg.AuthorizerClassName == "" {
+		return true
+	}
+	return c.b.authorizer(c.b.cluster.Snapshot()).Authorize(acl.Request{Principal: c.principal, Host: c.host,
+		Operation: op, ResourceType: acl.ResourceCluster, Name: acl.ClusterName})
+}
+
 // authorizedByType reports whether c's principal may do op on some
 // resource of type rt (see acl.Authorizer.AuthorizeByResourceType).
 func (c *conn) authorizedByType(op acl.Operation, rt acl.ResourceType) bool {
-	a := c.b.authorizer(c.b.cluster.Snapshot())
-	return a == nil || a.AuthorizeByResourceType(c.principal, c.host, op, rt)
+	if c.b.cfg.AuthorizerClassName == "" {
+		return true
+	}
+	return c.b.authorizer(c.b.cluster.Snapshot()).AuthorizeByResourceType(c.principal, c.host, op, rt)
 }
 
 // authorizedOps is the bit field of the operations c's principal may do
