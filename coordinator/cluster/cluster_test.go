@@ -407,11 +407,13 @@ func TestRegistration(t *testing.T) {
 	}
 	defer a.Close()
 	rack := "rack-a"
-	if err := a.Register(testCtx(t), BrokerInfo{NodeID: 1, Host: "host-a", Port: 9092, Rack: &rack}); err != nil {
+	eps := []Endpoint{{Listener: "PLAINTEXT", Host: "host-a", Port: 9092, SecurityProtocol: "PLAINTEXT"},
+		{Listener: "EXTERNAL", Host: "ext-a", Port: 19092, SecurityProtocol: "PLAINTEXT"}}
+	if err := a.Register(testCtx(t), BrokerInfo{NodeID: 1, Host: "host-a", Port: 9092, Rack: &rack, Endpoints: eps}); err != nil {
 		t.Fatalf("Register: %v", err)
 	}
-	if b, ok := a.Snapshot().Broker(1); !ok || b.Host != "host-a" || b.Rack == nil || *b.Rack != "rack-a" {
-		t.Errorf("registered broker in own snapshot = %+v, %v", b, ok)
+	if b, ok := a.Snapshot().Broker(1); !ok || b.Host != "host-a" || b.Rack == nil || *b.Rack != "rack-a" || !slices.Equal(b.Endpoints, eps) {
+		t.Errorf("registered broker in own snapshot = %+v, %v; want host-a, rack-a, endpoints %+v", b, ok, eps)
 	}
 	if !a.Registered() {
 		t.Errorf("Registered() = false after Register")

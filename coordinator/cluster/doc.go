@@ -32,14 +32,19 @@
 //
 //	P/cluster_id                 {"id":"<22-char base64url>"}
 //	    Created once, by the first Open, with a create-if-absent transaction.
-//	P/brokers/<node id>          {"host":"h","port":9092,"rack":"r","owner":"o"}
+//	P/brokers/<node id>          {"host":"h","port":9092,"rack":"r","owner":"o",
+//	                              "endpoints":[{"listener":"INTERNAL","host":"h",
+//	                              "port":9092,"security_protocol":"PLAINTEXT"},...]}
 //	    A live broker. Bound to the broker's lease (TTL Config.SessionTTL):
 //	    gone when the broker closes (lease revoked) or stops keeping it
 //	    alive (lease expired). "rack" is absent when the broker has none.
 //	    "owner" (BrokerInfo.Owner) lets a restarted broker take over the
 //	    key of its killed previous run without waiting for the lease.
-//	    "shutting_down" is set by ControlledShutdown.
-//	P/registered/<node id>       {"host":"h","port":9092,"rack":"r"}
+//	    "shutting_down" is set by ControlledShutdown. "host" and "port" are
+//	    the inter-broker listener's endpoint; "endpoints" has every
+//	    listener's, by name. A record without "endpoints" (written before
+//	    they existed) stands for the one endpoint on every listener.
+//	P/registered/<node id>       {"host":"h","port":9092,"rack":"r","endpoints":[...]}
 //	    A broker that registered once, written with each registration and
 //	    kept after its lease: listed as fenced while not live, until
 //	    UnregisterBroker deletes it.

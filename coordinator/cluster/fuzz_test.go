@@ -12,9 +12,11 @@ func fuzzBase(k keyspace) map[string]string {
 	rack := "r1"
 	id := TopicID{1, 2, 3}
 	return map[string]string{
-		k.clusterID():         encode(clusterIDRecord{ID: "c"}),
-		k.producerIDBlock():   encode(producerIDBlockRecord{Broker: 1, First: 0, Count: 1000}),
-		k.broker(1):           encode(brokerRecord{Host: "h1", Port: 9092, Rack: &rack, Owner: "o"}),
+		k.clusterID():       encode(clusterIDRecord{ID: "c"}),
+		k.producerIDBlock(): encode(producerIDBlockRecord{Broker: 1, First: 0, Count: 1000}),
+		k.broker(1): encode(brokerRecord{Host: "h1", Port: 9092, Rack: &rack, Owner: "o", Endpoints: []endpointRecord{
+			{Listener: "INTERNAL", Host: "h1", Port: 9092, SecurityProtocol: "PLAINTEXT"},
+			{Listener: "EXTERNAL", Host: "x1", Port: 19092, SecurityProtocol: "PLAINTEXT"}}}),
 		k.broker(2):           encode(brokerRecord{Host: "h2", Port: 9092}),
 		k.registered(1):       encode(brokerRecord{Host: "h1", Port: 9092, Rack: &rack}),
 		k.registered(3):       encode(brokerRecord{Host: "h3", Port: 9092}),
@@ -50,6 +52,8 @@ func FuzzApply(f *testing.F) {
 	f.Add(k.partition("t", 5), []byte(`{"leader":9,"isr":null}`), false)
 	f.Add(k.brokerConfig(-1), []byte(`{"config":{}}`), false)
 	f.Add(k.broker(3), []byte(`null`), false)
+	f.Add(k.broker(3), []byte(`{"host":"h","port":1,"endpoints":[{"listener":"A","port":-1},null,{}]}`), false)
+	f.Add(k.registered(2), []byte(`{"host":"h","port":1,"endpoints":{}}`), false)
 	f.Add("/g/brokers/007", []byte(`{}`), false)
 	f.Add("/g/partitions/t/", []byte(`{}`), false)
 	f.Add("/g/configs/brokers/default/x", []byte(`{}`), false)
@@ -126,6 +130,11 @@ func checkMetadata(t *testing.T, m *Metadata) {
 		}
 		if got, ok := m.Broker(b.NodeID); !ok || got.NodeID != b.NodeID {
 			t.Fatalf("Broker(%d) = %+v, %v", b.NodeID, got, ok)
+		}
+		for _, e := range b.Endpoints {
+			if _, _, ok := b.Endpoint(e.Listener); !ok {
+				t.Fatalf("broker %d has endpoint %+v but no endpoint on listener %q", b.NodeID, e, e.Listener)
+			}
 		}
 	}
 	_, electedLive := m.Broker(m.Controller.NodeID)

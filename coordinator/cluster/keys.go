@@ -174,7 +174,8 @@ type clusterIDRecord struct {
 	ID string `json:"id"`
 }
 
-// brokerRecord is the value of prefix/brokers/<id>.
+// brokerRecord is the value of prefix/brokers/<id> and of
+// prefix/registered/<id>.
 type brokerRecord struct {
 	Host  string  `json:"host"`
 	Port  int32   `json:"port"`
@@ -182,6 +183,36 @@ type brokerRecord struct {
 	Owner string  `json:"owner,omitempty"` // BrokerInfo.Owner
 	// ShuttingDown is set by ControlledShutdown.
 	ShuttingDown bool `json:"shutting_down,omitempty"`
+	// Endpoints are BrokerInfo.Endpoints; absent in the records of
+	// brokers that predate them.
+	Endpoints []endpointRecord `json:"endpoints,omitempty"`
+}
+
+// endpointRecord is one of brokerRecord.Endpoints.
+type endpointRecord struct {
+	Listener         string `json:"listener"`
+	Host             string `json:"host"`
+	Port             int32  `json:"port"`
+	SecurityProtocol string `json:"security_protocol"`
+}
+
+// newBrokerRecord is info's record, without Owner and ShuttingDown, which
+// only the live registration carries.
+func newBrokerRecord(info BrokerInfo) brokerRecord {
+	r := brokerRecord{Host: info.Host, Port: info.Port, Rack: info.Rack}
+	for _, e := range info.Endpoints {
+		r.Endpoints = append(r.Endpoints, endpointRecord(e))
+	}
+	return r
+}
+
+// info is the BrokerInfo of node id's record r.
+func (r *brokerRecord) info(id int32) BrokerInfo {
+	bi := BrokerInfo{NodeID: id, Host: r.Host, Port: r.Port, Rack: r.Rack, ShuttingDown: r.ShuttingDown}
+	for _, e := range r.Endpoints {
+		bi.Endpoints = append(bi.Endpoints, Endpoint(e))
+	}
+	return bi
 }
 
 // controllerRecord is the value of a controller candidate's key,

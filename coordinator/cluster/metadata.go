@@ -58,9 +58,16 @@ func randomID() TopicID {
 // clients about it.
 type BrokerInfo struct {
 	NodeID int32
-	Host   string
-	Port   int32
-	Rack   *string // nil: no rack
+	// Host and Port are the endpoint of the broker's inter-broker
+	// listener: what other brokers dial it on. Brokers that predate
+	// Endpoints registered their only endpoint here.
+	Host string
+	Port int32
+	Rack *string // nil: no rack
+	// Endpoints are the advertised endpoints of all the broker's
+	// listeners, one per listener name; clients are told the one of the
+	// listener they are connected to (see Endpoint).
+	Endpoints []Endpoint
 
 	// Owner names what makes a process this broker, for Register only:
 	// the broker sets it to its host name and first log dir, which it holds
@@ -128,6 +135,32 @@ type Topic struct {
 	// revs are the mod revisions of the partition state keys, by
 	// partition, for the controller's compare-and-swap (0: not known).
 	revs []int64
+}
+
+// Endpoint is where a broker's listener is reached, as advertised.
+type Endpoint struct {
+	// Listener is the listener's name, upper case (PLAINTEXT, INTERNAL).
+	Listener string
+	Host     string
+	Port     int32
+	// SecurityProtocol is the listener's protocol (PLAINTEXT, SSL,
+	// SASL_PLAINTEXT, SASL_SSL).
+	SecurityProtocol string
+}
+
+// Endpoint returns the broker's endpoint on the named listener; ok is false
+// when it has no such listener. A registration without endpoints (written
+// by a Gregor that predates them) has its one endpoint on every listener.
+func (bi *BrokerInfo) Endpoint(listener string) (host string, port int32, ok bool) {
+	if len(bi.Endpoints) == 0 {
+		return bi.Host, bi.Port, true
+	}
+	for _, e := range bi.Endpoints {
+		if e.Listener == listener {
+			return e.Host, e.Port, true
+		}
+	}
+	return "", 0, false
 }
 
 // Metadata is an immutable view of the cluster metadata as of one etcd
@@ -266,7 +299,7 @@ func (s *state) apply(key string, value []byte, revs keyRevs, deleted bool) {
 			delete(s.brokers, pk.node)
 			return
 		}
-		s.brokers[pk.node] = BrokerInfo{NodeID: pk.node, Host: r.Host, Port: r.Port, Rack: r.Rack, ShuttingDown: r.ShuttingDown}
+		s.brokers[pk.node] = r.info(pk.node)
 	case kindRegistered:
 		s.brokersDirty = true
 		var r brokerRecord
@@ -274,7 +307,8 @@ func (s *state) apply(key string, value []byte, revs keyRevs, deleted bool) {
 			delete(s.registered, pk.node)
 			return
 		}
-		s.registered[pk.node] = BrokerInfo{NodeID: pk.node, Host: r.Host, Port: r.Port, Rack: r.Rack}
+		r.ShuttingDown = false
+		s.registered[pk.node] = r.info(pk.node)
 	case kindTopic:
 		s.dirty[pk.topic] = true
 		var r topicRecord

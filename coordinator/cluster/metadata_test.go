@@ -247,3 +247,53 @@ func TestValidateTopicName(t *testing.T) {
 		}
 	}
 }
+
+// TestBrokerEndpoints: a registration lists the endpoints of its listeners
+// and answers for those only; one written before endpoints existed (host
+// and port alone) answers with them for any listener. The durable record a
+// fenced broker is listed with keeps the endpoints too.
+func TestBrokerEndpoints(t *testing.T) {
+	k := newKeyspace("/g")
+	st := newState(k, func(string, ...any) {})
+	info := BrokerInfo{NodeID: 1, Host: "in", Port: 9092, Endpoints: []Endpoint{
+		{Listener: "INTERNAL", Host: "in", Port: 9092, SecurityProtocol: "PLAINTEXT"},
+		{Listener: "EXTERNAL", Host: "ex", Port: 19092, SecurityProtocol: "PLAINTEXT"},
+	}}
+	st.apply(k.broker(1), []byte(encode(newBrokerRecord(info))), keyRevs{1, 1}, false)
+	st.apply(k.registered(3), []byte(encode(newBrokerRecord(BrokerInfo{NodeID: 3, Host: "f", Port: 3, Endpoints: []Endpoint{
+		{Listener: "INTERNAL", Host: "f", Port: 3, SecurityProtocol: "PLAINTEXT"}}}))), keyRevs{2, 2}, false)
+	// As an older Gregor writes it.
+	st.apply(k.broker(2), []byte(`{"host":"old","port":9093}`), keyRevs{3, 3}, false)
+	m := st.snapshot(3)
+
+	for _, c := range []struct {
+		node     int32
+		listener string
+		host     string
+		port     int32
+		ok       bool
+	}{
+		{1, "INTERNAL", "in", 9092, true},
+		{1, "EXTERNAL", "ex", 19092, true},
+		{1, "OTHER", "", 0, false},
+		{2, "INTERNAL", "old", 9093, true},
+		{2, "EXTERNAL", "old", 9093, true},
+	} {
+		b, live := m.Broker(c.node)
+		if !live {
+			t.Fatalf("broker %d not live", c.node)
+		}
+		if host, port, ok := b.Endpoint(c.listener); host != c.host || port != c.port || ok != c.ok {
+			t.Errorf("broker %d on %s: %s:%d, %v; want %s:%d, %v", c.node, c.listener, host, port, ok, c.host, c.port, c.ok)
+		}
+	}
+	if b, _ := m.Broker(1); b.Host != "in" || b.Port != 9092 || !slices.Equal(b.Endpoints, info.Endpoints) {
+		t.Errorf("broker 1 = %+v; want host in:9092 and endpoints %+v", b, info.Endpoints)
+	}
+	if len(m.Fenced) != 1 || m.Fenced[0].NodeID != 3 || len(m.Fenced[0].Endpoints) != 1 {
+		t.Fatalf("fenced = %+v; want broker 3 with its endpoint", m.Fenced)
+	}
+	if _, _, ok := m.Fenced[0].Endpoint("EXTERNAL"); ok {
+		t.Errorf("fenced broker 3 has an EXTERNAL endpoint; it registered INTERNAL only")
+	}
+}

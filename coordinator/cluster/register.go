@@ -111,12 +111,12 @@ func (c *Cluster) registerOnce(ctx context.Context, info BrokerInfo) (*concurren
 	c.mu.Lock()
 	info.ShuttingDown = c.mu.shuttingDown
 	c.mu.Unlock()
-	value := encode(brokerRecord{Host: info.Host, Port: info.Port, Rack: info.Rack, Owner: info.Owner,
-		ShuttingDown: info.ShuttingDown})
+	live := newBrokerRecord(info)
+	live.Owner, live.ShuttingDown = info.Owner, info.ShuttingDown
+	value := encode(live)
 	// The registration that outlives the lease: what a fenced broker is
 	// listed with until it returns or is unregistered.
-	durable := clientv3.OpPut(c.keys.registered(info.NodeID),
-		encode(brokerRecord{Host: info.Host, Port: info.Port, Rack: info.Rack}))
+	durable := clientv3.OpPut(c.keys.registered(info.NodeID), encode(newBrokerRecord(info)))
 	resp, err := c.client.Txn(octx).
 		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
 		Then(clientv3.OpPut(key, value, clientv3.WithLease(grant.ID)), durable).

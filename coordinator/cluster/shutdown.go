@@ -33,7 +33,9 @@ func (c *Cluster) ControlledShutdown(ctx context.Context) error {
 	}
 	info := reg.info
 	key := c.keys.broker(info.NodeID)
-	value := encode(brokerRecord{Host: info.Host, Port: info.Port, Rack: info.Rack, Owner: info.Owner, ShuttingDown: true})
+	live := newBrokerRecord(info)
+	live.Owner, live.ShuttingDown = info.Owner, true
+	value := encode(live)
 	octx, cancel := c.opCtx(ctx)
 	resp, err := c.client.Txn(octx).
 		If(clientv3.Compare(clientv3.LeaseValue(key), "=", reg.session.Lease())).
