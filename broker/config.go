@@ -29,8 +29,26 @@ type Config struct {
 	// (listeners), as NAME://host:port; port 0 picks a free port.
 	Listeners []string
 	// AdvertisedListeners are the addresses clients are told to use
-	// (advertised.listeners); empty means the bound listeners.
+	// (advertised.listeners), as NAME://host:port, matched to Listeners
+	// by name. A listener without an entry here is advertised at its
+	// bound address (an unspecified host as localhost, port 0 as the port
+	// bound). Kafka instead leaves such a listener out of the broker's
+	// registration, so that clients connected to it are told of no broker;
+	// Gregor advertises every listener it serves.
 	AdvertisedListeners []string
+	// ListenerSecurityProtocolMap gives each listener name its security
+	// protocol (listener.security.protocol.map, NAME:PROTOCOL,...; names
+	// and protocols are case-insensitive). Every listener must be named
+	// in it. Only PLAINTEXT is served so far: a listener mapped to SSL or
+	// SASL_* is refused, so that nothing is advertised that is not served.
+	ListenerSecurityProtocolMap string
+	// InterBrokerListenerName is the listener brokers reach each other on
+	// (inter.broker.listener.name): replica fetchers, transaction markers,
+	// share state calls. Empty picks, as Kafka's default
+	// security.inter.broker.protocol does, the listener named PLAINTEXT;
+	// without one, where Kafka refuses to start, the first listener, which
+	// is what Gregor used before it had this setting.
+	InterBrokerListenerName string
 	// Rack is the broker's rack (broker.rack), or empty.
 	Rack string
 	// LogDirs hold the partition logs (log.dirs).
@@ -324,6 +342,8 @@ func DefaultConfig() Config {
 		EtcdPeerAddr:   "127.0.0.1:2380",
 		SessionTimeout: 9 * time.Second,
 
+		ListenerSecurityProtocolMap: DefaultListenerSecurityProtocolMap,
+
 		ControlledShutdownEnable:     true,
 		ReplicaLagTimeMax:            30 * time.Second,
 		ReplicaFetchWaitMax:          500 * time.Millisecond,
@@ -380,15 +400,29 @@ func DefaultConfig() Config {
 	}
 }
 
+// DefaultListenerSecurityProtocolMap is Kafka's default of
+// listener.security.protocol.map, spelled as Kafka reports it: each
+// security protocol is also the name of a listener that speaks it.
+const DefaultListenerSecurityProtocolMap = "SASL_SSL:SASL_SSL,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT"
+
+// The security protocols of listener.security.protocol.map, by Kafka's
+// names. Only ProtocolPlaintext is served so far.
+const (
+	ProtocolPlaintext     = "PLAINTEXT"
+	ProtocolSSL           = "SSL"
+	ProtocolSASLPlaintext = "SASL_PLAINTEXT"
+	ProtocolSASLSSL       = "SASL_SSL"
+)
+
 // Listener is a parsed listeners entry.
 type Listener struct {
+	// Name is upper case, as Kafka normalises listener names.
 	Name string
 	Host string
 	Port int32
 }
 
-// ParseListener parses NAME://host:port. Only plaintext listeners exist so
-// far, so the name is kept as given.
+// ParseListener parses NAME://host:port.
 func ParseListener(s string) (Listener, error) {
 	name, addr, ok := strings.Cut(s, "://")
 	if !ok || name == "" {
@@ -403,6 +437,112 @@ func ParseListener(s string) (Listener, error) {
 		return Listener{}, fmt.Errorf("%w: listener %q: bad port", ErrInvalidConfig, s)
 	}
 	return Listener{Name: strings.ToUpper(name), Host: host, Port: int32(p)}, nil
+}
+
+// ParseSecurityProtocolMap parses listener.security.protocol.map:
+// comma-separated NAME:PROTOCOL pairs. Names and protocols are taken in
+// upper case; a protocol Kafka does not have, a name given twice or an
+// entry without a colon is an error.
+func ParseSecurityProtocolMap(s string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, entry := range strings.Split(s, ",") {
+		entry = strings.TrimSpace(entry)
+		if entry == "" {
+			continue
+		}
+		name, proto, ok := strings.Cut(entry, ":")
+		name, proto = strings.ToUpper(strings.TrimSpace(name)), strings.ToUpper(strings.TrimSpace(proto))
+		if !ok || name == "" {
+			return nil, fmt.Errorf("%w: listener.security.protocol.map entry %q is not NAME:PROTOCOL", ErrInvalidConfig, entry)
+		}
+		switch proto {
+		case ProtocolPlaintext, ProtocolSSL, ProtocolSASLPlaintext, ProtocolSASLSSL:
+		default:
+			return nil, fmt.Errorf("%w: listener.security.protocol.map: unknown security protocol %q for listener %s (Kafka's are %s, %s, %s and %s)",
+				ErrInvalidConfig, proto, name, ProtocolPlaintext, ProtocolSSL, ProtocolSASLPlaintext, ProtocolSASLSSL)
+		}
+		if _, dup := out[name]; dup {
+			return nil, fmt.Errorf("%w: listener.security.protocol.map names listener %s twice", ErrInvalidConfig, name)
+		}
+		out[name] = proto
+	}
+	return out, nil
+}
+
+// listenerSetup is the listener settings of a Config, checked and put
+// together.
+type listenerSetup struct {
+	// listeners are the listeners entries, in their order.
+	listeners []Listener
+	// advertised holds the advertised.listeners entries by name.
+	advertised map[string]Listener
+	// protocols is listener.security.protocol.map.
+	protocols map[string]string
+	// interBroker names the inter-broker listener.
+	interBroker string
+}
+
+// resolveListeners checks listeners, advertised.listeners,
+// listener.security.protocol.map and inter.broker.listener.name together.
+func (c *Config) resolveListeners() (listenerSetup, error) {
+	var ls listenerSetup
+	if len(c.Listeners) == 0 {
+		return ls, fmt.Errorf("%w: no listeners", ErrInvalidConfig)
+	}
+	var err error
+	if ls.protocols, err = ParseSecurityProtocolMap(c.ListenerSecurityProtocolMap); err != nil {
+		return ls, err
+	}
+	known := func(l Listener, key string) error {
+		proto, ok := ls.protocols[l.Name]
+		switch {
+		case !ok:
+			return fmt.Errorf("%w: %s: listener %s has no security protocol in listener.security.protocol.map", ErrInvalidConfig, key, l.Name)
+		case proto != ProtocolPlaintext:
+			return fmt.Errorf("%w: %s: listener %s is %s, but Gregor serves only PLAINTEXT listeners so far (SSL and SASL are not served yet)",
+				ErrInvalidConfig, key, l.Name, proto)
+		}
+		return nil
+	}
+	names := map[string]bool{}
+	for _, spec := range c.Listeners {
+		l, err := ParseListener(spec)
+		if err != nil {
+			return ls, err
+		}
+		if names[l.Name] {
+			return ls, fmt.Errorf("%w: listeners: listener name %s used twice", ErrInvalidConfig, l.Name)
+		}
+		if err := known(l, "listeners"); err != nil {
+			return ls, err
+		}
+		names[l.Name] = true
+		ls.listeners = append(ls.listeners, l)
+	}
+	ls.advertised = map[string]Listener{}
+	for _, spec := range c.AdvertisedListeners {
+		l, err := ParseListener(spec)
+		if err != nil {
+			return ls, err
+		}
+		switch {
+		case !names[l.Name]:
+			return ls, fmt.Errorf("%w: advertised.listeners: %s is not the name of a listener in listeners", ErrInvalidConfig, l.Name)
+		case ls.advertised[l.Name] != Listener{}:
+			return ls, fmt.Errorf("%w: advertised.listeners: listener name %s used twice", ErrInvalidConfig, l.Name)
+		}
+		ls.advertised[l.Name] = l
+	}
+	ls.interBroker = strings.ToUpper(strings.TrimSpace(c.InterBrokerListenerName))
+	switch {
+	case ls.interBroker == "" && names[ProtocolPlaintext]:
+		ls.interBroker = ProtocolPlaintext
+	case ls.interBroker == "":
+		ls.interBroker = ls.listeners[0].Name
+	case !names[ls.interBroker]:
+		return ls, fmt.Errorf("%w: inter.broker.listener.name %s is not the name of a listener in listeners", ErrInvalidConfig, ls.interBroker)
+	}
+	return ls, nil
 }
 
 // ParseConnectionOverrides parses max.connections.per.ip.overrides:
@@ -434,16 +574,8 @@ func (c *Config) Validate() error {
 	if c.NodeID < 0 {
 		return fmt.Errorf("%w: node.id %d below 0", ErrInvalidConfig, c.NodeID)
 	}
-	if len(c.Listeners) == 0 {
-		return fmt.Errorf("%w: no listeners", ErrInvalidConfig)
-	}
-	for _, l := range append(append([]string(nil), c.Listeners...), c.AdvertisedListeners...) {
-		if _, err := ParseListener(l); err != nil {
-			return err
-		}
-	}
-	if len(c.AdvertisedListeners) > 0 && len(c.AdvertisedListeners) != len(c.Listeners) {
-		return fmt.Errorf("%w: advertised.listeners must name as many listeners as listeners", ErrInvalidConfig)
+	if _, err := c.resolveListeners(); err != nil {
+		return err
 	}
 	if len(c.LogDirs) == 0 {
 		return fmt.Errorf("%w: no log.dirs", ErrInvalidConfig)

@@ -336,6 +336,12 @@ func (b *Broker) staticConfigs() map[string]string {
 	if len(b.cfg.AdvertisedListeners) > 0 {
 		out["advertised.listeners"] = strings.Join(b.cfg.AdvertisedListeners, ",")
 	}
+	if b.cfg.ListenerSecurityProtocolMap != DefaultListenerSecurityProtocolMap {
+		out["listener.security.protocol.map"] = b.cfg.ListenerSecurityProtocolMap
+	}
+	if b.cfg.InterBrokerListenerName != "" {
+		out["inter.broker.listener.name"] = b.cfg.InterBrokerListenerName
+	}
 	if b.cfg.Rack != "" {
 		out["broker.rack"] = b.cfg.Rack
 	}

@@ -89,6 +89,10 @@ var brokerDefs = []*Def{
 		Doc: "Security protocol of each listener name, as NAME:PROTOCOL pairs separated by commas.",
 	},
 	{
+		Name: "inter.broker.listener.name", Type: TypeString, NullDefault: true,
+		Doc: "Name of the listener brokers use to reach each other. Unset means the listener named PLAINTEXT, or the first listener when none is.",
+	},
+	{
 		Name: "log.dirs", Type: TypeList, NullDefault: true,
 		Doc: "Comma-separated directories holding partition data. Unset means log.dir is used.",
 	},

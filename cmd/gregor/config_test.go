@@ -144,8 +144,14 @@ listeners:
   - INTERNAL://b:9093
 log.dirs: "/d1, /d2,,/d3"
 log.cleanup.policy: [compact, delete]
+listener.security.protocol.map: PLAINTEXT:PLAINTEXT,INTERNAL:PLAINTEXT
+inter.broker.listener.name: INTERNAL
 `)
 	c := mustLoad(t, "--config", file, "--advertised.listeners", "PLAINTEXT://x:1,INTERNAL://y:2")
+	if c.broker.ListenerSecurityProtocolMap != "PLAINTEXT:PLAINTEXT,INTERNAL:PLAINTEXT" || c.broker.InterBrokerListenerName != "INTERNAL" {
+		t.Errorf("listener.security.protocol.map = %q, inter.broker.listener.name = %q; want the file's",
+			c.broker.ListenerSecurityProtocolMap, c.broker.InterBrokerListenerName)
+	}
 	for _, tt := range []struct {
 		key       string
 		got, want []string
@@ -336,6 +342,14 @@ func TestInvalid(t *testing.T) {
 		{name: "node.id and broker.id", args: []string{"--node.id", "1", "--broker.id", "2"}, want: "broker.id"},
 		{name: "listener", args: []string{"--listeners", "localhost:9092"}, want: "listener"},
 		{name: "no listeners", args: []string{"--listeners", ""}, want: "no listeners"},
+		{name: "listener without protocol", args: []string{"--listeners", "INTERNAL://localhost:9092"},
+			want: "listener INTERNAL has no security protocol in listener.security.protocol.map"},
+		{name: "unknown protocol", args: []string{"--listener.security.protocol.map", "PLAINTEXT:TLS"}, want: `unknown security protocol "TLS"`},
+		{name: "ssl listener", args: []string{"--listeners", "SSL://localhost:9093"}, want: "SSL and SASL are not served yet"},
+		{name: "inter-broker listener", args: []string{"--inter.broker.listener.name", "INTERNAL"},
+			want: "inter.broker.listener.name INTERNAL is not the name of a listener"},
+		{name: "advertised name", args: []string{"--advertised.listeners", "EXTERNAL://x:1"},
+			want: "advertised.listeners: EXTERNAL is not the name of a listener"},
 		{name: "validate", args: []string{"--num.partitions", "0"}, want: "num.partitions 0 below 1"},
 		{name: "missing file", args: []string{"--config", "/nonexistent/gregor.yaml"}, want: "/nonexistent/gregor.yaml"},
 		{name: "bad yaml", file: "node.id: [\n", want: "read config file"},
