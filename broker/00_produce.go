@@ -138,7 +138,7 @@ func (b *Broker) handleProduce(ctx context.Context, c *conn, hdr protocol.Reques
 				}
 				if leader, epoch, at, ok := b.leaderHint(md, rt.Topic, rt.TopicID, byID, rp.Partition); ok {
 					rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = leader, epoch
-					resp.Brokers = addProduceEndpoint(resp.Brokers, at)
+					resp.Brokers = addProduceEndpoint(resp.Brokers, at, c.listener)
 				}
 			}
 		}
@@ -289,16 +289,21 @@ func (c *conn) dataTopicsAllowed(op acl.Operation) func(name string) bool {
 	}
 }
 
-// addProduceEndpoint adds a leader's endpoint to a produce response's node
-// endpoints (KIP-951, v10+), once.
-func addProduceEndpoint(list []kmsg.ProduceResponseBroker, at cluster.BrokerInfo) []kmsg.ProduceResponseBroker {
+// addProduceEndpoint adds a leader's endpoint on listener to a produce
+// response's node endpoints (KIP-951), once; a leader without the listener
+// is left out, its id and epoch still given, as Kafka does.
+func addProduceEndpoint(list []kmsg.ProduceResponseBroker, at cluster.BrokerInfo, listener string) []kmsg.ProduceResponseBroker {
+	host, port, ok := at.Endpoint(listener)
+	if !ok {
+		return list
+	}
 	for _, e := range list {
 		if e.NodeID == at.NodeID {
 			return list
 		}
 	}
 	e := kmsg.NewProduceResponseBroker()
-	e.NodeID, e.Host, e.Port, e.Rack = at.NodeID, at.Host, at.Port, at.Rack
+	e.NodeID, e.Host, e.Port, e.Rack = at.NodeID, host, port, at.Rack
 	return append(list, e)
 }
 

@@ -250,7 +250,7 @@ func (b *Broker) handleFetch(ctx context.Context, c *conn, hdr protocol.RequestH
 			}
 			if leader, epoch, at, ok := b.leaderHint(md, it.key.topic, it.key.topicID, byID, it.key.partition); ok {
 				res.leaderID, res.leaderEpoch = leader, epoch
-				resp.Brokers = addFetchEndpoint(resp.Brokers, at)
+				resp.Brokers = addFetchEndpoint(resp.Brokers, at, c.listener)
 			}
 		}
 		if res.code == protocol.NotLeaderOrFollower || res.code == protocol.FencedLeaderEpoch {
@@ -288,16 +288,21 @@ func (b *Broker) recordLeaderThrottle(results []fetchResult, start time.Time) {
 	}
 }
 
-// addFetchEndpoint adds a leader's endpoint to a fetch response's node
-// endpoints (KIP-951, v16+), once.
-func addFetchEndpoint(list []kmsg.FetchResponseBroker, at cluster.BrokerInfo) []kmsg.FetchResponseBroker {
+// addFetchEndpoint adds a leader's endpoint on listener to a fetch
+// response's node endpoints (KIP-951, v16+), once; a leader without the
+// listener is left out, its id and epoch still given, as Kafka does.
+func addFetchEndpoint(list []kmsg.FetchResponseBroker, at cluster.BrokerInfo, listener string) []kmsg.FetchResponseBroker {
+	host, port, ok := at.Endpoint(listener)
+	if !ok {
+		return list
+	}
 	for _, e := range list {
 		if e.NodeID == at.NodeID {
 			return list
 		}
 	}
 	e := kmsg.NewFetchResponseBroker()
-	e.NodeID, e.Host, e.Port, e.Rack = at.NodeID, at.Host, at.Port, at.Rack
+	e.NodeID, e.Host, e.Port, e.Rack = at.NodeID, host, port, at.Rack
 	return append(list, e)
 }
 

@@ -14,6 +14,14 @@ package broker
 // created before the response and returned whole. Internal topics are
 // never auto-created here.
 //
+// Brokers are told with their endpoint on the listener the request came in
+// on, and a broker without that listener is left out, as Kafka does. A
+// partition whose leader is live but lacks the listener has no leader (-1)
+// and LISTENER_NOT_FOUND from v6 (LEADER_NOT_AVAILABLE before), which
+// points at a listener configured on some brokers only; its replicas and
+// ISR are listed as they are, and replicas without the listener count as
+// offline.
+//
 // Authorization, as Kafka's: a topic needs DESCRIBE. Asking for every topic
 // lists only those; a topic asked for by name without it gets
 // TOPIC_AUTHORIZATION_FAILED and nothing else (no id, whether it exists or
@@ -90,8 +98,12 @@ func (b *Broker) handleMetadata(ctx context.Context, c *conn, hdr protocol.Reque
 	}
 
 	for _, br := range md.Brokers {
+		host, port, ok := br.Endpoint(c.listener)
+		if !ok {
+			continue
+		}
 		mb := kmsg.NewMetadataResponseBroker()
-		mb.NodeID, mb.Host, mb.Port, mb.Rack = br.NodeID, br.Host, br.Port, br.Rack
+		mb.NodeID, mb.Host, mb.Port, mb.Rack = br.NodeID, host, port, br.Rack
 		resp.Brokers = append(resp.Brokers, mb)
 	}
 	id := md.ClusterID
@@ -110,7 +122,7 @@ func (b *Broker) handleMetadata(ctx context.Context, c *conn, hdr protocol.Reque
 		sort.Strings(names)
 		for _, name := range names {
 			if describable(name) {
-				resp.Topics = append(resp.Topics, b.describeTopic(md, md.Topics[name], topicOps(name)))
+				resp.Topics = append(resp.Topics, b.describeTopic(md, md.Topics[name], topicOps(name), c.listener, hdr.APIVersion))
 			}
 		}
 		return resp, nil
@@ -137,7 +149,7 @@ func (b *Broker) handleMetadata(ctx context.Context, c *conn, hdr protocol.Reque
 		case !byID && rt.Topic != nil && !describable(*rt.Topic):
 			mt.ErrorCode = int16(protocol.TopicAuthorizationFailed)
 		case t != nil:
-			mt = b.describeTopic(md, t, topicOps(t.Name))
+			mt = b.describeTopic(md, t, topicOps(t.Name), c.listener, hdr.APIVersion)
 		case byID || rt.Topic == nil:
 			mt.Topic = nil
 			mt.ErrorCode = int16(protocol.UnknownTopicID)
@@ -175,9 +187,9 @@ func (c *conn) metadataCreatable() func(name string) bool {
 	}
 }
 
-// describeTopic is t's entry in a Metadata response, with ops as its
-// authorized operations.
-func (b *Broker) describeTopic(md *cluster.Metadata, t *cluster.Topic, ops int32) kmsg.MetadataResponseTopic {
+// describeTopic is t's entry in a Metadata response of the given version,
+// with ops as its authorized operations, for a client on listener.
+func (b *Broker) describeTopic(md *cluster.Metadata, t *cluster.Topic, ops int32, listener string, version int16) kmsg.MetadataResponseTopic {
 	mt := kmsg.NewMetadataResponseTopic()
 	name := t.Name
 	mt.Topic = &name
@@ -189,9 +201,16 @@ func (b *Broker) describeTopic(md *cluster.Metadata, t *cluster.Topic, ops int32
 		mp.Partition = int32(i)
 		mp.Leader, mp.LeaderEpoch = st.Leader, st.LeaderEpoch
 		mp.Replicas, mp.ISR = st.Replicas, st.ISR
-		mp.OfflineReplicas = b.offlineReplicas(md, t, int32(i))
-		if !b.leaderAvailable(md, t, int32(i)) {
+		mp.OfflineReplicas = b.offlineReplicas(md, t, int32(i), listener)
+		switch {
+		case !b.leaderAvailable(md, t, int32(i)):
 			mp.ErrorCode = int16(protocol.LeaderNotAvailable)
+			mp.Leader = -1
+		case !hasListener(md, st.Leader, listener):
+			mp.ErrorCode = int16(protocol.ListenerNotFound)
+			if version < 6 {
+				mp.ErrorCode = int16(protocol.LeaderNotAvailable)
+			}
 			mp.Leader = -1
 		}
 		mt.Partitions = append(mt.Partitions, mp)

@@ -7,8 +7,10 @@ package broker
 // partition count). The topic is created on the first request, as Kafka
 // does. Transactions (key type 1): the leader of the transactional id's
 // __transaction_state partition, created on first need the same way.
-// v4+ takes a batch of keys. A partition without a live leader gets
-// COORDINATOR_NOT_AVAILABLE, which clients retry; a coordinator that has
+// v4+ takes a batch of keys. The coordinator is given at its endpoint on
+// the listener the request came in on. A partition without a live leader,
+// or whose leader lacks that listener, gets COORDINATOR_NOT_AVAILABLE (as
+// in Kafka), which clients retry; a coordinator that has
 // moved answers NOT_COORDINATOR to the requests themselves.
 // librdkafka also reads this API's presence as a feature flag (it
 // compresses with LZ4 only for brokers that advertise it from v0).
@@ -58,7 +60,7 @@ func (b *Broker) handleFindCoordinator(ctx context.Context, c *conn, hdr protoco
 		case req.CoordinatorType == coordinatorTransaction && !c.authorized(acl.OpDescribe, acl.ResourceTransactionalID, key):
 			co = coordinatorError(key, protocol.TransactionalIDAuthorizationFailed, "Transactional Id authorization failed.")
 		default:
-			co = b.findCoordinator(ctx, req.CoordinatorType, key)
+			co = b.findCoordinator(ctx, req.CoordinatorType, key, c.listener)
 		}
 		if hdr.APIVersion < 4 {
 			resp.ErrorCode, resp.ErrorMessage = co.ErrorCode, co.ErrorMessage
@@ -79,7 +81,7 @@ func coordinatorError(key string, code protocol.ErrorCode, msg string) kmsg.Find
 	return c
 }
 
-func (b *Broker) findCoordinator(ctx context.Context, keyType int8, key string) kmsg.FindCoordinatorResponseCoordinator {
+func (b *Broker) findCoordinator(ctx context.Context, keyType int8, key, listener string) kmsg.FindCoordinatorResponseCoordinator {
 	ensure, topic, partitionFor := b.ensureOffsetsTopic, offsetsTopic, b.groupPartition
 	switch keyType {
 	case coordinatorGroup:
@@ -100,10 +102,11 @@ func (b *Broker) findCoordinator(ctx context.Context, keyType int8, key string) 
 	}
 	st := t.Partitions[n]
 	br, live := md.Broker(st.Leader)
-	if !live {
+	host, port, ok := br.Endpoint(listener)
+	if !live || !ok {
 		return coordinatorError(key, protocol.CoordinatorNotAvailable, "The coordinator is not available.")
 	}
 	c := kmsg.NewFindCoordinatorResponseCoordinator()
-	c.Key, c.NodeID, c.Host, c.Port = key, br.NodeID, br.Host, br.Port
+	c.Key, c.NodeID, c.Host, c.Port = key, br.NodeID, host, port
 	return c
 }

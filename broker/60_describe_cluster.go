@@ -2,8 +2,10 @@ package broker
 
 // DescribeCluster (key 60), versions 0-2.
 //
-// Cluster id, controller and the live brokers from the registry. Brokers
-// are the only endpoint type served: a v1+ request for controller endpoints
+// Cluster id, controller and the live brokers from the registry, each at
+// its endpoint on the listener the request came in on; a broker without
+// that listener is left out, as Kafka does. Brokers are the only endpoint
+// type served: a v1+ request for controller endpoints
 // (endpoint_type 2) gets UNSUPPORTED_ENDPOINT_TYPE, as a Kafka broker
 // answers. A broker whose registration lease lapsed is fenced: listed, with
 // is_fenced, only when a v2 request includes fenced brokers, until it
@@ -43,15 +45,19 @@ func (b *Broker) handleDescribeCluster(_ context.Context, c *conn, hdr protocol.
 		resp.ClusterAuthorizedOperations = c.clusterAuthorizedOps()
 	}
 	for _, br := range md.Brokers {
-		out := kmsg.NewDescribeClusterResponseBroker()
-		out.NodeID, out.Host, out.Port, out.Rack = br.NodeID, br.Host, br.Port, br.Rack
-		resp.Brokers = append(resp.Brokers, out)
+		if host, port, ok := br.Endpoint(c.listener); ok {
+			out := kmsg.NewDescribeClusterResponseBroker()
+			out.NodeID, out.Host, out.Port, out.Rack = br.NodeID, host, port, br.Rack
+			resp.Brokers = append(resp.Brokers, out)
+		}
 	}
 	if req.IncludeFencedBrokers {
 		for _, br := range md.Fenced {
-			out := kmsg.NewDescribeClusterResponseBroker()
-			out.NodeID, out.Host, out.Port, out.Rack, out.IsFenced = br.NodeID, br.Host, br.Port, br.Rack, true
-			resp.Brokers = append(resp.Brokers, out)
+			if host, port, ok := br.Endpoint(c.listener); ok {
+				out := kmsg.NewDescribeClusterResponseBroker()
+				out.NodeID, out.Host, out.Port, out.Rack, out.IsFenced = br.NodeID, host, port, br.Rack, true
+				resp.Brokers = append(resp.Brokers, out)
+			}
 		}
 		slices.SortFunc(resp.Brokers, func(a, b kmsg.DescribeClusterResponseBroker) int { return cmp.Compare(a.NodeID, b.NodeID) })
 	}

@@ -116,7 +116,7 @@ func (b *Broker) handleDescribeTopicPartitions(_ context.Context, c *conn, _ pro
 		}
 		n := int32(len(t.Partitions))
 		end := int32(min(int64(n), int64(start)+int64(remaining))) // no overflow from a cursor near MaxInt32
-		resp.Topics = append(resp.Topics, b.describeTopicPartitions(md, t, start, end, c.authorizedOps(acl.ResourceTopic, name)))
+		resp.Topics = append(resp.Topics, b.describeTopicPartitions(md, t, start, end, c.authorizedOps(acl.ResourceTopic, name), c.listener))
 		if end < n {
 			resp.NextCursor = &kmsg.DescribeTopicPartitionsResponseNextCursor{Topic: name, Partition: end}
 			break
@@ -128,8 +128,10 @@ func (b *Broker) handleDescribeTopicPartitions(_ context.Context, c *conn, _ pro
 }
 
 // describeTopicPartitions describes partitions [start, end) of t, whose
-// authorized operations are ops.
-func (b *Broker) describeTopicPartitions(md *cluster.Metadata, t *cluster.Topic, start, end, ops int32) kmsg.DescribeTopicPartitionsResponseTopic {
+// authorized operations are ops, for a client on listener: as in Metadata,
+// a leader without the listener is no leader (-1, with no error here, as
+// in Kafka) and replicas without it are offline.
+func (b *Broker) describeTopicPartitions(md *cluster.Metadata, t *cluster.Topic, start, end, ops int32, listener string) kmsg.DescribeTopicPartitionsResponseTopic {
 	out := kmsg.NewDescribeTopicPartitionsResponseTopic()
 	name := t.Name
 	out.Topic = &name
@@ -141,12 +143,12 @@ func (b *Broker) describeTopicPartitions(md *cluster.Metadata, t *cluster.Topic,
 		p := kmsg.NewDescribeTopicPartitionsResponseTopicPartition()
 		p.Partition = i
 		p.LeaderID, p.LeaderEpoch = st.Leader, st.LeaderEpoch
-		if _, live := md.Broker(st.Leader); !live || (st.Leader == b.cfg.NodeID && b.localOffline(t.Name, i)) {
+		if !hasListener(md, st.Leader, listener) || (st.Leader == b.cfg.NodeID && b.localOffline(t.Name, i)) {
 			p.LeaderID = -1
 		}
 		p.Replicas, p.ISR = st.Replicas, st.ISR
 		p.EligibleLeaderReplicas, p.LastKnownELR = []int32{}, []int32{}
-		p.OfflineReplicas = append([]int32{}, b.offlineReplicas(md, t, i)...)
+		p.OfflineReplicas = append([]int32{}, b.offlineReplicas(md, t, i, listener)...)
 		out.Partitions = append(out.Partitions, p)
 	}
 	return out

@@ -177,6 +177,9 @@ type Broker struct {
 	quotas *connQuotas
 	slots  requestSlots
 
+	// lis is the checked listener settings; listeners are bound in its
+	// order, so listeners[i] serves lis.listeners[i].
+	lis       listenerSetup
 	listeners []net.Listener
 	admin     *http.Server
 	adminLn   net.Listener
@@ -199,13 +202,17 @@ func New(cfg Config) (*Broker, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	lis, err := cfg.resolveListeners()
+	if err != nil {
+		return nil, err
+	}
 	logger := cfg.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	b := &Broker{cfg: cfg, apis: &protocol.Registry{}, handlers: map[int16]*handler{},
 		sessions: newFetchSessions(1000), metrics: newMetrics(cfg.Registerer),
-		logBase: logger.Handler(), logLevels: newLogLevels(logger.Handler())}
+		logBase: logger.Handler(), logLevels: newLogLevels(logger.Handler()), lis: lis}
 	b.logger = b.loggerFor("broker")
 	b.apiMetrics = map[int16]*apiMetrics{}
 	for i := range handlers {
@@ -311,11 +318,10 @@ func (b *Broker) Start(ctx context.Context) (err error) {
 		return err
 	}
 	b.resumeLogDirMoves()
-	for _, spec := range b.cfg.Listeners {
-		l, _ := ParseListener(spec)
+	for _, l := range b.lis.listeners {
 		ln, err := net.Listen("tcp", net.JoinHostPort(l.Host, strconv.Itoa(int(l.Port))))
 		if err != nil {
-			return fmt.Errorf("listen %s: %w", spec, err)
+			return fmt.Errorf("listen %s://%s: %w", l.Name, net.JoinHostPort(l.Host, strconv.Itoa(int(l.Port))), err)
 		}
 		b.listeners = append(b.listeners, ln)
 		b.goTracked(func() { b.serve(ln, l.Name) })
@@ -343,8 +349,12 @@ func (b *Broker) Start(ctx context.Context) (err error) {
 // id, or this one moved to another host or dir), it retries until that
 // lease lapses (at most the session timeout) or ctx ends.
 func (b *Broker) register(ctx context.Context) error {
-	host, port := b.advertised()
-	info := cluster.BrokerInfo{NodeID: b.cfg.NodeID, Host: host, Port: port, Rack: b.rack(), Owner: b.owner()}
+	info := cluster.BrokerInfo{NodeID: b.cfg.NodeID, Rack: b.rack(), Owner: b.owner(), Endpoints: b.endpoints()}
+	for _, e := range info.Endpoints {
+		if e.Listener == b.lis.interBroker {
+			info.Host, info.Port = e.Host, e.Port
+		}
+	}
 	for waited := false; ; waited = true {
 		err := b.cluster.Register(ctx, info)
 		if !errors.Is(err, cluster.ErrNodeIDInUse) {
@@ -380,21 +390,26 @@ func (b *Broker) owner() string {
 	return hostname + ":" + dir
 }
 
-// advertised returns the host and port clients are told to use for the
-// first listener.
-func (b *Broker) advertised() (string, int32) {
-	spec := b.cfg.Listeners[0]
-	if len(b.cfg.AdvertisedListeners) > 0 {
-		spec = b.cfg.AdvertisedListeners[0]
+// endpoints returns the endpoint each listener advertises, in the
+// listeners' order: its advertised.listeners entry, else its own address.
+// Port 0 stands for the port the listener bound, and an unspecified host
+// for localhost.
+func (b *Broker) endpoints() []cluster.Endpoint {
+	out := make([]cluster.Endpoint, 0, len(b.lis.listeners))
+	for i, bound := range b.lis.listeners {
+		l, ok := b.lis.advertised[bound.Name]
+		if !ok {
+			l = bound
+		}
+		if l.Port == 0 && i < len(b.listeners) {
+			l.Port = int32(b.listeners[i].Addr().(*net.TCPAddr).Port)
+		}
+		if l.Host == "" || l.Host == "0.0.0.0" || l.Host == "::" {
+			l.Host = "localhost"
+		}
+		out = append(out, cluster.Endpoint{Listener: l.Name, Host: l.Host, Port: l.Port, SecurityProtocol: b.lis.protocols[l.Name]})
 	}
-	l, _ := ParseListener(spec)
-	if l.Port == 0 && len(b.listeners) > 0 {
-		l.Port = int32(b.listeners[0].Addr().(*net.TCPAddr).Port)
-	}
-	if l.Host == "" || l.Host == "0.0.0.0" || l.Host == "::" {
-		l.Host = "localhost"
-	}
-	return l.Host, l.Port
+	return out
 }
 
 func (b *Broker) rack() *string {

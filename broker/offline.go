@@ -19,16 +19,28 @@ import (
 // other brokers' offline dirs yet.
 
 // offlineReplicas returns the replicas of partition part of t that are
-// offline: on brokers not registered, or this broker's replica when its
+// offline for a client on listener: on brokers not registered or without
+// that listener (as Kafka counts them), or this broker's replica when its
 // log dir failed.
-func (b *Broker) offlineReplicas(md *cluster.Metadata, t *cluster.Topic, part int32) []int32 {
+func (b *Broker) offlineReplicas(md *cluster.Metadata, t *cluster.Topic, part int32, listener string) []int32 {
 	var out []int32
 	for _, r := range t.Partitions[part].Replicas {
-		if _, live := md.Broker(r); !live || (r == b.cfg.NodeID && b.localOffline(t.Name, part)) {
+		if !hasListener(md, r, listener) || (r == b.cfg.NodeID && b.localOffline(t.Name, part)) {
 			out = append(out, r)
 		}
 	}
 	return out
+}
+
+// hasListener reports whether broker id is live and has an endpoint on
+// listener.
+func hasListener(md *cluster.Metadata, id int32, listener string) bool {
+	br, live := md.Broker(id)
+	if !live {
+		return false
+	}
+	_, _, ok := br.Endpoint(listener)
+	return ok
 }
 
 // leaderAvailable reports whether partition part of t has a leader that can

@@ -288,7 +288,10 @@ func pruneInSync(inSync map[followed]bool, current []followed) {
 	}
 }
 
-// dialLeader connects to the leader's registered endpoint.
+// dialLeader connects to the leader's endpoint on the inter-broker
+// listener (BrokerInfo.Host and Port). Every call between brokers dials
+// through here: replica fetchers, transaction markers and their
+// verification, share state calls.
 func (b *Broker) dialLeader(ctx context.Context, leader int32) (net.Conn, error) {
 	at, ok := b.cluster.Snapshot().Broker(leader)
 	if !ok {
