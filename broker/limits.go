@@ -7,7 +7,8 @@ package broker
 //     connections wait in the kernel's accept backlog (and may be refused by
 //     it once the backlog is full). Kafka exempts its inter-broker listener
 //     by closing the least recently used connection of another listener;
-//     Gregor has no such listener, so nothing is exempt.
+//     Gregor does not yet, though it now has one (inter.broker.listener.name),
+//     so nothing is exempt.
 //   - max.connections.per.ip and max.connections.per.ip.overrides: a
 //     connection beyond its address's limit is closed as soon as it is
 //     accepted, without a response, as Kafka does.
