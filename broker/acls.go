@@ -86,6 +86,28 @@ func (b *Broker) waitACLs(ctx context.Context, done func([]acl.Binding) bool) {
 	}
 }
 
+// aclChangeRefused is the error every creation or filter of a CreateAcls
+// or DeleteAcls gets before its own checks: CLUSTER_AUTHORIZATION_FAILED
+// without ALTER on the cluster, SECURITY_DISABLED without an authorizer;
+// 0 when neither holds.
+func (b *Broker) aclChangeRefused(c *conn) (int16, *string) {
+	switch {
+	case !c.authorizedCluster(acl.OpAlter):
+		return notAuthorized(acl.OpAlter)
+	case b.cfg.AuthorizerClassName == "":
+		return noAuthorizer()
+	}
+	return 0, nil
+}
+
+// aclFilter is a DescribeAcls or DeleteAcls filter in the acl package's
+// terms.
+func aclFilter(rt kmsg.ACLResourceType, name *string, pt kmsg.ACLResourcePatternType, principal, host *string,
+	op kmsg.ACLOperation, perm kmsg.ACLPermissionType) acl.Filter {
+	return acl.Filter{ResourceType: acl.ResourceType(rt), Name: name, PatternType: acl.PatternType(pt),
+		Principal: principal, Host: host, Operation: acl.Operation(op), Permission: acl.Permission(perm)}
+}
+
 func (b *Broker) handleDescribeAcls(_ context.Context, c *conn, _ protocol.RequestHeader, r kmsg.Request) (kmsg.Response, error) {
 	req := r.(*kmsg.DescribeACLsRequest)
 	if anyUnknown(int8(req.ResourceType), int8(req.ResourcePatternType), int8(req.Operation), int8(req.PermissionType)) {
@@ -100,9 +122,8 @@ func (b *Broker) handleDescribeAcls(_ context.Context, c *conn, _ protocol.Reque
 		resp.ErrorCode, resp.ErrorMessage = noAuthorizer()
 		return resp, nil
 	}
-	f := acl.Filter{ResourceType: acl.ResourceType(req.ResourceType), Name: req.ResourceName,
-		PatternType: acl.PatternType(req.ResourcePatternType), Principal: req.Principal, Host: req.Host,
-		Operation: acl.Operation(req.Operation), Permission: acl.Permission(req.PermissionType)}
+	f := aclFilter(req.ResourceType, req.ResourceName, req.ResourcePatternType, req.Principal, req.Host,
+		req.Operation, req.PermissionType)
 	if err := f.Validate(); err != nil {
 		msg := err.Error()
 		resp.ErrorCode, resp.ErrorMessage = int16(protocol.InvalidRequest), &msg
@@ -145,20 +166,14 @@ func (b *Broker) handleCreateAcls(ctx context.Context, c *conn, _ protocol.Reque
 	}
 	resp := req.ResponseKind().(*kmsg.CreateACLsResponse)
 	resp.Results = make([]kmsg.CreateACLsResponseResult, len(req.Creations))
-	var fail func() (int16, *string)
-	switch {
-	case !c.authorizedCluster(acl.OpAlter):
-		fail = func() (int16, *string) { return notAuthorized(acl.OpAlter) }
-	case b.cfg.AuthorizerClassName == "":
-		fail = noAuthorizer
-	}
+	failCode, failMsg := b.aclChangeRefused(c)
 	var valid []acl.Binding
 	var validAt []int
 	for i, cr := range req.Creations {
 		res := &resp.Results[i]
 		*res = kmsg.NewCreateACLsResponseResult()
-		if fail != nil {
-			res.ErrorCode, res.ErrorMessage = fail()
+		if failCode != 0 {
+			res.ErrorCode, res.ErrorMessage = failCode, failMsg
 			continue
 		}
 		bd := acl.Binding{ResourceType: acl.ResourceType(cr.ResourceType), Name: cr.ResourceName,
@@ -203,25 +218,18 @@ func (b *Broker) handleDeleteAcls(ctx context.Context, c *conn, _ protocol.Reque
 	}
 	resp := req.ResponseKind().(*kmsg.DeleteACLsResponse)
 	resp.Results = make([]kmsg.DeleteACLsResponseResult, len(req.Filters))
-	var fail func() (int16, *string)
-	switch {
-	case !c.authorizedCluster(acl.OpAlter):
-		fail = func() (int16, *string) { return notAuthorized(acl.OpAlter) }
-	case b.cfg.AuthorizerClassName == "":
-		fail = noAuthorizer
-	}
+	failCode, failMsg := b.aclChangeRefused(c)
 	var filters []acl.Filter
 	var filterAt []int
 	for i, rf := range req.Filters {
 		res := &resp.Results[i]
 		*res = kmsg.NewDeleteACLsResponseResult()
-		if fail != nil {
-			res.ErrorCode, res.ErrorMessage = fail()
+		if failCode != 0 {
+			res.ErrorCode, res.ErrorMessage = failCode, failMsg
 			continue
 		}
-		f := acl.Filter{ResourceType: acl.ResourceType(rf.ResourceType), Name: rf.ResourceName,
-			PatternType: acl.PatternType(rf.ResourcePatternType), Principal: rf.Principal, Host: rf.Host,
-			Operation: acl.Operation(rf.Operation), Permission: acl.Permission(rf.PermissionType)}
+		f := aclFilter(rf.ResourceType, rf.ResourceName, rf.ResourcePatternType, rf.Principal, rf.Host,
+			rf.Operation, rf.PermissionType)
 		if err := f.Validate(); err != nil {
 			msg := err.Error()
 			res.ErrorCode, res.ErrorMessage = int16(protocol.InvalidRequest), &msg
