@@ -231,7 +231,7 @@ func produceTransactional(req *kmsg.ProduceRequest) bool {
 func (b *Broker) produceDenied(c *conn, req *kmsg.ProduceRequest, byID bool) []bool {
 	var denied []bool
 	var md *cluster.Metadata
-	allowed := c.dataTopicsAllowed(acl.OpWrite)
+	allowed := c.topicsAllowed(acl.OpWrite)
 	for i := range req.Topics {
 		name := req.Topics[i].Topic
 		if byID {
@@ -269,24 +269,6 @@ func produceAllowed(req *kmsg.ProduceRequest, denied []bool) *kmsg.ProduceReques
 		}
 	}
 	return &out
-}
-
-// dataTopicsAllowed returns a function reporting whether c's principal
-// may do op on a topic, asking the authorizer once per name for one
-// request, as Kafka checks each distinct topic of a request once.
-func (c *conn) dataTopicsAllowed(op acl.Operation) func(name string) bool {
-	if c.b.cfg.AuthorizerClassName == "" {
-		return func(string) bool { return true }
-	}
-	seen := map[string]bool{}
-	return func(name string) bool {
-		ok, found := seen[name]
-		if !found {
-			ok = c.authorized(op, acl.ResourceTopic, name)
-			seen[name] = ok
-		}
-		return ok
-	}
 }
 
 // addProduceEndpoint adds a leader's endpoint on listener to a produce

@@ -334,7 +334,7 @@ func (b *Broker) fetchDenied(c *conn, items []*sessionPartition, byID bool, repl
 		return denied, false
 	}
 	var md *cluster.Metadata
-	allowed := c.dataTopicsAllowed(acl.OpRead)
+	allowed := c.topicsAllowed(acl.OpRead)
 	anyAllowed := false
 	for i, it := range items {
 		name := it.key.topic

@@ -38,7 +38,7 @@ const (
 func (b *Broker) handleListOffsets(ctx context.Context, c *conn, hdr protocol.RequestHeader, r kmsg.Request) (kmsg.Response, error) {
 	req := r.(*kmsg.ListOffsetsRequest)
 	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
-	allowed := c.dataTopicsAllowed(acl.OpDescribe)
+	allowed := c.topicsAllowed(acl.OpDescribe)
 	for i := range req.Topics {
 		rt := &req.Topics[i]
 		t := kmsg.NewListOffsetsResponseTopic()

@@ -60,7 +60,7 @@ func (b *Broker) handleMetadata(ctx context.Context, c *conn, hdr protocol.Reque
 	md := b.cluster.Snapshot()
 	all := req.Topics == nil || (hdr.APIVersion == 0 && len(req.Topics) == 0)
 	autoCreate := b.cfg.AutoCreateTopicsEnable && (hdr.APIVersion < 4 || req.AllowAutoTopicCreation)
-	describable := c.dataTopicsAllowed(acl.OpDescribe)
+	describable := c.topicsAllowed(acl.OpDescribe)
 	topicOps := func(name string) int32 {
 		if !req.IncludeTopicAuthorizedOperations {
 			return operationsOmitted
@@ -177,7 +177,7 @@ func (b *Broker) handleMetadata(ctx context.Context, c *conn, hdr protocol.Reque
 // have a topic auto-created: CREATE on the cluster (asked once, when first
 // needed) or on the topic.
 func (c *conn) metadataCreatable() func(name string) bool {
-	onTopic := c.dataTopicsAllowed(acl.OpCreate)
+	onTopic := c.topicsAllowed(acl.OpCreate)
 	asked, onCluster := false, false
 	return func(name string) bool {
 		if !asked {

@@ -31,7 +31,7 @@ func (b *Broker) handleOffsetCommit(ctx context.Context, c *conn, hdr protocol.R
 		return groupDenial(r, protocol.GroupAuthorizationFailed), nil
 	}
 	md := b.cluster.Snapshot()
-	readable := newGroupTopicAuthz(c, acl.OpRead)
+	readable := c.topicsAllowed(acl.OpRead)
 	kept := make([]kmsg.OffsetCommitRequestTopic, 0, len(req.Topics))
 	var denied []kmsg.OffsetCommitResponseTopic
 	for _, t := range req.Topics {
@@ -39,7 +39,7 @@ func (b *Broker) handleOffsetCommit(ctx context.Context, c *conn, hdr protocol.R
 		if hdr.APIVersion >= 10 {
 			name, known = groupTopicName(md, t.TopicID)
 		}
-		if !known || readable.allowed(name) {
+		if !known || readable(name) {
 			kept = append(kept, t)
 			continue
 		}

@@ -38,12 +38,12 @@ func (b *Broker) handleOffsetFetch(ctx context.Context, c *conn, hdr protocol.Re
 	if !c.authorized(acl.OpDescribe, acl.ResourceGroup, req.Group) {
 		return groupDenial(r, protocol.GroupAuthorizationFailed), nil
 	}
-	describable := newGroupTopicAuthz(c, acl.OpDescribe)
+	describable := c.topicsAllowed(acl.OpDescribe)
 	if req.Topics == nil && hdr.APIVersion >= 2 {
 		resp := b.askGroup(ctx, c, hdr, req.Group, r).(*kmsg.OffsetFetchResponse)
 		if resp.ErrorCode == 0 {
 			resp.Topics = slices.DeleteFunc(resp.Topics, func(t kmsg.OffsetFetchResponseTopic) bool {
-				return !describable.allowed(t.Topic)
+				return !describable(t.Topic)
 			})
 		}
 		return resp, nil
@@ -52,7 +52,7 @@ func (b *Broker) handleOffsetFetch(ctx context.Context, c *conn, hdr protocol.Re
 	kept := make([]kmsg.OffsetFetchRequestTopic, 0, len(req.Topics))
 	var denied []kmsg.OffsetFetchResponseTopic
 	for _, t := range req.Topics {
-		if describable.allowed(t.Topic) {
+		if describable(t.Topic) {
 			kept = append(kept, t)
 			continue
 		}
@@ -90,7 +90,7 @@ type offsetFetchPlan struct {
 // groups: each coordinator answers for its groups, in request order.
 func (b *Broker) handleOffsetFetchGroups(ctx context.Context, c *conn, hdr protocol.RequestHeader, req *kmsg.OffsetFetchRequest) kmsg.Response {
 	md := b.cluster.Snapshot()
-	describable := newGroupTopicAuthz(c, acl.OpDescribe)
+	describable := c.topicsAllowed(acl.OpDescribe)
 	topicName := func(t kmsg.OffsetFetchRequestGroupTopic) (string, bool) {
 		if hdr.APIVersion >= 10 {
 			return groupTopicName(md, t.TopicID)
@@ -121,7 +121,7 @@ func (b *Broker) handleOffsetFetchGroups(ctx context.Context, c *conn, hdr proto
 		}
 		kept := make([]kmsg.OffsetFetchRequestGroupTopic, 0, len(g.Topics)) // never nil: nil is all
 		for _, t := range g.Topics {
-			if name, known := topicName(t); !known || describable.allowed(name) {
+			if name, known := topicName(t); !known || describable(name) {
 				kept = append(kept, t)
 				continue
 			}
@@ -156,7 +156,7 @@ func (b *Broker) handleOffsetFetchGroups(ctx context.Context, c *conn, hdr proto
 		}
 		if p.all {
 			a.Topics = slices.DeleteFunc(a.Topics, func(t kmsg.OffsetFetchResponseGroupTopic) bool {
-				return !describable.allowed(t.Topic)
+				return !describable(t.Topic)
 			})
 		} else {
 			a.Topics = append(a.Topics, p.denied...)

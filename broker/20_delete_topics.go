@@ -42,7 +42,7 @@ func (b *Broker) handleDeleteTopics(ctx context.Context, c *conn, hdr protocol.R
 			topics = append(topics, kmsg.DeleteTopicsRequestTopic{Topic: &n})
 		}
 	}
-	describable, deletable := c.dataTopicsAllowed(acl.OpDescribe), c.dataTopicsAllowed(acl.OpDelete)
+	describable, deletable := c.topicsAllowed(acl.OpDescribe), c.topicsAllowed(acl.OpDelete)
 	if c.authorizedCluster(acl.OpDelete) {
 		every := func(string) bool { return true }
 		describable, deletable = every, every

@@ -35,7 +35,7 @@ func (b *Broker) handleDeleteRecords(_ context.Context, c *conn, _ protocol.Requ
 	req := r.(*kmsg.DeleteRecordsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteRecordsResponse)
 	var moved []*kmsg.DeleteRecordsResponseTopicPartition
-	allowed := c.dataTopicsAllowed(acl.OpDelete)
+	allowed := c.topicsAllowed(acl.OpDelete)
 	for _, rt := range req.Topics {
 		t := kmsg.NewDeleteRecordsResponseTopic()
 		t.Topic = rt.Topic

@@ -27,7 +27,7 @@ var offsetForLeaderEpochAPI = handler{key: 23, min: 2, max: 4, handle: (*Broker)
 func (b *Broker) handleOffsetForLeaderEpoch(_ context.Context, c *conn, _ protocol.RequestHeader, r kmsg.Request) (kmsg.Response, error) {
 	req := r.(*kmsg.OffsetForLeaderEpochRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
-	allowed := c.dataTopicsAllowed(acl.OpDescribe)
+	allowed := c.topicsAllowed(acl.OpDescribe)
 	if c.authorizedCluster(acl.OpClusterAction) {
 		allowed = func(string) bool { return true }
 	}

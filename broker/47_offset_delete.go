@@ -29,11 +29,11 @@ func (b *Broker) handleOffsetDelete(ctx context.Context, c *conn, hdr protocol.R
 	if !c.authorized(acl.OpDelete, acl.ResourceGroup, req.Group) {
 		return groupDenial(r, protocol.GroupAuthorizationFailed), nil
 	}
-	readable := newGroupTopicAuthz(c, acl.OpRead)
+	readable := c.topicsAllowed(acl.OpRead)
 	kept := make([]kmsg.OffsetDeleteRequestTopic, 0, len(req.Topics))
 	var denied []kmsg.OffsetDeleteResponseTopic
 	for _, t := range req.Topics {
-		if readable.allowed(t.Topic) {
+		if readable(t.Topic) {
 			kept = append(kept, t)
 			continue
 		}

@@ -27,7 +27,7 @@ func (b *Broker) handleDescribeProducers(ctx context.Context, c *conn, _ protoco
 	req := r.(*kmsg.DescribeProducersRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeProducersResponse)
 	resp.Topics = make([]kmsg.DescribeProducersResponseTopic, len(req.Topics))
-	allowed := c.dataTopicsAllowed(acl.OpRead)
+	allowed := c.topicsAllowed(acl.OpRead)
 	for i := range req.Topics {
 		rt := &req.Topics[i]
 		out := &resp.Topics[i]

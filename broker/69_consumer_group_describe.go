@@ -40,12 +40,12 @@ func (b *Broker) handleConsumerGroupDescribe(ctx context.Context, c *conn, hdr p
 			return r.(*kmsg.ConsumerGroupDescribeResponse).Groups
 		},
 		func(g kmsg.ConsumerGroupDescribeResponseGroup) string { return g.Group })
-	describable := newGroupTopicAuthz(c, acl.OpDescribe)
+	describable := c.topicsAllowed(acl.OpDescribe)
 	hidden := func(g kmsg.ConsumerGroupDescribeResponseGroup) bool {
 		for _, m := range g.Members {
 			for _, a := range [...]kmsg.Assignment{m.Assignment, m.TargetAssignment} {
 				for _, tp := range a.TopicPartitions {
-					if tp.Topic != "" && !describable.allowed(tp.Topic) {
+					if tp.Topic != "" && !describable(tp.Topic) {
 						return true
 					}
 				}

@@ -88,7 +88,7 @@ func (b *Broker) handleDescribeTopicPartitions(_ context.Context, c *conn, _ pro
 	sort.Strings(names)
 
 	remaining := max(min(maxRequestPartitionSizeLimit, req.ResponsePartitionLimit), 1)
-	describable := c.dataTopicsAllowed(acl.OpDescribe)
+	describable := c.topicsAllowed(acl.OpDescribe)
 	var denied []kmsg.DescribeTopicPartitionsResponseTopic
 	for _, name := range names {
 		if !describable(name) {

@@ -34,11 +34,11 @@ func (b *Broker) handleShareGroupDescribe(ctx context.Context, c *conn, hdr prot
 			return r.(*kmsg.ShareGroupDescribeResponse).Groups
 		},
 		func(g kmsg.ShareGroupDescribeResponseGroup) string { return g.GroupID })
-	describable := newGroupTopicAuthz(c, acl.OpDescribe)
+	describable := c.topicsAllowed(acl.OpDescribe)
 	hidden := func(g kmsg.ShareGroupDescribeResponseGroup) bool {
 		for _, m := range g.Members {
 			for _, tp := range m.Assignment.TopicPartitions {
-				if tp.Topic != "" && !describable.allowed(tp.Topic) {
+				if tp.Topic != "" && !describable(tp.Topic) {
 					return true
 				}
 			}

@@ -267,10 +267,10 @@ func (b *Broker) handleShareFetch(ctx context.Context, c *conn, _ protocol.Reque
 // c's principal may not READ, deciding each topic once; an id that names
 // no topic is not refused (it is UNKNOWN_TOPIC_ID).
 func shareTopicsUnreadable(c *conn, md *cluster.Metadata) func(id [16]byte) bool {
-	readable := newGroupTopicAuthz(c, acl.OpRead)
+	readable := c.topicsAllowed(acl.OpRead)
 	return func(id [16]byte) bool {
 		name, ok := groupTopicName(md, id)
-		return ok && !readable.allowed(name)
+		return ok && !readable(name)
 	}
 }
 

@@ -37,7 +37,7 @@ func (b *Broker) handleDescribeShareGroupOffsets(ctx context.Context, c *conn, _
 	req := r.(*kmsg.DescribeShareGroupOffsetsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeShareGroupOffsetsResponse)
 	c.releaseSlot() // share coordinators answer over the network
-	describable := newGroupTopicAuthz(c, acl.OpDescribe)
+	describable := c.topicsAllowed(acl.OpDescribe)
 	for _, g := range req.Groups {
 		rg := kmsg.NewDescribeShareGroupOffsetsResponseGroup()
 		rg.GroupID = g.GroupID
@@ -60,13 +60,13 @@ func (b *Broker) handleDescribeShareGroupOffsets(ctx context.Context, c *conn, _
 		var denied []kmsg.DescribeShareGroupOffsetsResponseGroupTopic
 		if g.Topics == nil {
 			for _, name := range slices.Sorted(maps.Keys(consumed)) {
-				if describable.allowed(name) {
+				if describable(name) {
 					wants = append(wants, want{name: name})
 				}
 			}
 		} else {
 			for _, t := range g.Topics {
-				if describable.allowed(t.Topic) {
+				if describable(t.Topic) {
 					wants = append(wants, want{name: t.Topic, parts: t.Partitions})
 					continue
 				}

@@ -33,7 +33,7 @@ func (b *Broker) handleAlterShareGroupOffsets(ctx context.Context, c *conn, _ pr
 		resp.ErrorCode = int16(protocol.GroupAuthorizationFailed)
 		return resp, nil
 	}
-	readable := newGroupTopicAuthz(c, acl.OpRead)
+	readable := c.topicsAllowed(acl.OpRead)
 	md := b.cluster.Snapshot()
 	refused := func(t kmsg.AlterShareGroupOffsetsRequestTopic) kmsg.AlterShareGroupOffsetsResponseTopic {
 		rt := kmsg.NewAlterShareGroupOffsetsResponseTopic()
@@ -50,7 +50,7 @@ func (b *Broker) handleAlterShareGroupOffsets(ctx context.Context, c *conn, _ pr
 		return rt
 	}
 	if len(req.Topics) > 0 && !slices.ContainsFunc(req.Topics, func(t kmsg.AlterShareGroupOffsetsRequestTopic) bool {
-		return readable.allowed(t.Topic)
+		return readable(t.Topic)
 	}) {
 		for _, t := range req.Topics {
 			resp.Topics = append(resp.Topics, refused(t))
@@ -67,7 +67,7 @@ func (b *Broker) handleAlterShareGroupOffsets(ctx context.Context, c *conn, _ pr
 		return resp, nil
 	}
 	for _, t := range req.Topics {
-		if !readable.allowed(t.Topic) {
+		if !readable(t.Topic) {
 			resp.Topics = append(resp.Topics, refused(t))
 			continue
 		}

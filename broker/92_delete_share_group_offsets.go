@@ -32,7 +32,7 @@ func (b *Broker) handleDeleteShareGroupOffsets(ctx context.Context, c *conn, _ p
 		resp.ErrorCode = int16(protocol.GroupAuthorizationFailed)
 		return resp, nil
 	}
-	readable := newGroupTopicAuthz(c, acl.OpRead)
+	readable := c.topicsAllowed(acl.OpRead)
 	refused := func(name string) kmsg.DeleteShareGroupOffsetsResponseTopic {
 		rt := kmsg.NewDeleteShareGroupOffsetsResponseTopic()
 		rt.Topic, rt.ErrorCode = name, int16(protocol.TopicAuthorizationFailed)
@@ -40,7 +40,7 @@ func (b *Broker) handleDeleteShareGroupOffsets(ctx context.Context, c *conn, _ p
 		return rt
 	}
 	if len(req.Topics) > 0 && !slices.ContainsFunc(req.Topics, func(t kmsg.DeleteShareGroupOffsetsRequestTopic) bool {
-		return readable.allowed(t.Topic)
+		return readable(t.Topic)
 	}) {
 		for _, t := range req.Topics {
 			resp.Topics = append(resp.Topics, refused(t.Topic))
@@ -58,7 +58,7 @@ func (b *Broker) handleDeleteShareGroupOffsets(ctx context.Context, c *conn, _ p
 	}
 	md := b.cluster.Snapshot()
 	for _, t := range req.Topics {
-		if !readable.allowed(t.Topic) {
+		if !readable(t.Topic) {
 			resp.Topics = append(resp.Topics, refused(t.Topic))
 			continue
 		}

@@ -85,6 +85,24 @@ func (c *conn) authorizedByType(op acl.Operation, rt acl.ResourceType) bool {
 	return c.b.authorizer(c.b.cluster.Snapshot()).AuthorizeByResourceType(c.principal, c.host, op, rt)
 }
 
+// topicsAllowed returns a function reporting whether c's principal
+// may do op on a topic, asking the authorizer once per name for one
+// request, as Kafka checks each distinct topic of a request once.
+func (c *conn) topicsAllowed(op acl.Operation) func(name string) bool {
+	if c.b.cfg.AuthorizerClassName == "" {
+		return func(string) bool { return true }
+	}
+	seen := map[string]bool{}
+	return func(name string) bool {
+		ok, found := seen[name]
+		if !found {
+			ok = c.authorized(op, acl.ResourceTopic, name)
+			seen[name] = ok
+		}
+		return ok
+	}
+}
+
 // authorizedOps is the bit field of the operations c's principal may do
 // on a resource, as responses report them (every supported one with no
 // authorizer).

@@ -81,29 +81,6 @@ func groupDenial(r kmsg.Request, code protocol.ErrorCode) kmsg.Response {
 	return resp
 }
 
-// groupTopicAuthz decides one operation on topics for one request,
-// each topic once however many times the request names it.
-type groupTopicAuthz struct {
-	c    *conn
-	op   acl.Operation
-	seen map[string]bool
-}
-
-func newGroupTopicAuthz(c *conn, op acl.Operation) *groupTopicAuthz {
-	return &groupTopicAuthz{c: c, op: op, seen: map[string]bool{}}
-}
-
-// allowed reports whether the connection's principal may do the operation
-// on topic name.
-func (a *groupTopicAuthz) allowed(name string) bool {
-	ok, seen := a.seen[name]
-	if !seen {
-		ok = a.c.authorized(a.op, acl.ResourceTopic, name)
-		a.seen[name] = ok
-	}
-	return ok
-}
-
 // groupTopicName is the name of the topic with id in md, if it exists:
 // requests that name topics by id are authorized by the name.
 func groupTopicName(md *cluster.Metadata, id [16]byte) (string, bool) {
