@@ -196,6 +196,18 @@ func TestAuthzAdminAPIs(t *testing.T) {
 			}
 			return adminOutcome{code: code}
 		}, adminOutcome{code: protocol.ClusterAuthorizationFailed}, adminOutcome{code: protocol.ResourceNotFound}},
+		{"AlterUserScramCredentials", cluster(acl.OpAlter), func(w *wireConn) adminOutcome {
+			req := kmsg.NewPtrAlterUserSCRAMCredentialsRequest()
+			d := kmsg.NewAlterUserSCRAMCredentialsRequestDeletion()
+			d.Name, d.Mechanism = "someone", 1
+			req.Deletions = append(req.Deletions, d)
+			resp := w.mustRoundTrip(req).(*kmsg.AlterUserSCRAMCredentialsResponse)
+			if len(resp.Results) != 1 || resp.Results[0].User != "someone" {
+				t.Errorf("AlterUserScramCredentials: results %+v", resp.Results)
+				return adminOutcome{code: -1}
+			}
+			return adminOutcome{code: protocol.ErrorCode(resp.Results[0].ErrorCode)}
+		}, adminOutcome{code: protocol.ClusterAuthorizationFailed}, adminOutcome{code: protocol.ResourceNotFound}},
 		{"UpdateFeatures", cluster(acl.OpAlter), func(w *wireConn) adminOutcome {
 			req := kmsg.NewPtrUpdateFeaturesRequest()
 			req.SetVersion(1)

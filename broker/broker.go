@@ -87,6 +87,7 @@ var handlers = []handler{
 	deleteAclsAPI,
 	describeClientQuotasAPI,
 	describeScramAPI,
+	alterScramAPI,
 	updateFeaturesAPI,
 }
 

@@ -3,15 +3,21 @@ package broker
 // DescribeClientQuotas (key 48), versions 0-1, and
 // DescribeUserScramCredentials (key 50), version 0.
 //
-// Gregor has no client quotas and no SCRAM credentials yet (they come with
-// the security work), so it answers as a Kafka broker that has none: an
-// empty list of quota entries for any valid filter, and for SCRAM users
-// none at all (all users asked for) or RESOURCE_NOT_FOUND for each user
-// named. Invalid requests get Kafka's errors: UNSUPPORTED_VERSION for a
-// quota filter with an entity type other than user, client-id and ip;
-// INVALID_REQUEST for one that repeats an entity type, mixes ip with user
-// or client-id, or whose match string does not fit its match type;
-// DUPLICATE_RESOURCE for a user named twice.
+// Gregor has no client quotas yet (they come with the security work), so
+// DescribeClientQuotas answers as a Kafka broker that has none: an empty
+// list of quota entries for any valid filter. Invalid filters get Kafka's
+// errors: UNSUPPORTED_VERSION for an entity type other than user,
+// client-id and ip; INVALID_REQUEST for one that repeats an entity type,
+// mixes ip with user or client-id, or whose match string does not fit its
+// match type.
+//
+// DescribeUserScramCredentials answers from this broker's view of the
+// registry (AlterUserScramCredentials, 51_alter_user_scram_credentials.go,
+// writes it): for each user its mechanisms and iteration counts, never
+// the keys. No users named (null or empty) lists every user that has a
+// credential, by name; a named user with none gets RESOURCE_NOT_FOUND,
+// one named twice DUPLICATE_RESOURCE (the users named once first, then
+// those named more often). Mechanisms come in code order.
 //
 // Authorization comes first, as in Kafka: DescribeClientQuotas needs
 // DESCRIBE_CONFIGS on the cluster, DescribeUserScramCredentials DESCRIBE
@@ -23,10 +29,12 @@ package broker
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/gregor-io/gregor/coordinator/acl"
+	"github.com/gregor-io/gregor/coordinator/cluster"
 	"github.com/gregor-io/gregor/protocol"
 )
 
@@ -113,6 +121,31 @@ func (b *Broker) handleDescribeUserScramCredentials(_ context.Context, c *conn, 
 	}
 	empty := ""
 	resp.ErrorMessage = &empty
+	creds := b.cluster.Snapshot().SCRAM
+	mechanisms := []cluster.ScramMechanism{cluster.ScramSHA256, cluster.ScramSHA512}
+	describe := func(name string) kmsg.DescribeUserSCRAMCredentialsResponseResult {
+		res := kmsg.NewDescribeUserSCRAMCredentialsResponseResult()
+		res.User = name
+		for _, m := range mechanisms {
+			if cr, ok := creds[cluster.ScramKey{User: name, Mechanism: m}]; ok {
+				info := kmsg.NewDescribeUserSCRAMCredentialsResponseResultCredentialInfo()
+				info.Mechanism, info.Iterations = int8(m), cr.Iterations
+				res.CredentialInfos = append(res.CredentialInfos, info)
+			}
+		}
+		return res
+	}
+	if len(req.Users) == 0 {
+		var users []string
+		for k := range creds {
+			users = append(users, k.User)
+		}
+		slices.Sort(users)
+		for _, u := range slices.Compact(users) {
+			resp.Results = append(resp.Results, describe(u))
+		}
+		return resp, nil
+	}
 	count := map[string]int{}
 	var order []string
 	for _, u := range req.Users {
@@ -120,19 +153,24 @@ func (b *Broker) handleDescribeUserScramCredentials(_ context.Context, c *conn, 
 			order = append(order, u.Name)
 		}
 	}
-	// As Kafka orders them: the users named once, then those named twice.
+	// The users named once, then those named more often.
 	for _, dup := range []bool{false, true} {
 		for _, name := range order {
 			if (count[name] > 1) != dup {
 				continue
 			}
-			res := kmsg.NewDescribeUserSCRAMCredentialsResponseResult()
-			res.User = name
+			var res kmsg.DescribeUserSCRAMCredentialsResponseResult
 			var msg string
-			if dup {
-				res.ErrorCode = int16(protocol.DuplicateResource)
+			switch {
+			case dup:
+				res = kmsg.NewDescribeUserSCRAMCredentialsResponseResult()
+				res.User, res.ErrorCode = name, int16(protocol.DuplicateResource)
 				msg = "The request names user " + name + " more than once."
-			} else {
+			default:
+				if res = describe(name); len(res.CredentialInfos) > 0 {
+					resp.Results = append(resp.Results, res)
+					continue
+				}
 				res.ErrorCode = int16(protocol.ResourceNotFound)
 				msg = "User " + name + " has no SCRAM credentials."
 			}

@@ -41,6 +41,10 @@
 #   - acls: kafka-acls on the broker without an authorizer fails with
 #     SecurityDisabledException; restarted with the StandardAuthorizer,
 #     --add, --list and --remove work as on Kafka.
+#   - scram: kafka-configs --entity-type users adds SCRAM-SHA-256 and
+#     SCRAM-SHA-512 credentials for alice, --describe lists both with their
+#     iterations, --delete-config removes one; both mechanisms in one
+#     --add-config fail with DuplicateResourceException, as on Kafka 4.
 #
 # What was read is compared exactly with what was written: per partition in
 # order (both producers use Kafka's murmur2 key partitioning, so check.py
@@ -1235,6 +1239,49 @@ acls() {
 	check same-order "$work/java.p0" "$work/acls-java.p0" >"$work/cmp" ||
 		fail "with the authorizer on, the console consumer (a super user) of console partition 0: $(cat "$work/cmp")" "$work/acls-java.p0.err"
 	say "  with the authorizer on, the console consumer read console partition 0 ($count records) in order"
+}
+
+# scram: SCRAM credentials with kafka-configs --entity-type users. Kafka 4's
+# controller alters a user at most once per request, so both mechanisms in
+# one --add-config fail (DuplicateResourceException) and store nothing;
+# added one per command, --describe (of alice, and of every user) prints
+# both with their iterations (8192 given, 4096 the tool's default),
+# --delete-config SCRAM-SHA-256 leaves SCRAM-SHA-512 alone, and deleting
+# it again fails with ResourceNotFoundException.
+scram() {
+	need_broker
+	need_java
+	local user=(--entity-type users --entity-name alice)
+	if kafka_java "$CONFIGS" --bootstrap-server "$bs" --alter "${user[@]}" \
+		--add-config 'SCRAM-SHA-256=[iterations=8192,password=x],SCRAM-SHA-512=[password=y]' \
+		</dev/null >"$work/scram-both.out" 2>"$work/scram-both.out.err"; then
+		fail "kafka-configs --add-config with both mechanisms for one user succeeded; Kafka 4 refuses it"
+	fi
+	grep -q 'DuplicateResourceException' "$work/scram-both.out" "$work/scram-both.out.err" ||
+		fail "both mechanisms in one --add-config did not fail with DuplicateResourceException" "$work/scram-both.out.err"
+	configs_cmd "$work/scram-none.out" --describe "${user[@]}"
+	! grep -q 'SCRAM' "$work/scram-none.out" ||
+		fail "the refused --add-config stored something: $(lines_of "$work/scram-none.out")"
+	configs_cmd "$work/scram-add256.out" --alter "${user[@]}" --add-config 'SCRAM-SHA-256=[iterations=8192,password=x]'
+	configs_cmd "$work/scram-add512.out" --alter "${user[@]}" --add-config 'SCRAM-SHA-512=[password=y]'
+	local both="SCRAM credential configs for user-principal 'alice' are SCRAM-SHA-256=iterations=8192, SCRAM-SHA-512=iterations=4096"
+	configs_cmd "$work/scram-alice.out" --describe "${user[@]}"
+	grep -qxF "$both" "$work/scram-alice.out" ||
+		fail "kafka-configs --describe of alice printed: $(lines_of "$work/scram-alice.out")"
+	configs_cmd "$work/scram-users.out" --describe --entity-type users
+	grep -qxF "$both" "$work/scram-users.out" ||
+		fail "kafka-configs --describe --entity-type users printed: $(lines_of "$work/scram-users.out")"
+	configs_cmd "$work/scram-del.out" --alter "${user[@]}" --delete-config SCRAM-SHA-256
+	configs_cmd "$work/scram-after.out" --describe "${user[@]}"
+	grep -qxF "SCRAM credential configs for user-principal 'alice' are SCRAM-SHA-512=iterations=4096" "$work/scram-after.out" ||
+		fail "after --delete-config SCRAM-SHA-256, --describe of alice printed: $(lines_of "$work/scram-after.out")"
+	if kafka_java "$CONFIGS" --bootstrap-server "$bs" --alter "${user[@]}" --delete-config SCRAM-SHA-256 \
+		</dev/null >"$work/scram-del2.out" 2>"$work/scram-del2.out.err"; then
+		fail "deleting alice's SCRAM-SHA-256 credential twice succeeded"
+	fi
+	grep -q 'ResourceNotFoundException' "$work/scram-del2.out" "$work/scram-del2.out.err" ||
+		fail "deleting a missing credential did not fail with ResourceNotFoundException" "$work/scram-del2.out.err"
+	say "  both mechanisms added (one per command), described with their iterations, SCRAM-SHA-256 deleted"
 }
 
 # --- lab scenarios ------------------------------------------------------------
@@ -2436,6 +2483,7 @@ scenario restart-kcat restart_kcat
 scenario restart-java restart_java
 scenario restart-groups restart_groups
 scenario acls acls
+scenario scram scram
 
 say ""
 say "console-test summary ($((SECONDS - t0))s in all):"

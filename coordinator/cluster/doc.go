@@ -1,6 +1,7 @@
 // Package cluster keeps Gregor's cluster metadata in etcd: the cluster id,
-// broker registrations, topics and their partition states, dynamic configs
-// and producer id blocks. It is the only package that talks to etcd.
+// broker registrations, topics and their partition states, dynamic configs,
+// producer id blocks, ACLs and SCRAM credentials. It is the only package
+// that talks to etcd.
 //
 // # Modes
 //
@@ -69,6 +70,10 @@
 //	P/acls/<resource type>/<pattern type>/<name>/<principal>/<host>/<operation>/<permission>  {}
 //	    One ACL binding, spelled out in its key (Kafka's enum codes; name,
 //	    principal and host path-escaped): see acls.go.
+//	P/scram/<user>/<mechanism>   {"salt":"<base64>","stored_key":"<base64>",
+//	                              "server_key":"<base64>","iterations":8192}
+//	    A user's SCRAM credential for one mechanism (1 SCRAM-SHA-256,
+//	    2 SCRAM-SHA-512; user path-escaped): see scram.go.
 //	P/controller/<lease id hex>  {"node":1}
 //	    A controller candidate, bound to its broker's registration lease.
 //	    The candidate with the lowest create revision is the controller,

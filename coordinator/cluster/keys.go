@@ -70,6 +70,7 @@ const (
 	kindGroupConfig
 	kindController
 	kindACL
+	kindScram
 )
 
 // parsedKey is a key split into its kind and the names it carries.
@@ -79,6 +80,7 @@ type parsedKey struct {
 	topic     string // kindTopic, kindPartition, kindTopicConfig; the group id for kindGroupConfig
 	partition int32  // kindPartition
 	acl       acl.Binding
+	scram     ScramKey // kindScram
 }
 
 // parse splits a key read from etcd. Keys this version does not know (written
@@ -119,6 +121,10 @@ func (k keyspace) parse(key string) parsedKey {
 		// of its escapes would be a second key for one binding.
 		if b, ok := parseACL(tail); ok && k.acl(b) == key {
 			return parsedKey{kind: kindACL, acl: b}
+		}
+	case "scram":
+		if sk, ok := parseScramKey(tail); ok {
+			return parsedKey{kind: kindScram, scram: sk}
 		}
 	case "controller":
 		if !strings.Contains(tail, "/") {

@@ -199,6 +199,9 @@ type Metadata struct {
 	// ACLs are the stored ACL bindings, in no particular order (see
 	// acls.go); nothing enforces them yet.
 	ACLs []acl.Binding
+	// SCRAM are the stored SCRAM credentials (see scram.go): what a SCRAM
+	// server checks a login against, never a password or salted password.
+	SCRAM map[ScramKey]ScramCredential
 }
 
 // Broker returns the registration of a live broker.
@@ -228,6 +231,8 @@ type state struct {
 	groupConfigs  map[string]map[string]string
 	acls          map[string]acl.Binding // by key
 	aclsDirty     bool
+	scram         map[ScramKey]ScramCredential
+	scramDirty    bool
 	// controllers are the controller candidates by key, with the create
 	// revision of each key.
 	controllers map[string]controllerCandidate
@@ -255,6 +260,7 @@ func newState(keys keyspace, warn func(string, ...any)) *state {
 		brokerConfigs: map[int32]map[string]string{},
 		groupConfigs:  map[string]map[string]string{},
 		acls:          map[string]acl.Binding{},
+		scram:         map[ScramKey]ScramCredential{},
 		controllers:   map[string]controllerCandidate{},
 		built:         map[string]*Topic{},
 		dirty:         map[string]bool{},
@@ -374,6 +380,14 @@ func (s *state) apply(key string, value []byte, revs keyRevs, deleted bool) {
 			return
 		}
 		s.acls[key] = pk.acl
+	case kindScram:
+		s.scramDirty = true
+		var r scramRecord
+		if deleted || !decode(&r) {
+			delete(s.scram, pk.scram)
+			return
+		}
+		s.scram[pk.scram] = ScramCredential(r)
 	}
 }
 
@@ -436,6 +450,14 @@ func (s *state) snapshot(rev int64) *Metadata {
 	} else {
 		m.ACLs = prev.ACLs
 	}
+	if s.scramDirty || prev == nil {
+		m.SCRAM = make(map[ScramKey]ScramCredential, len(s.scram))
+		for k, cr := range s.scram {
+			m.SCRAM[k] = cr
+		}
+	} else {
+		m.SCRAM = prev.SCRAM
+	}
 
 	if len(s.dirty) > 0 || prev == nil {
 		for name := range s.dirty {
@@ -456,7 +478,7 @@ func (s *state) snapshot(rev int64) *Metadata {
 	}
 
 	clear(s.dirty)
-	s.brokersDirty, s.configsDirty, s.controlDirty, s.aclsDirty = false, false, false, false
+	s.brokersDirty, s.configsDirty, s.controlDirty, s.aclsDirty, s.scramDirty = false, false, false, false, false
 	s.last = m
 	return m
 }
