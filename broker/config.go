@@ -39,9 +39,35 @@ type Config struct {
 	// ListenerSecurityProtocolMap gives each listener name its security
 	// protocol (listener.security.protocol.map, NAME:PROTOCOL,...; names
 	// and protocols are case-insensitive). Every listener must be named
-	// in it. Only PLAINTEXT is served so far: a listener mapped to SSL or
-	// SASL_* is refused, so that nothing is advertised that is not served.
+	// in it. PLAINTEXT and SASL_PLAINTEXT are served so far: a listener
+	// mapped to SSL or SASL_SSL is refused, so that nothing is advertised
+	// that is not served.
 	ListenerSecurityProtocolMap string
+	// ListenerConfigs are the per-listener settings, by their whole key
+	// (listener.name.<listener>.<setting>, the listener name in lower case
+	// as Kafka writes it): listener.name.sasl_plaintext.sasl.enabled.mechanisms,
+	// listener.name.sasl_plaintext.plain.sasl.jaas.config, ...
+	ListenerConfigs map[string]string
+	// SASLEnabledMechanisms are the SASL mechanisms a SASL listener offers
+	// (sasl.enabled.mechanisms; a listener's own
+	// listener.name.<l>.sasl.enabled.mechanisms beats it). Gregor has
+	// PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512; Kafka's default, GSSAPI, is
+	// refused at start on a broker with a SASL listener.
+	SASLEnabledMechanisms []string
+	// SASLMechanismInterBrokerProtocol is the mechanism the broker's own
+	// connections use when the inter-broker listener is a SASL one
+	// (sasl.mechanism.inter.broker.protocol), with the username and
+	// password of that listener's JAAS config for the mechanism.
+	SASLMechanismInterBrokerProtocol string
+	// SASLServerMaxReceiveSize bounds the frames a connection may send
+	// before it has authenticated (sasl.server.max.receive.size); a
+	// larger one closes the connection.
+	SASLServerMaxReceiveSize int32
+	// ConnectionsMaxReauth is the longest a SASL authentication holds
+	// (connections.max.reauth.ms; 0 for ever): past it the client must
+	// authenticate again on the connection (KIP-368), or is disconnected
+	// at its next request.
+	ConnectionsMaxReauth time.Duration
 	// InterBrokerListenerName is the listener brokers reach each other on
 	// (inter.broker.listener.name): replica fetchers, transaction markers,
 	// share state calls. Empty picks, as Kafka's default
@@ -342,7 +368,10 @@ func DefaultConfig() Config {
 		EtcdPeerAddr:   "127.0.0.1:2380",
 		SessionTimeout: 9 * time.Second,
 
-		ListenerSecurityProtocolMap: DefaultListenerSecurityProtocolMap,
+		ListenerSecurityProtocolMap:      DefaultListenerSecurityProtocolMap,
+		SASLEnabledMechanisms:            []string{"GSSAPI"},
+		SASLMechanismInterBrokerProtocol: "GSSAPI",
+		SASLServerMaxReceiveSize:         512 << 10,
 
 		ControlledShutdownEnable:     true,
 		ReplicaLagTimeMax:            30 * time.Second,
@@ -406,7 +435,7 @@ func DefaultConfig() Config {
 const DefaultListenerSecurityProtocolMap = "SASL_SSL:SASL_SSL,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT"
 
 // The security protocols of listener.security.protocol.map, by Kafka's
-// names. Only ProtocolPlaintext is served so far.
+// names. ProtocolPlaintext and ProtocolSASLPlaintext are served so far.
 const (
 	ProtocolPlaintext     = "PLAINTEXT"
 	ProtocolSSL           = "SSL"
@@ -480,6 +509,11 @@ type listenerSetup struct {
 	protocols map[string]string
 	// interBroker names the inter-broker listener.
 	interBroker string
+	// sasl holds the authentication setup of each SASL listener, by name.
+	sasl map[string]*saslListener
+	// interBrokerSASL is how the broker's own connections authenticate,
+	// nil when the inter-broker listener is not a SASL one.
+	interBrokerSASL *saslCredentials
 }
 
 // resolveListeners checks listeners, advertised.listeners,
@@ -498,8 +532,8 @@ func (c *Config) resolveListeners() (listenerSetup, error) {
 		switch {
 		case !ok:
 			return fmt.Errorf("%w: %s: listener %s has no security protocol in listener.security.protocol.map", ErrInvalidConfig, key, l.Name)
-		case proto != ProtocolPlaintext:
-			return fmt.Errorf("%w: %s: listener %s is %s, but Gregor serves only PLAINTEXT listeners so far (SSL and SASL are not served yet)",
+		case proto != ProtocolPlaintext && proto != ProtocolSASLPlaintext:
+			return fmt.Errorf("%w: %s: listener %s is %s, but Gregor serves only PLAINTEXT and SASL_PLAINTEXT listeners so far (SSL and SASL_SSL are not served yet)",
 				ErrInvalidConfig, key, l.Name, proto)
 		}
 		return nil
@@ -541,6 +575,9 @@ func (c *Config) resolveListeners() (listenerSetup, error) {
 		ls.interBroker = ls.listeners[0].Name
 	case !names[ls.interBroker]:
 		return ls, fmt.Errorf("%w: inter.broker.listener.name %s is not the name of a listener in listeners", ErrInvalidConfig, ls.interBroker)
+	}
+	if err := c.resolveSASL(&ls); err != nil {
+		return ls, err
 	}
 	return ls, nil
 }
@@ -607,6 +644,10 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: message.max.bytes %d below 0", ErrInvalidConfig, c.MessageMaxBytes)
 	case c.FetchMaxBytes < 1024:
 		return fmt.Errorf("%w: fetch.max.bytes %d below 1024", ErrInvalidConfig, c.FetchMaxBytes)
+	case c.SASLServerMaxReceiveSize < 1:
+		return fmt.Errorf("%w: sasl.server.max.receive.size %d below 1", ErrInvalidConfig, c.SASLServerMaxReceiveSize)
+	case c.ConnectionsMaxReauth < 0:
+		return fmt.Errorf("%w: connections.max.reauth.ms below 0", ErrInvalidConfig)
 	case c.SocketRequestMaxBytes < 1:
 		return fmt.Errorf("%w: socket.request.max.bytes %d below 1", ErrInvalidConfig, c.SocketRequestMaxBytes)
 	case c.MaxConnections < 0:

@@ -282,11 +282,15 @@ func TestListenerConfig(t *testing.T) {
 		{"listener without protocol", func(c *Config) {
 			c.Listeners = []string{"PLAINTEXT://127.0.0.1:9092", "OTHER://127.0.0.1:9093"}
 		}, "listener OTHER has no security protocol"},
-		{"SSL refused", func(c *Config) { c.Listeners = []string{"SSL://127.0.0.1:9093"} }, "SSL and SASL are not served yet"},
-		{"SASL refused", func(c *Config) {
+		{"SSL refused", func(c *Config) { c.Listeners = []string{"SSL://127.0.0.1:9093"} }, "SSL and SASL_SSL are not served yet"},
+		{"SASL_SSL refused", func(c *Config) {
+			c.Listeners = []string{"CLIENTS://127.0.0.1:9093"}
+			c.ListenerSecurityProtocolMap = "CLIENTS:SASL_SSL"
+		}, "listener CLIENTS is SASL_SSL"},
+		{"SASL with Kafka's default mechanism refused", func(c *Config) {
 			c.Listeners = []string{"CLIENTS://127.0.0.1:9093"}
 			c.ListenerSecurityProtocolMap = "CLIENTS:SASL_PLAINTEXT"
-		}, "listener CLIENTS is SASL_PLAINTEXT"},
+		}, "SASL listener CLIENTS enables mechanism GSSAPI"},
 		{"inter-broker not a listener", func(c *Config) { c.InterBrokerListenerName = "INTERNAL" },
 			"inter.broker.listener.name INTERNAL is not the name of a listener"},
 		{"advertised not a listener", func(c *Config) { c.AdvertisedListeners = []string{"EXTERNAL://x:1"} },

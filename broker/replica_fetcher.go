@@ -298,7 +298,15 @@ func (b *Broker) dialLeader(ctx context.Context, leader int32) (net.Conn, error)
 		return nil, fmt.Errorf("leader %d is not live", leader)
 	}
 	d := net.Dialer{Timeout: 5 * time.Second}
-	return d.DialContext(ctx, "tcp", net.JoinHostPort(at.Host, strconv.Itoa(int(at.Port))))
+	nc, err := d.DialContext(ctx, "tcp", net.JoinHostPort(at.Host, strconv.Itoa(int(at.Port))))
+	if err != nil {
+		return nil, err
+	}
+	if err := b.authenticateOutgoing(nc); err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("authenticate to broker %d: %w", leader, err)
+	}
+	return nc, nil
 }
 
 // replicaFetchRequest asks for every partition of parts from its log end.

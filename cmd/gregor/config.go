@@ -85,11 +85,23 @@ var keys = []key{
 		"comma-separated NAME://host:port clients are told to use, matched to listeners by name; a listener without one advertises its own address",
 		func(c *serveConfig) *[]string { return &c.broker.AdvertisedListeners }),
 	stringField("listener.security.protocol.map", "NAME:PROTOCOL,...",
-		"security protocol of each listener name; every listener must have one, and only PLAINTEXT is served so far",
+		"security protocol of each listener name; every listener must have one, and PLAINTEXT and SASL_PLAINTEXT are served so far",
 		func(c *serveConfig) *string { return &c.broker.ListenerSecurityProtocolMap }),
 	stringField("inter.broker.listener.name", "NAME",
 		"listener brokers reach each other on; empty means the one named PLAINTEXT, or the first listener when none is",
 		func(c *serveConfig) *string { return &c.broker.InterBrokerListenerName }),
+	listField("sasl.enabled.mechanisms", "MECHANISMS",
+		"comma-separated SASL mechanisms SASL listeners offer: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 (Kafka's default, GSSAPI, is not served); listener.name.<listener>.sasl.enabled.mechanisms sets one listener's",
+		func(c *serveConfig) *[]string { return &c.broker.SASLEnabledMechanisms }),
+	stringField("sasl.mechanism.inter.broker.protocol", "MECHANISM",
+		"SASL mechanism of the broker's own connections when the inter-broker listener is a SASL one; its username and password come from listener.name.<listener>.<mechanism>.sasl.jaas.config",
+		func(c *serveConfig) *string { return &c.broker.SASLMechanismInterBrokerProtocol }),
+	intField("sasl.server.max.receive.size", "BYTES",
+		"largest frame a connection to a SASL listener may send before it has authenticated; a larger one closes it",
+		func(c *serveConfig) *int32 { return &c.broker.SASLServerMaxReceiveSize }),
+	msField("connections.max.reauth.ms", 64,
+		"longest a SASL authentication holds; 0 for ever. Past it the client must authenticate again on its connection, or is disconnected",
+		func(c *serveConfig) *time.Duration { return &c.broker.ConnectionsMaxReauth }),
 	stringField("broker.rack", "RACK", "rack (or zone) of this broker, for clients that fetch from the closest replica",
 		func(c *serveConfig) *string { return &c.broker.Rack }),
 	withAliases(listField("log.dirs", "DIRS",
@@ -395,6 +407,32 @@ func isKey(name string) bool {
 	return slices.ContainsFunc(keys, func(k key) bool { return k.name == name || slices.Contains(k.aliases, name) })
 }
 
+// listenerPrefix starts the per-listener settings, Kafka's
+// listener.name.<listener>.<setting> (broker.Config.ListenerConfigs).
+// They are read from the config file and from flags; not from the
+// environment, whose variable names could not tell the listener name's
+// underscores from the dots.
+const listenerPrefix = "listener.name."
+
+func isListenerKey(name string) bool {
+	return strings.HasPrefix(strings.ToLower(name), listenerPrefix) && len(name) > len(listenerPrefix)
+}
+
+// addListenerFlags defines a flag for each per-listener setting among
+// args (--listener.name.<listener>.<setting>[=value]): their names are
+// not known before the command line is read.
+func (l *configLoader) addListenerFlags(args []string) {
+	for _, a := range args {
+		if a == "--" {
+			return
+		}
+		name, _, _ := strings.Cut(strings.TrimPrefix(a, "--"), "=")
+		if strings.HasPrefix(a, "--") && isListenerKey(name) && l.own.Lookup(name) == nil {
+			l.bind(l.own, name, "VALUE", "", "a per-listener setting")
+		}
+	}
+}
+
 // source is where a value came from, in increasing precedence.
 type source int
 
@@ -664,6 +702,20 @@ func (l *configLoader) load() (serveConfig, error) {
 		c.broker.StaticTopicDefaults[flushMessages] = flushMessagesDurable
 	}
 
+	for _, k := range l.v.AllKeys() {
+		if !isListenerKey(k) {
+			continue
+		}
+		v, _, err := l.value(k)
+		if err != nil {
+			return c, err
+		}
+		if c.broker.ListenerConfigs == nil {
+			c.broker.ListenerConfigs = map[string]string{}
+		}
+		c.broker.ListenerConfigs[strings.ToLower(k)] = v
+	}
+
 	c.warnings = l.ignored()
 	if err := c.broker.Validate(); err != nil {
 		return c, err
@@ -698,7 +750,7 @@ func sameSetting(name string, candidates []string) []string {
 // GREGOR_ environment variable that serve does not read. Unknown flags are
 // errors, as usual.
 func (l *configLoader) ignored() []string {
-	used := func(name string) bool { return l.isKeyFlag(name) }
+	used := func(name string) bool { return l.isKeyFlag(name) || isListenerKey(name) }
 	var out []string
 	warn := func(name, where string) {
 		if d, ok := configs.Broker(name); ok && d.Unused {
