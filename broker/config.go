@@ -54,6 +54,11 @@ type Config struct {
 	// PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512; Kafka's default, GSSAPI, is
 	// refused at start on a broker with a SASL listener.
 	SASLEnabledMechanisms []string
+	// OAuthBearerConfigs are the broker's sasl.oauthbearer.* settings by
+	// their whole key (sasl.oauthbearer.jwks.endpoint.url,
+	// sasl.oauthbearer.expected.audience, ...); a listener's own
+	// listener.name.<l>.oauthbearer.sasl.oauthbearer.* beat them.
+	OAuthBearerConfigs map[string]string
 	// SASLMechanismInterBrokerProtocol is the mechanism the broker's own
 	// connections use when the inter-broker listener is a SASL one
 	// (sasl.mechanism.inter.broker.protocol), with the username and
