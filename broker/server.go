@@ -2,6 +2,7 @@ package broker
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -119,8 +120,21 @@ func (c *conn) close() {
 	c.closeOnce.Do(func() { c.nc.Close() })
 }
 
+// readBufferSize is a connection's read buffer. A connection still to
+// authenticate reads through a small one, so that many connections
+// waiting to authenticate hold little memory; it is replaced once the
+// connection has authenticated.
+const (
+	readBufferSize          = 64 << 10
+	readBufferSizeNoAuthYet = 4 << 10
+)
+
 func (c *conn) readLoop() {
-	br := bufio.NewReaderSize(c.nc, 64<<10)
+	size := readBufferSize
+	if c.auth != nil {
+		size = readBufferSizeNoAuthYet
+	}
+	br := bufio.NewReaderSize(c.nc, size)
 	var buf []byte
 	for {
 		frame, err := protocol.ReadFrame(br, c.maxFrame(), buf)
@@ -136,6 +150,11 @@ func (c *conn) readLoop() {
 			if err != nil {
 				c.logger.Debug("closing connection", "err", err)
 				return
+			}
+			if size < readBufferSize && c.auth.state == authDone {
+				// Bytes the small buffer holds already come first.
+				ahead, _ := br.Peek(br.Buffered())
+				size, br = readBufferSize, bufio.NewReaderSize(io.MultiReader(bytes.NewReader(bytes.Clone(ahead)), c.nc), readBufferSize)
 			}
 			if handled {
 				buf = frame[:0]
