@@ -160,7 +160,8 @@ type Config struct {
 	// MaxConnections caps the broker's open client connections
 	// (max.connections). At the cap the listeners stop accepting until a
 	// connection closes, as Kafka's acceptor waits for a free slot: new
-	// connections wait in the kernel's accept backlog.
+	// connections wait in the kernel's accept backlog. As in Kafka, the
+	// inter-broker listener is exempt.
 	MaxConnections int32
 	// MaxConnectionsPerIP caps the connections from one IP address
 	// (max.connections.per.ip); a connection beyond it is closed at once.

@@ -58,13 +58,14 @@ type conn struct {
 // limits.go describes.
 func (b *Broker) serve(ln net.Listener, name string) {
 	created, closed := b.metrics.connCreated.WithLabelValues(name), b.metrics.connClosed.WithLabelValues(name)
+	exempt := name == b.lis.interBroker
 	for {
-		if !b.quotas.reserve(b.ctx) {
+		if !b.quotas.reserve(b.ctx, exempt) {
 			return
 		}
 		nc, err := ln.Accept()
 		if err != nil {
-			b.quotas.release("", false)
+			b.quotas.release("", false, exempt)
 			if !errors.Is(err, net.ErrClosed) {
 				b.logger.Error("accept failed", "listener", name, "err", err)
 			}
@@ -72,7 +73,7 @@ func (b *Broker) serve(ln net.Listener, name string) {
 		}
 		ip := remoteIP(nc)
 		if !b.quotas.admit(ip) {
-			b.quotas.release(ip, false)
+			b.quotas.release(ip, false, exempt)
 			b.logger.Info("closing connection: max.connections.per.ip reached", "listener", name, "ip", ip)
 			nc.Close()
 			continue
@@ -84,14 +85,14 @@ func (b *Broker) serve(ln net.Listener, name string) {
 			c.auth = &connAuth{listener: sl}
 		}
 		if !b.trackConn(c, true) {
-			b.quotas.release(ip, true)
+			b.quotas.release(ip, true, exempt)
 			nc.Close()
 			return
 		}
 		created.Inc()
 		b.goTracked(func() {
 			defer closed.Inc()
-			defer b.quotas.release(ip, true)
+			defer b.quotas.release(ip, true, exempt)
 			defer b.trackConn(c, false)
 			c.run()
 		})

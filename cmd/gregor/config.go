@@ -180,7 +180,7 @@ var keys = []key{
 	intField("socket.request.max.bytes", "BYTES", "largest request frame accepted; a larger one closes the connection",
 		func(c *serveConfig) *int32 { return &c.broker.SocketRequestMaxBytes }),
 	intField("max.connections", "N",
-		"most client connections open at once; at the limit the listeners stop accepting until one closes",
+		"most client connections open at once; at the limit the listeners stop accepting until one closes (the inter-broker listener is exempt)",
 		func(c *serveConfig) *int32 { return &c.broker.MaxConnections }),
 	intField("max.connections.per.ip", "N",
 		"most connections from one IP address; a connection beyond it is closed at once",
