@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"testing"
 	"time"
@@ -521,6 +522,40 @@ func TestAuthzGroupConsumerRegex(t *testing.T) {
 	epoch := assigned(0, map[[16]byte]int{open: 2})
 	admin.createACLs(allow(acl.ResourceTopic, "re-hidden", "User:alice", acl.OpDescribe))
 	assigned(epoch, map[[16]byte]int{open: 2, hidden: 1})
+}
+
+// TestAuthzGroupOpsOfMissingGroups: a group answered with an error
+// carries no authorized operations (the field's default), as in Kafka,
+// whose request handler fills them only for groups answered without one.
+func TestAuthzGroupOpsOfMissingGroups(t *testing.T) {
+	t.Parallel()
+	b := startAuthzBroker(t)
+	admin, alice := dialWireAs(t, b, "admin"), dialWireAs(t, b, "alice")
+	authzGroupReady(t, admin, "nope")
+	admin.createACLs(allow(acl.ResourceGroup, "nope", "User:alice", acl.OpDescribe))
+
+	dg := kmsg.NewPtrDescribeGroupsRequest()
+	dg.SetVersion(6)
+	dg.Groups, dg.IncludeAuthorizedOperations = []string{"nope"}, true
+	g := alice.mustRoundTrip(dg).(*kmsg.DescribeGroupsResponse).Groups[0]
+	checkCode(t, "DescribeGroups v6 of a missing group", g.ErrorCode, protocol.GroupIDNotFound)
+	if g.AuthorizedOperations != math.MinInt32 {
+		t.Errorf("DescribeGroups v6: operations %d on a missing group", g.AuthorizedOperations)
+	}
+	dg.SetVersion(5) // Dead, without an error: operations reported
+	if g := alice.mustRoundTrip(dg).(*kmsg.DescribeGroupsResponse).Groups[0]; g.ErrorCode != 0 || g.AuthorizedOperations != 1<<acl.OpDescribe {
+		t.Errorf("DescribeGroups v5 of a missing group: error %d, operations %b", g.ErrorCode, g.AuthorizedOperations)
+	}
+	cg := authzConsumerDescribe(alice, "nope")
+	checkCode(t, "ConsumerGroupDescribe of a missing group", cg.ErrorCode, protocol.GroupIDNotFound)
+	if cg.AuthorizedOperations != math.MinInt32 {
+		t.Errorf("ConsumerGroupDescribe: operations %d on a missing group", cg.AuthorizedOperations)
+	}
+	sg := authzShareDescribe(alice, "nope")
+	checkCode(t, "ShareGroupDescribe of a missing group", sg.ErrorCode, protocol.GroupIDNotFound)
+	if sg.AuthorizedOperations != math.MinInt32 {
+		t.Errorf("ShareGroupDescribe: operations %d on a missing group", sg.AuthorizedOperations)
+	}
 }
 
 func authzShareHeartbeat(w *wireConn, group, memberID string, epoch int32, topics ...string) *kmsg.ShareGroupHeartbeatResponse {
