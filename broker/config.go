@@ -73,6 +73,11 @@ type Config struct {
 	// authenticate again on the connection (KIP-368), or is disconnected
 	// at its next request.
 	ConnectionsMaxReauth time.Duration
+	// FailedAuthenticationDelay holds back the answer to a failed
+	// authentication and the close that follows
+	// (connection.failed.authentication.delay.ms), which slows a client
+	// guessing passwords.
+	FailedAuthenticationDelay time.Duration
 	// InterBrokerListenerName is the listener brokers reach each other on
 	// (inter.broker.listener.name): replica fetchers, transaction markers,
 	// share state calls. Empty picks, as Kafka's default
@@ -378,6 +383,7 @@ func DefaultConfig() Config {
 		SASLEnabledMechanisms:            []string{"GSSAPI"},
 		SASLMechanismInterBrokerProtocol: "GSSAPI",
 		SASLServerMaxReceiveSize:         512 << 10,
+		FailedAuthenticationDelay:        100 * time.Millisecond,
 
 		ControlledShutdownEnable:     true,
 		ReplicaLagTimeMax:            30 * time.Second,
@@ -654,6 +660,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: sasl.server.max.receive.size %d below 1", ErrInvalidConfig, c.SASLServerMaxReceiveSize)
 	case c.ConnectionsMaxReauth < 0:
 		return fmt.Errorf("%w: connections.max.reauth.ms below 0", ErrInvalidConfig)
+	case c.FailedAuthenticationDelay < 0 || c.FailedAuthenticationDelay >= c.ConnectionsMaxIdle:
+		return fmt.Errorf("%w: connection.failed.authentication.delay.ms must be at least 0 and below connections.max.idle.ms", ErrInvalidConfig)
 	case c.SocketRequestMaxBytes < 1:
 		return fmt.Errorf("%w: socket.request.max.bytes %d below 1", ErrInvalidConfig, c.SocketRequestMaxBytes)
 	case c.MaxConnections < 0:

@@ -348,6 +348,9 @@ func (b *Broker) staticConfigs() map[string]string {
 	if b.cfg.SASLServerMaxReceiveSize != 512<<10 {
 		out["sasl.server.max.receive.size"] = fmt.Sprint(b.cfg.SASLServerMaxReceiveSize)
 	}
+	if b.cfg.FailedAuthenticationDelay != 100*time.Millisecond {
+		out["connection.failed.authentication.delay.ms"] = fmt.Sprint(b.cfg.FailedAuthenticationDelay.Milliseconds())
+	}
 	if b.cfg.ConnectionsMaxReauth != 0 {
 		out["connections.max.reauth.ms"] = fmt.Sprint(b.cfg.ConnectionsMaxReauth.Milliseconds())
 	}

@@ -172,8 +172,9 @@ func (c *conn) saslHandshake(frame []byte) error {
 	resp.SupportedMechanisms = a.listener.mechanisms
 	if !slices.Contains(a.listener.mechanisms, req.Mechanism) {
 		resp.ErrorCode = int16(protocol.UnsupportedSASLMechanism)
+		err := c.authFailed(fmt.Errorf("unsupported SASL mechanism %q", req.Mechanism))
 		c.reply(hdr, resp)
-		return c.authFailed(fmt.Errorf("unsupported SASL mechanism %q", req.Mechanism))
+		return err
 	}
 	c.reply(hdr, resp)
 	if a.reauthenticating && req.Mechanism != a.mechanism {
@@ -237,8 +238,9 @@ func (c *conn) saslAuthenticate(frame []byte, arrived time.Time) error {
 			err = fmt.Errorf("%w (%w)", err, o.Err)
 		}
 		resp.ErrorCode, resp.ErrorMessage = int16(protocol.SASLAuthenticationFailed), &msg
+		err = c.authFailed(err)
 		c.reply(hdr, resp)
-		return c.authFailed(err)
+		return err
 	}
 	resp.SASLAuthBytes = reply
 	if resp.SASLAuthBytes == nil {
@@ -278,8 +280,18 @@ func (a *connAuth) complete(c *conn, now time.Time) int64 {
 
 // authFailed counts a failed authentication, logs it (at most one line a
 // second for the whole broker, so that a flood of bad clients cannot
-// flood the log) and returns the error that closes the connection.
+// flood the log), waits connection.failed.authentication.delay.ms before
+// the answer and the close, and returns the error that closes the
+// connection.
 func (c *conn) authFailed(cause error) error {
+	if d := c.b.cfg.FailedAuthenticationDelay; d > 0 {
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+		case <-c.b.ctx.Done():
+			t.Stop()
+		}
+	}
 	mech := c.auth.mechanism
 	if mech == "" {
 		mech = "none"

@@ -97,7 +97,10 @@ func TestSASLFloodRSS(t *testing.T) {
 		}
 		held.Add(1)
 	}
-	forEach(nAttacks, 16, func(i int) {
+	// Failed authentications are answered after
+	// connection.failed.authentication.delay.ms (100 ms): many workers
+	// keep the flood short.
+	forEach(nAttacks, 64, func(i int) {
 		if err := attack(attacks[i%len(attacks)]); err != nil {
 			errs.Store(i%len(attacks), err)
 		}

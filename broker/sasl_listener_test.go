@@ -187,7 +187,10 @@ func metadataReq() *kmsg.MetadataRequest {
 // v0's bare tokens, and SaslHandshake outside a SASL exchange.
 func TestSASLWire(t *testing.T) {
 	t.Parallel()
-	b := startBroker(t, saslListeners, func(c *Config) { c.SASLServerMaxReceiveSize = 64 << 10 })
+	b := startBroker(t, saslListeners, func(c *Config) {
+		c.SASLServerMaxReceiveSize = 64 << 10
+		c.FailedAuthenticationDelay = 300 * time.Millisecond
+	})
 	saslAddr := b.Addrs()[1]
 
 	t.Run("request before authentication closes", func(t *testing.T) {
@@ -231,7 +234,12 @@ func TestSASLWire(t *testing.T) {
 	})
 	t.Run("wrong password", func(t *testing.T) {
 		w := dialWireAddr(t, saslAddr)
-		resp := w.plainLogin("alice", "nope")
+		w.saslHandshake(1, "PLAIN")
+		began := time.Now()
+		resp := w.saslAuthenticate([]byte("\x00alice\x00nope"))
+		if took := time.Since(began); took < 300*time.Millisecond {
+			t.Errorf("a failed authentication answered after %s, before connection.failed.authentication.delay.ms (300 ms)", took)
+		}
 		checkCode(t, "SaslAuthenticate with a wrong password", resp.ErrorCode, protocol.SASLAuthenticationFailed)
 		if resp.ErrorMessage == nil || !strings.Contains(*resp.ErrorMessage, "Authentication failed: Invalid username or password") {
 			t.Errorf("message %v", resp.ErrorMessage)

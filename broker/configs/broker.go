@@ -131,6 +131,10 @@ var brokerDefs = []*Def{
 		Doc: "Longest a SASL authentication holds, 0 for ever. Past it a client must authenticate again on its connection, or is disconnected at its next request.",
 	},
 	{
+		Name: "connection.failed.authentication.delay.ms", Type: TypeInt, Default: "100",
+		Doc: "How long the answer to a failed authentication, and the close that follows, are held back.",
+	},
+	{
 		Name: "delete.topic.enable", Type: TypeBoolean, Default: "true",
 		Doc: "Whether DeleteTopics deletes topics. Gregor always does.",
 	},

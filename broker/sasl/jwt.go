@@ -137,6 +137,26 @@ type errInvalidToken string
 
 func (e errInvalidToken) Error() string { return "invalid token: " + string(e) }
 
+// errInsufficientScope is a valid token without a scope the validator
+// requires, which RFC 7628's error names apart from an invalid token.
+type errInsufficientScope struct {
+	required []string
+	missing  string
+}
+
+func (e errInsufficientScope) Error() string { return "insufficient scope: " + e.missing + " is not granted" }
+
+// ErrorStatus returns the RFC 7628 error of a token Validate refused:
+// its status, and the scope it needed for insufficient_scope (written as
+// Kafka writes its required scope, [a, b]), empty otherwise.
+func ErrorStatus(err error) (status, scope string) {
+	var e errInsufficientScope
+	if errors.As(err, &e) {
+		return "insufficient_scope", "[" + strings.Join(e.required, ", ") + "]"
+	}
+	return "invalid_token", ""
+}
+
 // Validate checks a token and returns its principal and expiry.
 func (v *JWTValidator) Validate(token string) (Token, error) {
 	parts := strings.Split(token, ".")
@@ -288,7 +308,7 @@ func (v *JWTValidator) claims(payload []byte) (Token, error) {
 	}
 	for _, s := range v.RequiredScope {
 		if !slices.Contains(granted, s) {
-			return Token{}, errInvalidToken("scope " + s + " is not granted")
+			return Token{}, errInsufficientScope{required: v.RequiredScope, missing: s}
 		}
 	}
 	return Token{Principal: strings.TrimSpace(sub), Expiry: exp}, nil

@@ -133,8 +133,12 @@ func TestJWTValidator(t *testing.T) {
 	if _, err := unsecured.Validate(k.sign(t, "RS256", "r1", claims(nil))); err == nil {
 		t.Error("unsecured validator took a signed token")
 	}
-	if _, err := unsecured.Validate(k.sign(t, "none", "", claims(func(c map[string]any) { c["scope"] = []string{"a"} }))); err == nil {
-		t.Error("unsecured validator took a token without its required scope")
+	_, err = unsecured.Validate(k.sign(t, "none", "", claims(func(c map[string]any) { c["scope"] = []string{"a"} })))
+	if status, scope := ErrorStatus(err); err == nil || status != "insufficient_scope" || scope != "[b]" {
+		t.Errorf("unsecured validator, a token without its required scope: %v (%s %s)", err, status, scope)
+	}
+	if s := oauthError(err); s != `{"status":"insufficient_scope", "scope":"[b]"}` {
+		t.Errorf("reply %s", s)
 	}
 	for _, bad := range []string{`{}`, `{"keys":[]}`, `{"keys":[{"kty":"RSA","n":"AQAB","e":"AQAB"}]}`, `[`} {
 		if _, err := ParseJWKS([]byte(bad)); err == nil {

@@ -16,7 +16,9 @@ const OAuthBearer = "OAUTHBEARER"
 //
 // A valid token completes the exchange with an empty reply. An invalid
 // one is answered with the RFC's JSON error, {"status":"invalid_token"};
-// the client acknowledges it with a lone 0x01, and the exchange fails.
+// (insufficient_scope, with the scope needed, for a token lacking a
+// required scope); the client acknowledges it with a lone 0x01, and the
+// exchange fails.
 // Extensions (the other pairs) are accepted and ignored, as Kafka's
 // validators do when none is configured. An authorization id must name
 // the token's principal.
@@ -30,8 +32,16 @@ type OAuthBearerServer struct {
 	Err error
 }
 
-// oauthError is the reply to a refused token.
-const oauthError = `{"status":"invalid_token"}`
+// oauthError is the reply to a refused token, as Kafka writes it:
+// {"status":"invalid_token"}, or {"status":"insufficient_scope", "scope":"[a, b]"}.
+func oauthError(err error) string {
+	status, scope := ErrorStatus(err)
+	out := `{"status":"` + status + `"`
+	if scope != "" {
+		out += `, "scope":"` + scope + `"`
+	}
+	return out + "}"
+}
 
 // Step takes the client's message.
 func (s *OAuthBearerServer) Step(msg []byte) ([]byte, bool, error) {
@@ -43,7 +53,7 @@ func (s *OAuthBearerServer) Step(msg []byte) ([]byte, bool, error) {
 	case 1:
 		s.state = 2
 		if string(msg) == "\x01" {
-			return nil, false, Failure(oauthError)
+			return nil, false, Failure(oauthError(s.Err))
 		}
 		return nil, false, ErrAuthentication
 	case 2:
@@ -57,7 +67,7 @@ func (s *OAuthBearerServer) Step(msg []byte) ([]byte, bool, error) {
 	t, err := s.Validate(token)
 	if err != nil {
 		s.Err, s.state = err, 1
-		return []byte(oauthError), false, nil
+		return []byte(oauthError(err)), false, nil
 	}
 	s.state = 2
 	if authzid != "" && authzid != t.Principal {
