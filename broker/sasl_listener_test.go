@@ -345,8 +345,10 @@ func TestSASLInterBroker(t *testing.T) {
 	addScramUser(t, b1, "broker", "broker-secret")
 	b2 := startBroker(t, internal(2), func(c *Config) { c.EtcdEndpoints = b1.cluster.ClientURLs() })
 	waitFor(t, 20*time.Second, "two brokers live", func() error {
-		if n := len(b2.cluster.Snapshot().Brokers); n != 2 {
-			return fmt.Errorf("%d live", n)
+		for _, b := range []*Broker{b1, b2} {
+			if n := len(b.cluster.Snapshot().Brokers); n != 2 {
+				return fmt.Errorf("broker %d sees %d live", b.cfg.NodeID, n)
+			}
 		}
 		return nil
 	})

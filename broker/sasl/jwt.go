@@ -144,7 +144,9 @@ type errInsufficientScope struct {
 	missing  string
 }
 
-func (e errInsufficientScope) Error() string { return "insufficient scope: " + e.missing + " is not granted" }
+func (e errInsufficientScope) Error() string {
+	return "insufficient scope: " + e.missing + " is not granted"
+}
 
 // ErrorStatus returns the RFC 7628 error of a token Validate refused:
 // its status, and the scope it needed for insufficient_scope (written as
