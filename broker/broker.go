@@ -215,6 +215,9 @@ func New(cfg Config) (*Broker, error) {
 		sessions: newFetchSessions(1000), metrics: newMetrics(cfg.Registerer),
 		logBase: logger.Handler(), logLevels: newLogLevels(logger.Handler()), lis: lis}
 	b.logger = b.loggerFor("broker")
+	for _, lt := range lis.tls {
+		lt.logger = b.loggerFor("network")
+	}
 	b.apiMetrics = map[int16]*apiMetrics{}
 	for i := range handlers {
 		h := &handlers[i]

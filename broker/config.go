@@ -39,7 +39,7 @@ type Config struct {
 	// ListenerSecurityProtocolMap gives each listener name its security
 	// protocol (listener.security.protocol.map, NAME:PROTOCOL,...; names
 	// and protocols are case-insensitive). Every listener must be named
-	// in it. Only PLAINTEXT is served so far: a listener mapped to SSL or
+	// in it. PLAINTEXT and SSL are served so far: a listener mapped to
 	// SASL_* is refused, so that nothing is advertised that is not served.
 	ListenerSecurityProtocolMap string
 	// InterBrokerListenerName is the listener brokers reach each other on
@@ -49,6 +49,12 @@ type Config struct {
 	// without one, where Kafka refuses to start, the first listener, which
 	// is what Gregor used before it had this setting.
 	InterBrokerListenerName string
+	// SSL is the ssl.* settings of SSL listeners (tls.go).
+	SSL SSLConfig
+	// ListenerConfigs are the listener.name.<listener>.* settings, by
+	// their full key in lower case; listener.name.<listener>.ssl.* beat
+	// the unprefixed ssl.* for that listener.
+	ListenerConfigs map[string]string
 	// Rack is the broker's rack (broker.rack), or empty.
 	Rack string
 	// LogDirs hold the partition logs (log.dirs).
@@ -397,6 +403,7 @@ func DefaultConfig() Config {
 		TransactionPartitionVerification:     true,
 		AddPartitionsRetryBackoff:            20 * time.Millisecond,
 		AddPartitionsRetryMax:                100 * time.Millisecond,
+		SSL:                                  DefaultSSLConfig(),
 	}
 }
 
@@ -406,7 +413,7 @@ func DefaultConfig() Config {
 const DefaultListenerSecurityProtocolMap = "SASL_SSL:SASL_SSL,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT"
 
 // The security protocols of listener.security.protocol.map, by Kafka's
-// names. Only ProtocolPlaintext is served so far.
+// names. ProtocolPlaintext and ProtocolSSL are served so far.
 const (
 	ProtocolPlaintext     = "PLAINTEXT"
 	ProtocolSSL           = "SSL"
@@ -480,6 +487,8 @@ type listenerSetup struct {
 	protocols map[string]string
 	// interBroker names the inter-broker listener.
 	interBroker string
+	// tls serves the SSL listeners, by name (tls.go).
+	tls map[string]*listenerTLS
 }
 
 // resolveListeners checks listeners, advertised.listeners,
@@ -498,8 +507,8 @@ func (c *Config) resolveListeners() (listenerSetup, error) {
 		switch {
 		case !ok:
 			return fmt.Errorf("%w: %s: listener %s has no security protocol in listener.security.protocol.map", ErrInvalidConfig, key, l.Name)
-		case proto != ProtocolPlaintext:
-			return fmt.Errorf("%w: %s: listener %s is %s, but Gregor serves only PLAINTEXT listeners so far (SSL and SASL are not served yet)",
+		case proto != ProtocolPlaintext && proto != ProtocolSSL:
+			return fmt.Errorf("%w: %s: listener %s is %s, but Gregor serves only PLAINTEXT and SSL listeners so far (SASL is not served yet)",
 				ErrInvalidConfig, key, l.Name, proto)
 		}
 		return nil
@@ -541,6 +550,9 @@ func (c *Config) resolveListeners() (listenerSetup, error) {
 		ls.interBroker = ls.listeners[0].Name
 	case !names[ls.interBroker]:
 		return ls, fmt.Errorf("%w: inter.broker.listener.name %s is not the name of a listener in listeners", ErrInvalidConfig, ls.interBroker)
+	}
+	if err := c.tlsListeners(&ls); err != nil {
+		return ls, err
 	}
 	return ls, nil
 }

@@ -298,7 +298,11 @@ func (b *Broker) dialLeader(ctx context.Context, leader int32) (net.Conn, error)
 		return nil, fmt.Errorf("leader %d is not live", leader)
 	}
 	d := net.Dialer{Timeout: 5 * time.Second}
-	return d.DialContext(ctx, "tcp", net.JoinHostPort(at.Host, strconv.Itoa(int(at.Port))))
+	nc, err := d.DialContext(ctx, "tcp", net.JoinHostPort(at.Host, strconv.Itoa(int(at.Port))))
+	if lt := b.lis.tls[b.lis.interBroker]; lt != nil && err == nil {
+		return lt.dial(ctx, nc, at.Host) // an SSL inter-broker listener
+	}
+	return nc, err
 }
 
 // replicaFetchRequest asks for every partition of parts from its log end.
