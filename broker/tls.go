@@ -264,12 +264,14 @@ func newListenerTLS(name string, s SSLConfig) (*listenerTLS, error) {
 func (lt *listenerTLS) load() (*tlsMaterial, error) {
 	s := lt.ssl
 	m := &tlsMaterial{}
-	if t := strings.TrimSpace(s.KeystoreType); !strings.EqualFold(t, "PEM") {
+	var certPEM, keyPEM []byte
+	switch t := strings.TrimSpace(s.KeystoreType); {
+	case s.KeystoreLocation == "" && s.KeystoreCertificateChain == "" && s.KeystoreKey == "":
+		return nil, errors.New("no key and certificate: set ssl.keystore.type=PEM and ssl.keystore.location, " +
+			"or ssl.keystore.certificate.chain and ssl.keystore.key")
+	case !strings.EqualFold(t, "PEM"):
 		return nil, fmt.Errorf("ssl.keystore.type %s: Gregor reads PEM key stores only; set ssl.keystore.type=PEM "+
 			"(a JKS or PKCS12 key store converts with keytool -importkeystore and openssl pkcs12 -nodes)", t)
-	}
-	var certPEM, keyPEM []byte
-	switch {
 	case s.KeystoreLocation != "" && (s.KeystoreCertificateChain != "" || s.KeystoreKey != ""):
 		return nil, errors.New("ssl.keystore.location and ssl.keystore.certificate.chain/ssl.keystore.key are both set; set one")
 	case s.KeystoreLocation != "":
@@ -282,7 +284,7 @@ func (lt *listenerTLS) load() (*tlsMaterial, error) {
 	case s.KeystoreCertificateChain != "" && s.KeystoreKey != "":
 		certPEM, keyPEM = []byte(s.KeystoreCertificateChain), []byte(s.KeystoreKey)
 	default:
-		return nil, errors.New("no key and certificate: set ssl.keystore.location, or ssl.keystore.certificate.chain and ssl.keystore.key")
+		return nil, errors.New("ssl.keystore.certificate.chain and ssl.keystore.key go together: set both")
 	}
 	if err := checkKeyPEM(keyPEM); err != nil {
 		return nil, err

@@ -26,6 +26,7 @@ var errNoMappingRule = errors.New("broker: no ssl.principal.mapping.rules rule a
 // folds the result's case.
 type principalRule struct {
 	isDefault bool
+	pattern   string
 	// full matches the whole DN (Java's Matcher.matches); re finds the
 	// matches that are replaced (Java's String.replaceAll).
 	full, re    *regexp.Regexp
@@ -78,7 +79,7 @@ func parsePrincipalMappingRules(s string) (*principalMapper, error) {
 				return nil, fmt.Errorf("invalid rule %q: no / after the replacement", s[start:])
 			}
 			i = next
-			r := principalRule{replacement: replacement}
+			r := principalRule{pattern: pattern, replacement: replacement}
 			if i < len(s) && (s[i] == 'L' || s[i] == 'U') {
 				r.lower, r.upper = s[i] == 'L', s[i] == 'U'
 				i++
@@ -223,6 +224,35 @@ func (r *principalRule) apply(dn string) (string, bool) {
 		name = strings.ToUpper(name)
 	}
 	return name, true
+}
+
+// String writes the rule as it is configured.
+func (r *principalRule) String() string {
+	if r.isDefault {
+		return "DEFAULT"
+	}
+	s := "RULE:" + r.pattern + "/" + r.replacement + "/"
+	switch {
+	case r.lower:
+		s += "L"
+	case r.upper:
+		s += "U"
+	}
+	return s
+}
+
+// ruleStrings writes each rule as it is configured.
+func (m *principalMapper) ruleStrings() []string {
+	out := make([]string, len(m.rules))
+	for i := range m.rules {
+		out[i] = m.rules[i].String()
+	}
+	return out
+}
+
+// String lists the rules, for messages.
+func (m *principalMapper) String() string {
+	return "[" + strings.Join(m.ruleStrings(), " ") + "]"
 }
 
 // name maps a DN to the principal's name.

@@ -430,6 +430,9 @@ func TestTLSListenerConfig(t *testing.T) {
 		}), `ssl.client.auth "bogus"`},
 		{"no key", ssl(func(c *Config) { c.SSL.KeystoreLocation = "" }), "no key and certificate"},
 		{"JKS", ssl(func(c *Config) { c.SSL.KeystoreType = "JKS" }), "PEM key stores only"},
+		{"chain without key", ssl(func(c *Config) {
+			c.SSL.KeystoreLocation, c.SSL.KeystoreCertificateChain = "", string(certPEM)
+		}), "go together"},
 		{"missing file", ssl(func(c *Config) { c.SSL.KeystoreLocation = filepath.Join(dir, "none.pem") }), "no such file"},
 		{"not PEM", ssl(func(c *Config) { c.SSL.KeystoreLocation = writeFile(t, dir, "junk.pem", []byte("junk")) }), "key store"},
 		{"key of another certificate", ssl(func(c *Config) {
