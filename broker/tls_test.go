@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -454,6 +455,51 @@ func TestTLSListenerConfig(t *testing.T) {
 			t.Errorf("%s: %v, want valid", c.name, err)
 		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want) || !errors.Is(err, ErrInvalidConfig)):
 			t.Errorf("%s: error %v, want ErrInvalidConfig with %q", c.name, err, c.want)
+		}
+	}
+}
+
+// TestTLSDescribeConfigs: DescribeConfigs reports the ssl.* settings, the
+// PEM texts and passwords hidden.
+func TestTLSDescribeConfigs(t *testing.T) {
+	t.Parallel()
+	ca := newTestCA(t)
+	b := startBroker(t, sslBroker(t, ca, t.TempDir(), "requested"), func(c *Config) {
+		c.SSL.TruststoreLocation, c.SSL.TruststoreCertificates = "", string(ca.pem)
+	})
+	adm := kadm.NewClient(newClient(t, b, kgo.DialTLSConfig(ca.clientTLS(t, pkix.Name{}, 0))))
+	rcs, err := adm.DescribeBrokerConfigs(testContext(t, 20*time.Second), b.cfg.NodeID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := rcs.On(fmt.Sprint(b.cfg.NodeID), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]kadm.Config{}
+	for _, c := range rc.Configs {
+		got[c.Key] = c
+	}
+	for _, c := range []struct {
+		name, value string
+		sensitive   bool
+		source      kmsg.ConfigSource
+	}{
+		{"ssl.client.auth", "requested", false, kmsg.ConfigSourceStaticBrokerConfig},
+		{"ssl.keystore.type", "PEM", false, kmsg.ConfigSourceStaticBrokerConfig},
+		{"ssl.keystore.location", b.cfg.SSL.KeystoreLocation, false, kmsg.ConfigSourceStaticBrokerConfig},
+		{"ssl.truststore.certificates", "", true, kmsg.ConfigSourceStaticBrokerConfig},
+		{"ssl.enabled.protocols", "TLSv1.2,TLSv1.3", false, kmsg.ConfigSourceDefaultConfig},
+		{"ssl.principal.mapping.rules", "DEFAULT", false, kmsg.ConfigSourceDefaultConfig},
+	} {
+		g, ok := got[c.name]
+		if !ok {
+			t.Errorf("%s not described", c.name)
+			continue
+		}
+		if g.MaybeValue() != c.value || g.Sensitive != c.sensitive || g.Source != c.source {
+			t.Errorf("%s = %q sensitive=%v %s, want %q sensitive=%v %s", c.name, g.MaybeValue(), g.Sensitive, g.Source,
+				c.value, c.sensitive, c.source)
 		}
 	}
 }

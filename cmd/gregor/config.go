@@ -85,11 +85,15 @@ var keys = []key{
 		"comma-separated NAME://host:port clients are told to use, matched to listeners by name; a listener without one advertises its own address",
 		func(c *serveConfig) *[]string { return &c.broker.AdvertisedListeners }),
 	stringField("listener.security.protocol.map", "NAME:PROTOCOL,...",
-		"security protocol of each listener name; every listener must have one, and only PLAINTEXT is served so far",
+		"security protocol of each listener name; every listener must have one, and only PLAINTEXT and SSL are served so far",
 		func(c *serveConfig) *string { return &c.broker.ListenerSecurityProtocolMap }),
 	stringField("inter.broker.listener.name", "NAME",
 		"listener brokers reach each other on; empty means the one named PLAINTEXT, or the first listener when none is",
 		func(c *serveConfig) *string { return &c.broker.InterBrokerListenerName }),
+	sslKey("ssl.keystore.type"), sslKey("ssl.keystore.location"), sslKey("ssl.keystore.certificate.chain"),
+	sslKey("ssl.keystore.key"), sslKey("ssl.key.password"), sslKey("ssl.truststore.type"),
+	sslKey("ssl.truststore.location"), sslKey("ssl.truststore.certificates"), sslKey("ssl.client.auth"),
+	sslKey("ssl.enabled.protocols"), sslKey("ssl.principal.mapping.rules"), sslKey("ssl.endpoint.identification.algorithm"),
 	stringField("broker.rack", "RACK", "rack (or zone) of this broker, for clients that fetch from the closest replica",
 		func(c *serveConfig) *string { return &c.broker.Rack }),
 	withAliases(listField("log.dirs", "DIRS",
@@ -611,6 +615,7 @@ func (l *configLoader) pick(names []string) (set []string, values map[string]str
 // environment and the flags, in increasing precedence.
 func (l *configLoader) load() (serveConfig, error) {
 	c := defaultServeConfig()
+	var err error
 	if l.file != "" {
 		l.v.SetConfigFile(l.file)
 		if err := l.v.ReadInConfig(); err != nil {
@@ -664,6 +669,10 @@ func (l *configLoader) load() (serveConfig, error) {
 		c.broker.StaticTopicDefaults[flushMessages] = flushMessagesDurable
 	}
 
+	c.broker.ListenerConfigs, err = l.listenerConfigs()
+	if err != nil {
+		return c, err
+	}
 	c.warnings = l.ignored()
 	if err := c.broker.Validate(); err != nil {
 		return c, err
@@ -698,7 +707,7 @@ func sameSetting(name string, candidates []string) []string {
 // GREGOR_ environment variable that serve does not read. Unknown flags are
 // errors, as usual.
 func (l *configLoader) ignored() []string {
-	used := func(name string) bool { return l.isKeyFlag(name) }
+	used := func(name string) bool { return l.isKeyFlag(name) || isListenerKey(name) }
 	var out []string
 	warn := func(name, where string) {
 		if d, ok := configs.Broker(name); ok && d.Unused {
@@ -898,4 +907,73 @@ func listField(name, placeholder, usage string, field func(*serveConfig) *[]stri
 func withAliases(k key, aliasUsage string, aliases ...string) key {
 	k.aliases, k.aliasUsage = aliases, aliasUsage
 	return k
+}
+
+// listenerKeyPrefix starts Kafka's per-listener settings,
+// listener.name.<listener>.<config>.
+const listenerKeyPrefix = "listener.name."
+
+// isListenerKey reports whether name is a per-listener setting serve
+// reads: every listener.name.* key but listener.name.<listener>.ssl.*
+// ones that are not among the ssl.* settings.
+func isListenerKey(name string) bool {
+	rest, ok := strings.CutPrefix(name, listenerKeyPrefix)
+	if !ok {
+		return false
+	}
+	if i := strings.Index(rest, ".ssl."); i >= 0 {
+		var s broker.SSLConfig
+		_, known := s.Setting(rest[i+1:])
+		return known
+	}
+	return true
+}
+
+// listenerConfigs are the listener.name.* keys of the config file, by key
+// in lower case (as viper gives them).
+func (l *configLoader) listenerConfigs() (map[string]string, error) {
+	var out map[string]string // nil without any
+	for _, k := range l.v.AllKeys() {
+		if !strings.HasPrefix(k, listenerKeyPrefix) || !l.v.InConfig(k) {
+			continue
+		}
+		v, err := valueString(l.v.Get(k))
+		if err != nil {
+			return nil, fmt.Errorf("%s (%s): %w", k, l.describe(k, srcFile), err)
+		}
+		if out == nil {
+			out = map[string]string{}
+		}
+		out[k] = v
+	}
+	return out, nil
+}
+
+// sslKey is one of the ssl.* settings, documented as the config catalogue
+// documents it.
+func sslKey(name string) key {
+	d, _ := configs.Broker(name)
+	placeholder := "VALUE"
+	switch {
+	case strings.HasSuffix(name, ".location"):
+		placeholder = "FILE"
+	case d.Type == configs.TypePassword:
+		placeholder = "PEM"
+	case d.Type == configs.TypeList:
+		placeholder = "LIST"
+	}
+	if name == "ssl.key.password" {
+		placeholder = "PASSWORD"
+	}
+	return key{
+		name: name, placeholder: placeholder, usage: d.Doc,
+		get: func(c *serveConfig) string {
+			v, _ := c.broker.SSL.Setting(name)
+			return v
+		},
+		set: func(c *serveConfig, s string) error {
+			c.broker.SSL.Set(name, strings.TrimSpace(s))
+			return nil
+		},
+	}
 }
