@@ -27,6 +27,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -178,13 +179,16 @@ type listenerTLS struct {
 	logger *slog.Logger
 
 	cur atomic.Pointer[tlsMaterial]
-	// checked is when the files were last looked at (UnixNano); one
-	// handshake at a time looks (a CompareAndSwap on it).
+	// checked is when the files were last looked at (UnixNano).
 	checked atomic.Int64
-	// failed is the file states a reload last failed on: they are not
-	// tried (nor logged) again until the files change again. Guarded by
-	// the winner of checked's CompareAndSwap.
-	failed []fileStamp
+	// reload is held while the files are looked at and loaded; a
+	// handshake that finds it held goes on with the current material.
+	reload struct {
+		sync.Mutex
+		// failed is the file states a reload last failed on: they are
+		// not tried (nor logged) again until the files change again.
+		failed []fileStamp
+	}
 
 	rejectLogged atomic.Int64 // UnixNano of the last logged handshake failure
 	rejected     atomic.Int64 // failures not logged since
@@ -390,23 +394,28 @@ func (lt *listenerTLS) configForClient(*tls.ClientHelloInfo) (*tls.Config, error
 func (lt *listenerTLS) maybeReload(now time.Time) {
 	last := lt.checked.Load()
 	m := lt.cur.Load()
-	if len(m.stamps) == 0 || now.UnixNano()-last < int64(tlsReloadCheckInterval) || !lt.checked.CompareAndSwap(last, now.UnixNano()) {
+	if len(m.stamps) == 0 || now.UnixNano()-last < int64(tlsReloadCheckInterval) || !lt.reload.TryLock() {
 		return
 	}
+	defer lt.reload.Unlock()
+	if !lt.checked.CompareAndSwap(last, now.UnixNano()) {
+		return // looked at since
+	}
+	m = lt.cur.Load()
 	stamps := make([]fileStamp, len(m.stamps))
 	for i, st := range m.stamps {
 		stamps[i], _ = stampOf(st.path) // a file that cannot be read fails the reload
 	}
-	if slices.Equal(stamps, m.stamps) || slices.Equal(stamps, lt.failed) {
+	if slices.Equal(stamps, m.stamps) || slices.Equal(stamps, lt.reload.failed) {
 		return
 	}
 	next, err := lt.load()
 	if err != nil {
-		lt.failed = stamps
+		lt.reload.failed = stamps
 		lt.logger.Warn("SSL key or trust store changed but cannot be loaded; keeping the previous one", "listener", lt.name, "err", err)
 		return
 	}
-	lt.failed = nil
+	lt.reload.failed = nil
 	lt.cur.Store(next)
 	lt.logger.Info("SSL key and trust store reloaded", "listener", lt.name,
 		"subject", next.cert.Leaf.Subject.String(), "serial", next.cert.Leaf.SerialNumber.String(), "not_after", next.cert.Leaf.NotAfter)

@@ -357,6 +357,12 @@ func TestTLSCertificateReload(t *testing.T) {
 	lt := b.lis.tls["SSL"]
 	writeFile(t, dir, "broker.pem", []byte("not PEM"))
 	lt.maybeReload(time.Now().Add(time.Hour))
+	lt.reload.Lock()
+	tried := lt.reload.failed != nil
+	lt.reload.Unlock()
+	if !tried {
+		t.Error("the broken key store was not tried")
+	}
 	if s, err := serial(); err != nil || s != "200" {
 		t.Errorf("after a broken key store: serial %s, %v; want 200 still", s, err)
 	}
