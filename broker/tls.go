@@ -59,8 +59,8 @@ type SSLConfig struct {
 	// the key as PEM text, in place of a file.
 	KeystoreCertificateChain string
 	KeystoreKey              string
-	// KeyPassword is ssl.key.password. Encrypted keys are not read yet:
-	// an SSL listener with one is refused at start.
+	// KeyPassword is ssl.key.password, the password of an encrypted
+	// PKCS#8 private key (PBES2 with AES-CBC, see tls_key.go).
 	KeyPassword string
 	// TruststoreType is ssl.truststore.type (JKS by Kafka's default; only
 	// PEM is read). TruststoreLocation (ssl.truststore.location) is a PEM
@@ -290,7 +290,8 @@ func (lt *listenerTLS) load() (*tlsMaterial, error) {
 	default:
 		return nil, errors.New("ssl.keystore.certificate.chain and ssl.keystore.key go together: set both")
 	}
-	if err := checkKeyPEM(keyPEM); err != nil {
+	keyPEM, err := decryptKeyPEM(keyPEM, s.KeyPassword)
+	if err != nil {
 		return nil, err
 	}
 	cert, err := tls.X509KeyPair(certPEM, keyPEM)
@@ -346,22 +347,6 @@ func (lt *listenerTLS) load() (*tlsMaterial, error) {
 		MaxVersion:   lt.maxVersion,
 	}
 	return m, nil
-}
-
-// checkKeyPEM refuses an encrypted private key with a message saying so
-// (tls.X509KeyPair would only say it cannot parse it).
-func checkKeyPEM(data []byte) error {
-	for rest := data; ; {
-		var b *pem.Block
-		if b, rest = pem.Decode(rest); b == nil {
-			return nil
-		}
-		//nolint:staticcheck // x509.IsEncryptedPEMBlock only tells the legacy encryption apart, not to decrypt it.
-		if b.Type == "ENCRYPTED PRIVATE KEY" || strings.HasSuffix(b.Type, "PRIVATE KEY") && x509.IsEncryptedPEMBlock(b) {
-			return errors.New("the private key is encrypted, which Gregor does not read yet (ssl.key.password); " +
-				"store it unencrypted (openssl pkcs8 -topk8 -nocrypt) in a file only the broker can read")
-		}
-	}
 }
 
 func readStamped(path string) ([]byte, fileStamp, error) {

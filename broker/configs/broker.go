@@ -124,7 +124,7 @@ var brokerDefs = []*Def{
 	},
 	{
 		Name: "ssl.key.password", Type: TypePassword, NullDefault: true,
-		Doc: "Password of an encrypted private key. Gregor does not read encrypted keys yet and refuses to start with one.",
+		Doc: "Password of an encrypted PKCS#8 private key (PBES2: PBKDF2 with HMAC-SHA1 or SHA-2, AES-CBC).",
 	},
 	{
 		Name: "ssl.truststore.type", Type: TypeString, Default: "JKS",
