@@ -16,6 +16,7 @@ package broker
 // closed by the read loop.
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -85,6 +86,14 @@ type SSLConfig struct {
 	// on the broker's own connections to other brokers, that the other
 	// broker's certificate names the host dialled; empty does not.
 	EndpointIdentificationAlgorithm string
+	// AllowDNChanges and AllowSANChanges are ssl.allow.dn.changes and
+	// ssl.allow.san.changes ("true" or "false", default false): whether a
+	// reloaded key store may hold a certificate with another subject DN,
+	// or other subject alternative names, than the one it replaces. As
+	// Kafka does for a dynamic key store update, a reload that would
+	// change them is refused (and logged) unless allowed.
+	AllowDNChanges  string
+	AllowSANChanges string
 }
 
 // DefaultSSLConfig is Kafka's defaults of the ssl.* settings.
@@ -96,6 +105,8 @@ func DefaultSSLConfig() SSLConfig {
 		EnabledProtocols:                "TLSv1.2,TLSv1.3",
 		PrincipalMappingRules:           "DEFAULT",
 		EndpointIdentificationAlgorithm: "https",
+		AllowDNChanges:                  "false",
+		AllowSANChanges:                 "false",
 	}
 }
 
@@ -116,6 +127,8 @@ var sslSettings = []struct {
 	{"ssl.enabled.protocols", func(s *SSLConfig) *string { return &s.EnabledProtocols }},
 	{"ssl.principal.mapping.rules", func(s *SSLConfig) *string { return &s.PrincipalMappingRules }},
 	{"ssl.endpoint.identification.algorithm", func(s *SSLConfig) *string { return &s.EndpointIdentificationAlgorithm }},
+	{"ssl.allow.dn.changes", func(s *SSLConfig) *string { return &s.AllowDNChanges }},
+	{"ssl.allow.san.changes", func(s *SSLConfig) *string { return &s.AllowSANChanges }},
 }
 
 // SSLConfigNames are the config keys of SSLConfig's fields, in a fixed
@@ -173,6 +186,9 @@ type listenerTLS struct {
 	maxVersion uint16
 	clientAuth tls.ClientAuthType
 	mapper     *principalMapper
+	// allowDNChange and allowSANChange are ssl.allow.dn.changes and
+	// ssl.allow.san.changes.
+	allowDNChange, allowSANChange bool
 	// server is handed to tls.Server: it only points each handshake at
 	// the current material's config.
 	server *tls.Config
@@ -249,6 +265,18 @@ func newListenerTLS(name string, s SSLConfig) (*listenerTLS, error) {
 	case "", "https":
 	default:
 		return nil, bad("ssl.endpoint.identification.algorithm %q: want https or empty", s.EndpointIdentificationAlgorithm)
+	}
+	for _, b := range []struct {
+		name, value string
+		to          *bool
+	}{{"ssl.allow.dn.changes", s.AllowDNChanges, &lt.allowDNChange}, {"ssl.allow.san.changes", s.AllowSANChanges, &lt.allowSANChange}} {
+		switch strings.ToLower(strings.TrimSpace(b.value)) {
+		case "true":
+			*b.to = true
+		case "false", "":
+		default:
+			return nil, bad("%s %q: want true or false", b.name, b.value)
+		}
 	}
 	var err error
 	if lt.mapper, err = parsePrincipalMappingRules(s.PrincipalMappingRules); err != nil {
@@ -395,6 +423,9 @@ func (lt *listenerTLS) maybeReload(now time.Time) {
 		return
 	}
 	next, err := lt.load()
+	if err == nil {
+		err = lt.compatible(m.cert.Leaf, next.cert.Leaf)
+	}
 	if err != nil {
 		lt.reload.failed = stamps
 		lt.logger.Warn("SSL key or trust store changed but cannot be loaded; keeping the previous one", "listener", lt.name, "err", err)
@@ -404,6 +435,40 @@ func (lt *listenerTLS) maybeReload(now time.Time) {
 	lt.cur.Store(next)
 	lt.logger.Info("SSL key and trust store reloaded", "listener", lt.name,
 		"subject", next.cert.Leaf.Subject.String(), "serial", next.cert.Leaf.SerialNumber.String(), "not_after", next.cert.Leaf.NotAfter)
+}
+
+// compatible refuses a reloaded certificate whose subject DN or subject
+// alternative names differ from the previous one's, unless
+// ssl.allow.dn.changes or ssl.allow.san.changes allow it.
+func (lt *listenerTLS) compatible(old, next *x509.Certificate) error {
+	if !lt.allowDNChange && !bytes.Equal(old.RawSubject, next.RawSubject) {
+		return fmt.Errorf("the new certificate's subject %q is not the previous one's %q (ssl.allow.dn.changes=false)",
+			next.Subject, old.Subject)
+	}
+	if !lt.allowSANChange && !slices.Equal(subjectAltNames(old), subjectAltNames(next)) {
+		return fmt.Errorf("the new certificate's subject alternative names %q are not the previous one's %q (ssl.allow.san.changes=false)",
+			subjectAltNames(next), subjectAltNames(old))
+	}
+	return nil
+}
+
+// subjectAltNames lists a certificate's subject alternative names, sorted.
+func subjectAltNames(c *x509.Certificate) []string {
+	var out []string
+	for _, n := range c.DNSNames {
+		out = append(out, "DNS:"+n)
+	}
+	for _, ip := range c.IPAddresses {
+		out = append(out, "IP:"+ip.String())
+	}
+	for _, e := range c.EmailAddresses {
+		out = append(out, "email:"+e)
+	}
+	for _, u := range c.URIs {
+		out = append(out, "URI:"+u.String())
+	}
+	slices.Sort(out)
+	return out
 }
 
 // principal is the principal of a connection that completed its

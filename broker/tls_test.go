@@ -354,9 +354,23 @@ func TestTLSCertificateReload(t *testing.T) {
 		return err
 	})
 
+	// Another subject or other names: refused, as ssl.allow.dn.changes
+	// and ssl.allow.san.changes are false.
 	lt := b.lis.tls["SSL"]
-	writeFile(t, dir, "broker.pem", []byte("not PEM"))
+	certPEM, keyPEM = ca.issue(t, pkix.Name{CommonName: "impostor"}, 300)
+	writeFile(t, dir, "broker.pem", certPEM, keyPEM)
 	lt.maybeReload(time.Now().Add(time.Hour))
+	if s, err := serial(); err != nil || s != "200" {
+		t.Errorf("after a key store with another subject: serial %s, %v; want 200 still", s, err)
+	}
+	lt.reload.Lock()
+	if lt.reload.failed == nil {
+		t.Error("the key store with another subject was not tried")
+	}
+	lt.reload.Unlock()
+
+	writeFile(t, dir, "broker.pem", []byte("not PEM"))
+	lt.maybeReload(time.Now().Add(2 * time.Hour))
 	lt.reload.Lock()
 	tried := lt.reload.failed != nil
 	lt.reload.Unlock()

@@ -151,6 +151,14 @@ var brokerDefs = []*Def{
 		Doc: "Rules mapping a client certificate's subject DN to a principal name: RULE:pattern/replacement/[LU] or DEFAULT (the DN), comma-separated, the first that applies wins.",
 	},
 	{
+		Name: "ssl.allow.dn.changes", Type: TypeBoolean, Default: "false",
+		Doc: "Whether a reloaded key store may hold a certificate with another subject DN; a reload that changes it is refused otherwise.",
+	},
+	{
+		Name: "ssl.allow.san.changes", Type: TypeBoolean, Default: "false",
+		Doc: "Whether a reloaded key store may hold a certificate with other subject alternative names; a reload that changes them is refused otherwise.",
+	},
+	{
 		Name: "ssl.endpoint.identification.algorithm", Type: TypeString, Default: "https",
 		Doc: "https checks that another broker's certificate names the host dialled on the inter-broker listener; empty does not.",
 	},
