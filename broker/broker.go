@@ -89,6 +89,8 @@ var handlers = []handler{
 	describeScramAPI,
 	alterScramAPI,
 	updateFeaturesAPI,
+	saslHandshakeAPI,
+	saslAuthenticateAPI,
 }
 
 // Broker is one Gregor broker.
@@ -101,8 +103,11 @@ var handlers = []handler{
 // runs against a closing log; then the admin server, the registration and
 // the registry; the logs last, which writes the clean-shutdown marker.
 type Broker struct {
-	cfg    Config
-	logger *slog.Logger // the "broker" component's (see loggers.go)
+	cfg Config
+	// authLogSecond is when a failed SASL authentication was last logged,
+	// in Unix seconds (sasl_conn.go logs one a second at most).
+	authLogSecond atomic.Int64
+	logger        *slog.Logger // the "broker" component's (see loggers.go)
 	// logBase is the handler every component logs to; logLevels their
 	// levels (BROKER_LOGGER configs).
 	logBase   slog.Handler

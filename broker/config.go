@@ -39,9 +39,35 @@ type Config struct {
 	// ListenerSecurityProtocolMap gives each listener name its security
 	// protocol (listener.security.protocol.map, NAME:PROTOCOL,...; names
 	// and protocols are case-insensitive). Every listener must be named
-	// in it. PLAINTEXT and SSL are served so far: a listener mapped to
-	// SASL_* is refused, so that nothing is advertised that is not served.
+	// in it. PLAINTEXT, SSL and SASL_PLAINTEXT are served so far: a
+	// listener mapped to SASL_SSL is refused, so that nothing is advertised
+	// that is not served.
 	ListenerSecurityProtocolMap string
+	// ListenerConfigs are the per-listener settings, by their whole key
+	// (listener.name.<listener>.<setting>, the listener name in lower case
+	// as Kafka writes it): listener.name.sasl_plaintext.sasl.enabled.mechanisms,
+	// listener.name.sasl_plaintext.plain.sasl.jaas.config, ...
+	ListenerConfigs map[string]string
+	// SASLEnabledMechanisms are the SASL mechanisms a SASL listener offers
+	// (sasl.enabled.mechanisms; a listener's own
+	// listener.name.<l>.sasl.enabled.mechanisms beats it). Gregor has
+	// PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512; Kafka's default, GSSAPI, is
+	// refused at start on a broker with a SASL listener.
+	SASLEnabledMechanisms []string
+	// SASLMechanismInterBrokerProtocol is the mechanism the broker's own
+	// connections use when the inter-broker listener is a SASL one
+	// (sasl.mechanism.inter.broker.protocol), with the username and
+	// password of that listener's JAAS config for the mechanism.
+	SASLMechanismInterBrokerProtocol string
+	// SASLServerMaxReceiveSize bounds the frames a connection may send
+	// before it has authenticated (sasl.server.max.receive.size); a
+	// larger one closes the connection.
+	SASLServerMaxReceiveSize int32
+	// ConnectionsMaxReauth is the longest a SASL authentication holds
+	// (connections.max.reauth.ms; 0 for ever): past it the client must
+	// authenticate again on the connection (KIP-368), or is disconnected
+	// at its next request.
+	ConnectionsMaxReauth time.Duration
 	// InterBrokerListenerName is the listener brokers reach each other on
 	// (inter.broker.listener.name): replica fetchers, transaction markers,
 	// share state calls. Empty picks, as Kafka's default
@@ -49,12 +75,9 @@ type Config struct {
 	// without one, where Kafka refuses to start, the first listener, which
 	// is what Gregor used before it had this setting.
 	InterBrokerListenerName string
-	// SSL is the ssl.* settings of SSL listeners (tls.go).
+	// SSL is the ssl.* settings of SSL listeners (tls.go); a listener's
+	// listener.name.<listener>.ssl.* in ListenerConfigs beat them.
 	SSL SSLConfig
-	// ListenerConfigs are the listener.name.<listener>.* settings, by
-	// their full key in lower case; listener.name.<listener>.ssl.* beat
-	// the unprefixed ssl.* for that listener.
-	ListenerConfigs map[string]string
 	// Rack is the broker's rack (broker.rack), or empty.
 	Rack string
 	// LogDirs hold the partition logs (log.dirs).
@@ -348,7 +371,10 @@ func DefaultConfig() Config {
 		EtcdPeerAddr:   "127.0.0.1:2380",
 		SessionTimeout: 9 * time.Second,
 
-		ListenerSecurityProtocolMap: DefaultListenerSecurityProtocolMap,
+		ListenerSecurityProtocolMap:      DefaultListenerSecurityProtocolMap,
+		SASLEnabledMechanisms:            []string{"GSSAPI"},
+		SASLMechanismInterBrokerProtocol: "GSSAPI",
+		SASLServerMaxReceiveSize:         512 << 10,
 
 		ControlledShutdownEnable:     true,
 		ReplicaLagTimeMax:            30 * time.Second,
@@ -413,7 +439,8 @@ func DefaultConfig() Config {
 const DefaultListenerSecurityProtocolMap = "SASL_SSL:SASL_SSL,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT"
 
 // The security protocols of listener.security.protocol.map, by Kafka's
-// names. ProtocolPlaintext and ProtocolSSL are served so far.
+// names. ProtocolPlaintext, ProtocolSSL and ProtocolSASLPlaintext are
+// served so far.
 const (
 	ProtocolPlaintext     = "PLAINTEXT"
 	ProtocolSSL           = "SSL"
@@ -489,6 +516,11 @@ type listenerSetup struct {
 	interBroker string
 	// tls serves the SSL listeners, by name (tls.go).
 	tls map[string]*listenerTLS
+	// sasl holds the authentication setup of each SASL listener, by name.
+	sasl map[string]*saslListener
+	// interBrokerSASL is how the broker's own connections authenticate,
+	// nil when the inter-broker listener is not a SASL one.
+	interBrokerSASL *saslCredentials
 }
 
 // resolveListeners checks listeners, advertised.listeners,
@@ -507,8 +539,8 @@ func (c *Config) resolveListeners() (listenerSetup, error) {
 		switch {
 		case !ok:
 			return fmt.Errorf("%w: %s: listener %s has no security protocol in listener.security.protocol.map", ErrInvalidConfig, key, l.Name)
-		case proto != ProtocolPlaintext && proto != ProtocolSSL:
-			return fmt.Errorf("%w: %s: listener %s is %s, but Gregor serves only PLAINTEXT and SSL listeners so far (SASL is not served yet)",
+		case proto != ProtocolPlaintext && proto != ProtocolSSL && proto != ProtocolSASLPlaintext:
+			return fmt.Errorf("%w: %s: listener %s is %s, but Gregor serves only PLAINTEXT, SSL and SASL_PLAINTEXT listeners so far (SASL_SSL is not served yet)",
 				ErrInvalidConfig, key, l.Name, proto)
 		}
 		return nil
@@ -552,6 +584,9 @@ func (c *Config) resolveListeners() (listenerSetup, error) {
 		return ls, fmt.Errorf("%w: inter.broker.listener.name %s is not the name of a listener in listeners", ErrInvalidConfig, ls.interBroker)
 	}
 	if err := c.tlsListeners(&ls); err != nil {
+		return ls, err
+	}
+	if err := c.resolveSASL(&ls); err != nil {
 		return ls, err
 	}
 	return ls, nil
@@ -619,6 +654,10 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: message.max.bytes %d below 0", ErrInvalidConfig, c.MessageMaxBytes)
 	case c.FetchMaxBytes < 1024:
 		return fmt.Errorf("%w: fetch.max.bytes %d below 1024", ErrInvalidConfig, c.FetchMaxBytes)
+	case c.SASLServerMaxReceiveSize < 1:
+		return fmt.Errorf("%w: sasl.server.max.receive.size %d below 1", ErrInvalidConfig, c.SASLServerMaxReceiveSize)
+	case c.ConnectionsMaxReauth < 0:
+		return fmt.Errorf("%w: connections.max.reauth.ms below 0", ErrInvalidConfig)
 	case c.SocketRequestMaxBytes < 1:
 		return fmt.Errorf("%w: socket.request.max.bytes %d below 1", ErrInvalidConfig, c.SocketRequestMaxBytes)
 	case c.MaxConnections < 0:

@@ -283,10 +283,14 @@ func TestListenerConfig(t *testing.T) {
 			c.Listeners = []string{"PLAINTEXT://127.0.0.1:9092", "OTHER://127.0.0.1:9093"}
 		}, "listener OTHER has no security protocol"},
 		{"SSL without a key", func(c *Config) { c.Listeners = []string{"SSL://127.0.0.1:9093"} }, "SSL listener SSL: no key and certificate"},
-		{"SASL refused", func(c *Config) {
+		{"SASL_SSL refused", func(c *Config) {
+			c.Listeners = []string{"CLIENTS://127.0.0.1:9093"}
+			c.ListenerSecurityProtocolMap = "CLIENTS:SASL_SSL"
+		}, "listener CLIENTS is SASL_SSL"},
+		{"SASL with Kafka's default mechanism refused", func(c *Config) {
 			c.Listeners = []string{"CLIENTS://127.0.0.1:9093"}
 			c.ListenerSecurityProtocolMap = "CLIENTS:SASL_PLAINTEXT"
-		}, "listener CLIENTS is SASL_PLAINTEXT"},
+		}, "SASL listener CLIENTS enables mechanism GSSAPI"},
 		{"inter-broker not a listener", func(c *Config) { c.InterBrokerListenerName = "INTERNAL" },
 			"inter.broker.listener.name INTERNAL is not the name of a listener"},
 		{"advertised not a listener", func(c *Config) { c.AdvertisedListeners = []string{"EXTERNAL://x:1"} },

@@ -55,6 +55,9 @@ type metrics struct {
 	// ISRs of partitions this broker leads.
 	isrShrinks prometheus.Counter
 	isrExpands prometheus.Counter
+	// authentications counts SASL authentications by listener, mechanism
+	// and outcome (authenticated, reauthenticated, failed).
+	authentications *prometheus.CounterVec
 	// authzDenied counts operations the authorizer denied.
 	authzDenied prometheus.Counter
 	// reassignBytesIn counts the bytes this broker's replica fetchers
@@ -139,6 +142,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "gregor_connections_created_total",
 			Help: "Client connections accepted and admitted, by listener.",
 		}, []string{"listener"}),
+		authentications: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gregor_sasl_authentications_total",
+			Help: "SASL authentications on SASL listeners, by listener, mechanism and result: authenticated, reauthenticated (KIP-368) or failed (the connection is closed).",
+		}, []string{"listener", "mechanism", "result"}),
 		connClosed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gregor_connections_closed_total",
 			Help: "Client connections closed, by listener.",
@@ -270,7 +277,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		m.etcdOps[op] = etcdOpMetrics{latency: m.etcdLatency.WithLabelValues(op), errors: m.etcdErrors.WithLabelValues(op)}
 	}
 	if reg != nil {
-		reg.MustRegister(m.requests, m.failures, m.errorCodes, m.latency, m.queueTime, m.localTime, m.fetchWait, m.produceWait, m.connections, m.connCreated, m.connClosed,
+		reg.MustRegister(m.requests, m.failures, m.errorCodes, m.latency, m.queueTime, m.localTime, m.fetchWait, m.produceWait, m.connections, m.connCreated, m.connClosed, m.authentications,
 			m.bytesIn, m.recordsIn, m.bytesOut, m.fsync, m.groupCommit, m.syncRecords, m.etcdLatency, m.etcdErrors, m.sessionUp, m.activeController,
 			m.isrShrinks, m.isrExpands, m.authzDenied, m.reassignBytesIn, m.logDirMoves, m.logDirMoveBytes, m.txnOngoing, m.txnCommits, m.txnAborts, m.txnTimeoutAborts, m.txnMarkerErrors,
 			m.shareRecords, m.shareWrites, m.shareWriteErrors)

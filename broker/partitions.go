@@ -339,6 +339,18 @@ func (b *Broker) staticConfigs() map[string]string {
 	if b.cfg.ListenerSecurityProtocolMap != DefaultListenerSecurityProtocolMap {
 		out["listener.security.protocol.map"] = b.cfg.ListenerSecurityProtocolMap
 	}
+	if m := strings.Join(b.cfg.SASLEnabledMechanisms, ","); m != "GSSAPI" {
+		out["sasl.enabled.mechanisms"] = m
+	}
+	if b.cfg.SASLMechanismInterBrokerProtocol != "GSSAPI" {
+		out["sasl.mechanism.inter.broker.protocol"] = b.cfg.SASLMechanismInterBrokerProtocol
+	}
+	if b.cfg.SASLServerMaxReceiveSize != 512<<10 {
+		out["sasl.server.max.receive.size"] = fmt.Sprint(b.cfg.SASLServerMaxReceiveSize)
+	}
+	if b.cfg.ConnectionsMaxReauth != 0 {
+		out["connections.max.reauth.ms"] = fmt.Sprint(b.cfg.ConnectionsMaxReauth.Milliseconds())
+	}
 	if b.cfg.InterBrokerListenerName != "" {
 		out["inter.broker.listener.name"] = b.cfg.InterBrokerListenerName
 	}

@@ -299,10 +299,19 @@ func (b *Broker) dialLeader(ctx context.Context, leader int32) (net.Conn, error)
 	}
 	d := net.Dialer{Timeout: 5 * time.Second}
 	nc, err := d.DialContext(ctx, "tcp", net.JoinHostPort(at.Host, strconv.Itoa(int(at.Port))))
-	if lt := b.lis.tls[b.lis.interBroker]; lt != nil && err == nil {
-		return lt.dial(ctx, nc, at.Host) // an SSL inter-broker listener
+	if err != nil {
+		return nil, err
 	}
-	return nc, err
+	if lt := b.lis.tls[b.lis.interBroker]; lt != nil { // an SSL inter-broker listener
+		if nc, err = lt.dial(ctx, nc, at.Host); err != nil {
+			return nil, err
+		}
+	}
+	if err := b.authenticateOutgoing(nc); err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("authenticate to broker %d: %w", leader, err)
+	}
+	return nc, nil
 }
 
 // replicaFetchRequest asks for every partition of parts from its log end.

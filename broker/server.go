@@ -36,6 +36,9 @@ type conn struct {
 	// principal is who the connection acts as, host the client's address,
 	// for the authorizer (authz.go).
 	principal, host string
+	// auth authenticates a connection to a SASL listener (sasl_conn.go);
+	// nil on other listeners. Read loop only.
+	auth *connAuth
 	// slotHeld is whether the current request holds a request slot
 	// (queued.max.requests); see requestSlots.
 	slotHeld atomic.Bool
@@ -81,6 +84,9 @@ func (b *Broker) serve(ln net.Listener, name string) {
 		c := &conn{b: b, nc: idleConn{Conn: nc, idle: b.cfg.ConnectionsMaxIdle}, listener: name, out: make(chan *outFrame, 8),
 			principal: anonymous, host: ip,
 			logger: b.loggerFor("network").With("remote", nc.RemoteAddr().String())}
+		if sl := b.lis.sasl[name]; sl != nil {
+			c.auth = &connAuth{listener: sl}
+		}
 		if !b.trackConn(c, true) {
 			b.quotas.release(ip, true)
 			nc.Close()
@@ -126,7 +132,7 @@ func (c *conn) readLoop() {
 	br := bufio.NewReaderSize(c.nc, 64<<10)
 	var buf []byte
 	for {
-		frame, err := protocol.ReadFrame(br, c.b.cfg.SocketRequestMaxBytes, buf)
+		frame, err := protocol.ReadFrame(br, c.maxFrame(), buf)
 		if err != nil {
 			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
 				c.logger.Debug("closing connection", "err", err)
@@ -134,6 +140,17 @@ func (c *conn) readLoop() {
 			return
 		}
 		arrived := time.Now()
+		if c.auth != nil {
+			handled, err := c.authenticate(frame, arrived)
+			if err != nil {
+				c.logger.Debug("closing connection", "err", err)
+				return
+			}
+			if handled {
+				buf = frame[:0]
+				continue
+			}
+		}
 		if !c.acquireSlot() {
 			return
 		}

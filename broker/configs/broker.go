@@ -177,6 +177,22 @@ var brokerDefs = []*Def{
 		Doc: "Whether a Metadata request for a topic that does not exist creates it with the default settings.",
 	},
 	{
+		Name: "sasl.enabled.mechanisms", Type: TypeList, Default: "GSSAPI",
+		Doc: "SASL mechanisms SASL listeners offer. Gregor has PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512; the default, GSSAPI, is refused at start on a broker with a SASL listener.",
+	},
+	{
+		Name: "sasl.mechanism.inter.broker.protocol", Type: TypeString, Default: "GSSAPI",
+		Doc: "SASL mechanism of the broker's own connections when the inter-broker listener is a SASL one.",
+	},
+	{
+		Name: "sasl.server.max.receive.size", Type: TypeInt, Default: "524288",
+		Doc: "Largest frame a connection may send before it has authenticated; a larger one closes it.",
+	},
+	{
+		Name: "connections.max.reauth.ms", Type: TypeLong, Default: "0",
+		Doc: "Longest a SASL authentication holds, 0 for ever. Past it a client must authenticate again on its connection, or is disconnected at its next request.",
+	},
+	{
 		Name: "delete.topic.enable", Type: TypeBoolean, Default: "true",
 		Doc: "Whether DeleteTopics deletes topics. Gregor always does.",
 	},

@@ -85,11 +85,23 @@ var keys = []key{
 		"comma-separated NAME://host:port clients are told to use, matched to listeners by name; a listener without one advertises its own address",
 		func(c *serveConfig) *[]string { return &c.broker.AdvertisedListeners }),
 	stringField("listener.security.protocol.map", "NAME:PROTOCOL,...",
-		"security protocol of each listener name; every listener must have one, and only PLAINTEXT and SSL are served so far",
+		"security protocol of each listener name; every listener must have one, and PLAINTEXT, SSL and SASL_PLAINTEXT are served so far",
 		func(c *serveConfig) *string { return &c.broker.ListenerSecurityProtocolMap }),
 	stringField("inter.broker.listener.name", "NAME",
 		"listener brokers reach each other on; empty means the one named PLAINTEXT, or the first listener when none is",
 		func(c *serveConfig) *string { return &c.broker.InterBrokerListenerName }),
+	listField("sasl.enabled.mechanisms", "MECHANISMS",
+		"comma-separated SASL mechanisms SASL listeners offer: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 (Kafka's default, GSSAPI, is not served); listener.name.<listener>.sasl.enabled.mechanisms sets one listener's",
+		func(c *serveConfig) *[]string { return &c.broker.SASLEnabledMechanisms }),
+	stringField("sasl.mechanism.inter.broker.protocol", "MECHANISM",
+		"SASL mechanism of the broker's own connections when the inter-broker listener is a SASL one; its username and password come from listener.name.<listener>.<mechanism>.sasl.jaas.config",
+		func(c *serveConfig) *string { return &c.broker.SASLMechanismInterBrokerProtocol }),
+	intField("sasl.server.max.receive.size", "BYTES",
+		"largest frame a connection to a SASL listener may send before it has authenticated; a larger one closes it",
+		func(c *serveConfig) *int32 { return &c.broker.SASLServerMaxReceiveSize }),
+	msField("connections.max.reauth.ms", 64,
+		"longest a SASL authentication holds; 0 for ever. Past it the client must authenticate again on its connection, or is disconnected",
+		func(c *serveConfig) *time.Duration { return &c.broker.ConnectionsMaxReauth }),
 	sslKey("ssl.keystore.type"), sslKey("ssl.keystore.location"), sslKey("ssl.keystore.certificate.chain"),
 	sslKey("ssl.keystore.key"), sslKey("ssl.key.password"), sslKey("ssl.truststore.type"),
 	sslKey("ssl.truststore.location"), sslKey("ssl.truststore.certificates"), sslKey("ssl.client.auth"),
@@ -400,6 +412,32 @@ func isKey(name string) bool {
 	return slices.ContainsFunc(keys, func(k key) bool { return k.name == name || slices.Contains(k.aliases, name) })
 }
 
+// listenerPrefix starts the per-listener settings, Kafka's
+// listener.name.<listener>.<setting> (broker.Config.ListenerConfigs).
+// They are read from the config file and from flags; not from the
+// environment, whose variable names could not tell the listener name's
+// underscores from the dots.
+const listenerPrefix = "listener.name."
+
+func isListenerKey(name string) bool {
+	return strings.HasPrefix(strings.ToLower(name), listenerPrefix) && len(name) > len(listenerPrefix)
+}
+
+// addListenerFlags defines a flag for each per-listener setting among
+// args (--listener.name.<listener>.<setting>[=value]): their names are
+// not known before the command line is read.
+func (l *configLoader) addListenerFlags(args []string) {
+	for _, a := range args {
+		if a == "--" {
+			return
+		}
+		name, _, _ := strings.Cut(strings.TrimPrefix(a, "--"), "=")
+		if strings.HasPrefix(a, "--") && isListenerKey(name) && l.own.Lookup(name) == nil {
+			l.bind(l.own, name, "VALUE", "", "a per-listener setting")
+		}
+	}
+}
+
 // source is where a value came from, in increasing precedence.
 type source int
 
@@ -616,7 +654,6 @@ func (l *configLoader) pick(names []string) (set []string, values map[string]str
 // environment and the flags, in increasing precedence.
 func (l *configLoader) load() (serveConfig, error) {
 	c := defaultServeConfig()
-	var err error
 	if l.file != "" {
 		l.v.SetConfigFile(l.file)
 		if err := l.v.ReadInConfig(); err != nil {
@@ -670,10 +707,20 @@ func (l *configLoader) load() (serveConfig, error) {
 		c.broker.StaticTopicDefaults[flushMessages] = flushMessagesDurable
 	}
 
-	c.broker.ListenerConfigs, err = l.listenerConfigs()
-	if err != nil {
-		return c, err
+	for _, k := range l.v.AllKeys() {
+		if !isListenerKey(k) {
+			continue
+		}
+		v, _, err := l.value(k)
+		if err != nil {
+			return c, err
+		}
+		if c.broker.ListenerConfigs == nil {
+			c.broker.ListenerConfigs = map[string]string{}
+		}
+		c.broker.ListenerConfigs[strings.ToLower(k)] = v
 	}
+
 	c.warnings = l.ignored()
 	if err := c.broker.Validate(); err != nil {
 		return c, err
@@ -908,46 +955,6 @@ func listField(name, placeholder, usage string, field func(*serveConfig) *[]stri
 func withAliases(k key, aliasUsage string, aliases ...string) key {
 	k.aliases, k.aliasUsage = aliases, aliasUsage
 	return k
-}
-
-// listenerKeyPrefix starts Kafka's per-listener settings,
-// listener.name.<listener>.<config>.
-const listenerKeyPrefix = "listener.name."
-
-// isListenerKey reports whether name is a per-listener setting serve
-// reads: every listener.name.* key but listener.name.<listener>.ssl.*
-// ones that are not among the ssl.* settings.
-func isListenerKey(name string) bool {
-	rest, ok := strings.CutPrefix(name, listenerKeyPrefix)
-	if !ok {
-		return false
-	}
-	if i := strings.Index(rest, ".ssl."); i >= 0 {
-		var s broker.SSLConfig
-		_, known := s.Setting(rest[i+1:])
-		return known
-	}
-	return true
-}
-
-// listenerConfigs are the listener.name.* keys of the config file, by key
-// in lower case (as viper gives them).
-func (l *configLoader) listenerConfigs() (map[string]string, error) {
-	var out map[string]string // nil without any
-	for _, k := range l.v.AllKeys() {
-		if !strings.HasPrefix(k, listenerKeyPrefix) || !l.v.InConfig(k) {
-			continue
-		}
-		v, err := valueString(l.v.Get(k))
-		if err != nil {
-			return nil, fmt.Errorf("%s (%s): %w", k, l.describe(k, srcFile), err)
-		}
-		if out == nil {
-			out = map[string]string{}
-		}
-		out[k] = v
-	}
-	return out, nil
 }
 
 // sslKey is one of the ssl.* settings, documented as the config catalogue

@@ -48,6 +48,7 @@ func writeConfig(t *testing.T, yaml string) string {
 func load(t *testing.T, args ...string) (serveConfig, error) {
 	t.Helper()
 	l := newConfigLoader()
+	l.addListenerFlags(args)
 	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
 	fs.AddFlagSet(l.own)
 	fs.AddFlagSet(l.topic)
@@ -346,7 +347,7 @@ func TestInvalid(t *testing.T) {
 			want: "listener INTERNAL has no security protocol in listener.security.protocol.map"},
 		{name: "unknown protocol", args: []string{"--listener.security.protocol.map", "PLAINTEXT:TLS"}, want: `unknown security protocol "TLS"`},
 		{name: "ssl listener without a key", args: []string{"--listeners", "SSL://localhost:9093"}, want: "SSL listener SSL: no key and certificate"},
-		{name: "sasl listener", args: []string{"--listeners", "SASL_SSL://localhost:9093"}, want: "SASL is not served yet"},
+		{name: "sasl_ssl listener", args: []string{"--listeners", "SASL_SSL://localhost:9093"}, want: "SASL_SSL is not served yet"},
 		{name: "inter-broker listener", args: []string{"--inter.broker.listener.name", "INTERNAL"},
 			want: "inter.broker.listener.name INTERNAL is not the name of a listener"},
 		{name: "advertised name", args: []string{"--advertised.listeners", "EXTERNAL://x:1"},
@@ -524,4 +525,39 @@ func TestRunSignals(t *testing.T) {
 			t.Errorf("run: %v, want the start error", err)
 		}
 	})
+}
+
+// TestListenerKeys: per-listener settings (listener.name.<l>.<key>) come
+// from flags and from the config file, the flag winning, and reach the
+// broker's config with the SASL settings.
+func TestListenerKeys(t *testing.T) {
+	clearEnv(t)
+	jaas := `org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="a";`
+	file := writeConfig(t, "listeners: PLAINTEXT://localhost:9092,SASL_PLAINTEXT://localhost:9093\n"+
+		"sasl.enabled.mechanisms: [PLAIN, SCRAM-SHA-512]\n"+
+		"listener.name.sasl_plaintext.plain.sasl.jaas.config: 'org.x.PlainLoginModule required user_bob=\"b\";'\n"+
+		"listener.name.sasl_plaintext.sasl.enabled.mechanisms: PLAIN\n")
+	c := mustLoad(t, "--config", file, "--listener.name.sasl_plaintext.plain.sasl.jaas.config="+jaas,
+		"--connections.max.reauth.ms", "60000", "--sasl.server.max.receive.size", "1000")
+	want := map[string]string{
+		"listener.name.sasl_plaintext.plain.sasl.jaas.config":  jaas,
+		"listener.name.sasl_plaintext.sasl.enabled.mechanisms": "PLAIN",
+	}
+	if !reflect.DeepEqual(c.broker.ListenerConfigs, want) {
+		t.Errorf("listener configs %v, want %v", c.broker.ListenerConfigs, want)
+	}
+	if got := strings.Join(c.broker.SASLEnabledMechanisms, ","); got != "PLAIN,SCRAM-SHA-512" {
+		t.Errorf("sasl.enabled.mechanisms %s", got)
+	}
+	if c.broker.ConnectionsMaxReauth != time.Minute || c.broker.SASLServerMaxReceiveSize != 1000 {
+		t.Errorf("connections.max.reauth.ms %v, sasl.server.max.receive.size %d", c.broker.ConnectionsMaxReauth, c.broker.SASLServerMaxReceiveSize)
+	}
+	for _, w := range c.warnings {
+		if strings.Contains(w, "listener.name") {
+			t.Errorf("warning for a listener key: %s", w)
+		}
+	}
+	if _, err := load(t, "--listeners", "SASL_PLAINTEXT://localhost:9093"); err == nil || !strings.Contains(err.Error(), "GSSAPI") {
+		t.Errorf("a SASL listener with Kafka's default mechanism: %v, want an error naming GSSAPI", err)
+	}
 }

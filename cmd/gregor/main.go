@@ -32,10 +32,13 @@ type process struct {
 	exit func(code int)
 	// started, when set, is called once serve's broker serves.
 	started func(b *broker.Broker)
+	// args are the command line's arguments, for the flags serve defines
+	// from them (per-listener settings); os.Args[1:].
+	args []string
 }
 
 func main() {
-	if err := newRootCmd(process{exit: os.Exit}).Execute(); err != nil {
+	if err := newRootCmd(process{exit: os.Exit, args: os.Args[1:]}).Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "gregor:", err)
 		os.Exit(1)
 	}

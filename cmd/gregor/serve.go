@@ -67,6 +67,7 @@ skips log recovery; a second signal exits at once with status 1.`
 // newServeCmd returns the serve command.
 func newServeCmd(p process) *cobra.Command {
 	l := newConfigLoader()
+	l.addListenerFlags(p.args)
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run a broker",
