@@ -221,7 +221,8 @@ func New(cfg Config) (*Broker, error) {
 		logBase: logger.Handler(), logLevels: newLogLevels(logger.Handler()), lis: lis}
 	b.logger = b.loggerFor("broker")
 	for _, lt := range lis.tls {
-		lt.logger = b.loggerFor("network")
+		lt.logger, lt.expiry = b.loggerFor("network"), b.metrics.tlsCertExpiry.WithLabelValues(lt.name)
+		lt.expiry.Set(float64(lt.cur.Load().cert.Leaf.NotAfter.Unix()))
 	}
 	b.apiMetrics = map[int16]*apiMetrics{}
 	for i := range handlers {

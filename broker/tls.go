@@ -31,6 +31,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 const (
@@ -193,6 +195,9 @@ type listenerTLS struct {
 	// the current material's config.
 	server *tls.Config
 	logger *slog.Logger
+	// expiry is the listener's gregor_tls_certificate_expiry_timestamp_seconds;
+	// nil for a listenerTLS only built to check the config.
+	expiry prometheus.Gauge
 
 	cur atomic.Pointer[tlsMaterial]
 	// checked is when the files were last looked at (UnixNano).
@@ -433,6 +438,9 @@ func (lt *listenerTLS) maybeReload(now time.Time) {
 	}
 	lt.reload.failed = nil
 	lt.cur.Store(next)
+	if lt.expiry != nil {
+		lt.expiry.Set(float64(next.cert.Leaf.NotAfter.Unix()))
+	}
 	lt.logger.Info("SSL key and trust store reloaded", "listener", lt.name,
 		"subject", next.cert.Leaf.Subject.String(), "serial", next.cert.Leaf.SerialNumber.String(), "not_after", next.cert.Leaf.NotAfter)
 }
@@ -512,15 +520,17 @@ func (c *conn) handshake(lt *listenerTLS) bool {
 	}
 	ctx, cancel := context.WithTimeout(c.b.ctx, tlsHandshakeTimeout)
 	defer cancel()
-	if err := tc.HandshakeContext(ctx); err != nil {
-		lt.reject(c.logger, err)
-		return false
+	err := tc.HandshakeContext(ctx)
+	p := anonymous
+	if err == nil {
+		p, err = lt.principal(tc.ConnectionState())
 	}
-	p, err := lt.principal(tc.ConnectionState())
 	if err != nil {
+		c.b.metrics.tlsHandshakes.WithLabelValues(lt.name, "failed").Inc()
 		lt.reject(c.logger, err)
 		return false
 	}
+	c.b.metrics.tlsHandshakes.WithLabelValues(lt.name, "ok").Inc()
 	c.principal = p
 	return true
 }

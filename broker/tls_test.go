@@ -20,6 +20,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -269,6 +271,9 @@ func TestTLSWrongProtocolClosed(t *testing.T) {
 	if _, err := dialWireTLS(t, b.Addrs()[0], ca.clientTLS(t, pkix.Name{}, 0)); err == nil {
 		t.Error("TLS handshake on the PLAINTEXT listener succeeded")
 	}
+	if n := oneMetricValue(t, b.metrics.tlsHandshakes.WithLabelValues("SSL", "failed")); n != 1 {
+		t.Errorf("gregor_tls_handshakes_total{listener=SSL,result=failed} = %v, want 1", n)
+	}
 	// Both listeners still serve.
 	if _, err := dialWireAddr(t, b.Addrs()[0]).roundTripWithin(req, 10*time.Second); err != nil {
 		t.Errorf("PLAINTEXT listener after the TLS client: %v", err)
@@ -315,6 +320,8 @@ func TestTLSCertificateReload(t *testing.T) {
 	}
 	certPEM, keyPEM := ca.issue(t, pkix.Name{CommonName: "broker"}, 200)
 	writeFile(t, dir, "broker.pem", certPEM, keyPEM)
+	expiry := func() float64 { return oneMetricValue(t, b.metrics.tlsCertExpiry.WithLabelValues("SSL")) }
+	first := expiry()
 	waitFor(t, 20*time.Second, "the new certificate", func() error {
 		s, err := serial()
 		if err == nil && s != "200" {
@@ -322,6 +329,11 @@ func TestTLSCertificateReload(t *testing.T) {
 		}
 		return err
 	})
+
+	if leaf, err := x509.ParseCertificate(pemBlock(t, certPEM)); err != nil || expiry() != float64(leaf.NotAfter.Unix()) || first == 0 {
+		t.Errorf("gregor_tls_certificate_expiry_timestamp_seconds %v after the reload (%v before), want the new notAfter (%v)",
+			expiry(), first, err)
+	}
 
 	// Another subject or other names: refused, as ssl.allow.dn.changes
 	// and ssl.allow.san.changes are false.
@@ -491,4 +503,17 @@ func TestTLSDescribeConfigs(t *testing.T) {
 				c.value, c.sensitive, c.source)
 		}
 	}
+}
+
+// oneMetricValue is the value of a counter or gauge.
+func oneMetricValue(t testing.TB, m prometheus.Metric) float64 {
+	t.Helper()
+	var out dto.Metric
+	if err := m.Write(&out); err != nil {
+		t.Fatal(err)
+	}
+	if out.Counter != nil {
+		return out.Counter.GetValue()
+	}
+	return out.Gauge.GetValue()
 }
