@@ -284,7 +284,8 @@ func TestTLSWrongProtocolClosed(t *testing.T) {
 }
 
 // TestTLSHandshakeNeverDone: a client that connects to an SSL listener and
-// sends nothing does not hold up other clients.
+// sends nothing does not hold up other clients, and is closed after
+// tlsHandshakeTimeout.
 func TestTLSHandshakeNeverDone(t *testing.T) {
 	t.Parallel()
 	ca := newTestCA(t)
@@ -296,6 +297,11 @@ func TestTLSHandshakeNeverDone(t *testing.T) {
 	defer idle.Close()
 	if _, err := dialWireTLS(t, b.Addrs()[0], ca.clientTLS(t, pkix.Name{}, 0)); err != nil {
 		t.Fatalf("second client while the first sends nothing: %v", err)
+	}
+	// The silent one is closed once the handshake's time is up.
+	idle.SetReadDeadline(time.Now().Add(tlsHandshakeTimeout + 10*time.Second))
+	if _, err := idle.Read(make([]byte, 1)); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Errorf("client that never started its handshake: read %v, want the connection closed", err)
 	}
 }
 
