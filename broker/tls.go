@@ -88,6 +88,11 @@ type SSLConfig struct {
 	// on the broker's own connections to other brokers, that the other
 	// broker's certificate names the host dialled; empty does not.
 	EndpointIdentificationAlgorithm string
+	// CipherSuites is ssl.cipher.suites, comma-separated IANA names
+	// (TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256, as Java and Go both name
+	// them); empty allows Go's defaults. Go does not make TLS 1.3's
+	// suites configurable: the list applies to TLS 1.2 and below.
+	CipherSuites string
 	// AllowDNChanges and AllowSANChanges are ssl.allow.dn.changes and
 	// ssl.allow.san.changes ("true" or "false", default false): whether a
 	// reloaded key store may hold a certificate with another subject DN,
@@ -129,6 +134,7 @@ var sslSettings = []struct {
 	{"ssl.enabled.protocols", func(s *SSLConfig) *string { return &s.EnabledProtocols }},
 	{"ssl.principal.mapping.rules", func(s *SSLConfig) *string { return &s.PrincipalMappingRules }},
 	{"ssl.endpoint.identification.algorithm", func(s *SSLConfig) *string { return &s.EndpointIdentificationAlgorithm }},
+	{"ssl.cipher.suites", func(s *SSLConfig) *string { return &s.CipherSuites }},
 	{"ssl.allow.dn.changes", func(s *SSLConfig) *string { return &s.AllowDNChanges }},
 	{"ssl.allow.san.changes", func(s *SSLConfig) *string { return &s.AllowSANChanges }},
 }
@@ -188,6 +194,8 @@ type listenerTLS struct {
 	maxVersion uint16
 	clientAuth tls.ClientAuthType
 	mapper     *principalMapper
+	// cipherSuites is ssl.cipher.suites; nil for Go's defaults.
+	cipherSuites []uint16
 	// allowDNChange and allowSANChange are ssl.allow.dn.changes and
 	// ssl.allow.san.changes.
 	allowDNChange, allowSANChange bool
@@ -265,6 +273,16 @@ func newListenerTLS(name string, s SSLConfig) (*listenerTLS, error) {
 	}
 	if lt.minVersion == 0 {
 		return nil, bad("ssl.enabled.protocols is empty")
+	}
+	for _, name := range strings.Split(s.CipherSuites, ",") {
+		if name = strings.TrimSpace(name); name == "" {
+			continue
+		}
+		id, ok := cipherSuiteID(name)
+		if !ok {
+			return nil, bad("ssl.cipher.suites: unknown cipher suite %q (IANA names, such as TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256)", name)
+		}
+		lt.cipherSuites = append(lt.cipherSuites, id)
 	}
 	switch strings.ToLower(strings.TrimSpace(s.EndpointIdentificationAlgorithm)) {
 	case "", "https":
@@ -378,6 +396,7 @@ func (lt *listenerTLS) load() (*tlsMaterial, error) {
 		ClientCAs:    m.roots,
 		MinVersion:   lt.minVersion,
 		MaxVersion:   lt.maxVersion,
+		CipherSuites: lt.cipherSuites,
 	}
 	return m, nil
 }
@@ -443,6 +462,18 @@ func (lt *listenerTLS) maybeReload(now time.Time) {
 	}
 	lt.logger.Info("SSL key and trust store reloaded", "listener", lt.name,
 		"subject", next.cert.Leaf.Subject.String(), "serial", next.cert.Leaf.SerialNumber.String(), "not_after", next.cert.Leaf.NotAfter)
+}
+
+// cipherSuiteID finds a cipher suite by its IANA name among those Go
+// has, the insecure ones included (choosing one is the operator's call,
+// as in Kafka).
+func cipherSuiteID(name string) (uint16, bool) {
+	for _, cs := range append(tls.CipherSuites(), tls.InsecureCipherSuites()...) {
+		if cs.Name == name {
+			return cs.ID, true
+		}
+	}
+	return 0, false
 }
 
 // compatible refuses a reloaded certificate whose subject DN or subject
@@ -546,6 +577,7 @@ func (lt *listenerTLS) dial(ctx context.Context, nc net.Conn, host string) (net.
 	cfg := &tls.Config{
 		MinVersion:   lt.minVersion,
 		MaxVersion:   lt.maxVersion,
+		CipherSuites: lt.cipherSuites,
 		Certificates: []tls.Certificate{m.cert},
 		// The chain (and the host) are checked in VerifyConnection, so
 		// that the host check can be turned off as Kafka's can.

@@ -452,6 +452,10 @@ func TestTLSListenerConfig(t *testing.T) {
 			c.SSL.TruststoreType, c.SSL.TruststoreCertificates = "PEM", "nothing"
 		}), "no PEM CERTIFICATE"},
 		{"protocol", ssl(func(c *Config) { c.SSL.EnabledProtocols = "SSLv3" }), `unknown protocol "SSLv3"`},
+		{"cipher suites", ssl(func(c *Config) {
+			c.SSL.CipherSuites = "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256, TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384"
+		}), ""},
+		{"unknown cipher suite", ssl(func(c *Config) { c.SSL.CipherSuites = "TLS_NOPE" }), `unknown cipher suite "TLS_NOPE"`},
 		{"rules", ssl(func(c *Config) { c.SSL.PrincipalMappingRules = "RULE:x" }), "ssl.principal.mapping.rules"},
 	} {
 		cfg := DefaultConfig()
@@ -522,4 +526,40 @@ func oneMetricValue(t testing.TB, m prometheus.Metric) float64 {
 		return out.Counter.GetValue()
 	}
 	return out.Gauge.GetValue()
+}
+
+// TestTLSProtocolsAndCipherSuites: ssl.enabled.protocols and
+// ssl.cipher.suites limit what a handshake may agree on.
+func TestTLSProtocolsAndCipherSuites(t *testing.T) {
+	t.Parallel()
+	ca := newTestCA(t)
+	b := startBroker(t, sslBroker(t, ca, t.TempDir(), "none"), func(c *Config) {
+		c.SSL.EnabledProtocols = "TLSv1.2"
+		c.SSL.CipherSuites = "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384"
+	})
+	for _, c := range []struct {
+		name     string
+		min, max uint16
+		suite    uint16
+		ok       bool
+	}{
+		{"TLS 1.2, allowed suite", tls.VersionTLS12, tls.VersionTLS12, tls.TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384, true},
+		{"TLS 1.2, other suite", tls.VersionTLS12, tls.VersionTLS12, tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256, false},
+		{"TLS 1.3 only", tls.VersionTLS13, tls.VersionTLS13, 0, false},
+	} {
+		cfg := ca.clientTLS(t, pkix.Name{}, 0)
+		cfg.MinVersion, cfg.MaxVersion = c.min, c.max
+		if c.suite != 0 {
+			cfg.CipherSuites = []uint16{c.suite}
+		}
+		w, err := dialWireTLS(t, b.Addrs()[0], cfg)
+		switch {
+		case c.ok && err != nil:
+			t.Errorf("%s: %v", c.name, err)
+		case c.ok && w.nc.(*tls.Conn).ConnectionState().CipherSuite != c.suite:
+			t.Errorf("%s: agreed on %s", c.name, tls.CipherSuiteName(w.nc.(*tls.Conn).ConnectionState().CipherSuite))
+		case !c.ok && err == nil:
+			t.Errorf("%s: handshake succeeded", c.name)
+		}
+	}
 }

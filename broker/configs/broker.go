@@ -151,6 +151,10 @@ var brokerDefs = []*Def{
 		Doc: "Rules mapping a client certificate's subject DN to a principal name: RULE:pattern/replacement/[LU] or DEFAULT (the DN), comma-separated, the first that applies wins.",
 	},
 	{
+		Name: "ssl.cipher.suites", Type: TypeList, Default: "",
+		Doc: "Cipher suites SSL listeners allow, by IANA name, for TLS 1.2 and below (TLS 1.3's are not configurable in Go). Empty allows Go's defaults.",
+	},
+	{
 		Name: "ssl.allow.dn.changes", Type: TypeBoolean, Default: "false",
 		Doc: "Whether a reloaded key store may hold a certificate with another subject DN; a reload that changes it is refused otherwise.",
 	},

@@ -106,7 +106,7 @@ var keys = []key{
 	sslKey("ssl.keystore.key"), sslKey("ssl.key.password"), sslKey("ssl.truststore.type"),
 	sslKey("ssl.truststore.location"), sslKey("ssl.truststore.certificates"), sslKey("ssl.client.auth"),
 	sslKey("ssl.enabled.protocols"), sslKey("ssl.principal.mapping.rules"), sslKey("ssl.endpoint.identification.algorithm"),
-	sslKey("ssl.allow.dn.changes"), sslKey("ssl.allow.san.changes"),
+	sslKey("ssl.cipher.suites"), sslKey("ssl.allow.dn.changes"), sslKey("ssl.allow.san.changes"),
 	stringField("broker.rack", "RACK", "rack (or zone) of this broker, for clients that fetch from the closest replica",
 		func(c *serveConfig) *string { return &c.broker.Rack }),
 	withAliases(listField("log.dirs", "DIRS",
