@@ -563,3 +563,42 @@ func TestTLSProtocolsAndCipherSuites(t *testing.T) {
 		}
 	}
 }
+
+// TestTLSPerListenerSettings: listener.name.<listener>.ssl.* beat the
+// unprefixed settings for that listener only.
+func TestTLSPerListenerSettings(t *testing.T) {
+	t.Parallel()
+	ca := newTestCA(t)
+	dir := t.TempDir()
+	certPEM, keyPEM := ca.issue(t, pkix.Name{CommonName: "external"}, 500)
+	external := writeFile(t, dir, "external.pem", certPEM, keyPEM)
+	b := startBroker(t, sslBroker(t, ca, dir, "required"), func(c *Config) {
+		c.Listeners = []string{"INTERNAL://127.0.0.1:0", "EXTERNAL://127.0.0.1:0"}
+		c.ListenerSecurityProtocolMap = "INTERNAL:SSL,EXTERNAL:SSL"
+		c.InterBrokerListenerName = "INTERNAL"
+		c.ListenerConfigs = map[string]string{
+			"listener.name.external.ssl.client.auth":       "none",
+			"listener.name.external.ssl.keystore.location": external,
+		}
+	})
+	noCert := ca.clientTLS(t, pkix.Name{}, 0)
+	req := kmsg.NewPtrApiVersionsRequest()
+	req.SetVersion(3)
+	// With TLS 1.3 the client's side of the handshake may complete before
+	// the broker refuses it: the request fails then.
+	if w, err := dialWireTLS(t, b.Addrs()[0], noCert); err == nil {
+		if _, err := w.roundTripWithin(req, 10*time.Second); err == nil {
+			t.Error("INTERNAL (ssl.client.auth=required) served a client without a certificate")
+		}
+	}
+	w, err := dialWireTLS(t, b.Addrs()[1], noCert)
+	if err != nil {
+		t.Fatalf("EXTERNAL (listener.name.external.ssl.client.auth=none) without a certificate: %v", err)
+	}
+	if s := w.nc.(*tls.Conn).ConnectionState().PeerCertificates[0].SerialNumber.String(); s != "500" {
+		t.Errorf("EXTERNAL presented serial %s, want 500 (listener.name.external.ssl.keystore.location)", s)
+	}
+	if _, err := w.roundTripWithin(req, 10*time.Second); err != nil {
+		t.Errorf("EXTERNAL without a certificate: %v", err)
+	}
+}
