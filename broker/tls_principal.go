@@ -52,7 +52,8 @@ type principalMapper struct {
 // Kafka would accept it. Replacements follow Java's Matcher: $n is group n
 // (the longest group number there is, as Java reads $12 with fewer than 12
 // groups as $1 then 2), a $n beyond the groups when there are some is
-// literal (as Kafka escapes it), \c is c.
+// literal (as Kafka escapes it), \c is c. L and U fold case with Go's
+// simple Unicode mapping, where Java's full one also turns ß into SS.
 func parsePrincipalMappingRules(s string) (*principalMapper, error) {
 	m := &principalMapper{}
 	s = strings.TrimSpace(s)
