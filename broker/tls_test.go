@@ -370,12 +370,18 @@ func TestTLSCertificateReload(t *testing.T) {
 }
 
 // TestTLSInterBrokerReplication: three brokers whose only listener, the
-// inter-broker one, is SSL with client certificates required replicate.
+// inter-broker one, is SSL with client certificates required replicate,
+// authorized as their certificate's principal.
 func TestTLSInterBrokerReplication(t *testing.T) {
 	t.Parallel()
 	ca := newTestCA(t)
 	dir := t.TempDir()
-	brokers := startCluster(t, 3, sslBroker(t, ca, dir, "required"))
+	brokers := startCluster(t, 3, sslBroker(t, ca, dir, "required"), func(c *Config) {
+		// Brokers fetch as the principal of their certificate, which
+		// must be a super user once there is an authorizer.
+		c.AuthorizerClassName = StandardAuthorizer
+		c.SuperUsers = []string{"User:CN=broker", "User:CN=client"}
+	})
 	cl := newClient(t, brokers[0], kgo.DialTLSConfig(ca.clientTLS(t, pkix.Name{CommonName: "client"}, 5)),
 		kgo.RequiredAcks(kgo.AllISRAcks()), kgo.DefaultProduceTopic("replicated"))
 	w, err := dialWireTLS(t, brokers[0].Addrs()[0], ca.clientTLS(t, pkix.Name{CommonName: "client"}, 6))
