@@ -54,7 +54,7 @@ test: ## go vet, the unit tests with -race, then lint.
 	$(GO) vet ./...
 	@if [ -z "$(RACE)" ]; then echo "warning: cgo is off (no C compiler?), so the tests run WITHOUT -race" >&2; fi
 	$(GO) test $(RACE) -count=1 -timeout $(TEST_TIMEOUT) ./...
-	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -run '^(TestConnectionLoad|TestHostileRSS)$$' ./broker/
+	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -run '^(TestConnectionLoad|TestHostileRSS|TestSASLFloodRSS)$$' ./broker/
 	@$(MAKE) --no-print-directory lint
 
 vet: ## go vet only.

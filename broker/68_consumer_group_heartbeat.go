@@ -14,7 +14,8 @@ package broker
 // Authorization, as Kafka's: READ on the group (GROUP_AUTHORIZATION_FAILED),
 // then DESCRIBE on every topic named in SubscribedTopicNames
 // (TOPIC_AUTHORIZATION_FAILED for the whole request if one is refused;
-// handleGroupRequest). The topics a regular expression matches are not
-// filtered by the member's ACLs here: Kafka does that in its coordinator.
+// handleGroupRequest). The topics a regular expression matches are
+// filtered by the member's DESCRIBE ACLs in the coordinator, as Kafka's
+// are (group.Input.TopicDescribable).
 
 var consumerGroupHeartbeatAPI = handler{key: 68, min: 0, max: 1, handle: (*Broker).handleGroupRequest}

@@ -3,6 +3,8 @@ package broker
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"math"
 	"slices"
 	"testing"
 	"time"
@@ -468,6 +470,92 @@ func TestAuthzGroupConsumer(t *testing.T) {
 	}
 	admin.createACLs(allow(acl.ResourceTopic, "t", "User:carol", acl.OpDescribe))
 	checkCode(t, "carol describes with DESCRIBE on t", authzConsumerDescribe(carol, "cg").ErrorCode, protocol.None)
+}
+
+// TestAuthzGroupConsumerRegex: the topics a member's regular expression
+// matches are only those it may describe, as Kafka's coordinator resolves
+// them; an ACL granted later adds its topic at a later heartbeat.
+func TestAuthzGroupConsumerRegex(t *testing.T) {
+	t.Parallel()
+	b := startAuthzBroker(t)
+	admin, alice := dialWireAs(t, b, "admin"), dialWireAs(t, b, "alice")
+	open := admin.createTopic("re-open", 2, nil)
+	hidden := admin.createTopic("re-hidden", 1, nil)
+	authzGroupReady(t, admin, "rg")
+	admin.createACLs(allow(acl.ResourceGroup, "rg", "User:alice", acl.OpRead),
+		allow(acl.ResourceTopic, "re-open", "User:alice", acl.OpDescribe))
+
+	heartbeat := func(epoch int32) *kmsg.ConsumerGroupHeartbeatResponse {
+		req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+		req.SetVersion(1)
+		req.Group, req.MemberID, req.MemberEpoch = "rg", "m1", epoch
+		if epoch == 0 {
+			req.RebalanceTimeoutMillis = 10000
+			req.SubscribedTopicRegex = kmsg.StringPtr("re-.*")
+			req.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+		}
+		resp := alice.mustRoundTrip(req).(*kmsg.ConsumerGroupHeartbeatResponse)
+		checkCode(t, "heartbeat with a regular expression", resp.ErrorCode, protocol.None)
+		return resp
+	}
+	// assigned heartbeats until the member's assignment holds exactly the
+	// partitions want gives each topic id.
+	assigned := func(epoch int32, want map[[16]byte]int) int32 {
+		t.Helper()
+		waitFor(t, 15*time.Second, "the assignment", func() error {
+			resp := heartbeat(epoch)
+			epoch = resp.MemberEpoch
+			if resp.Assignment == nil {
+				return errors.New("no assignment in the response")
+			}
+			got := map[[16]byte]int{}
+			for _, at := range resp.Assignment.Topics {
+				got[at.TopicID] = len(at.Partitions)
+			}
+			if !maps.Equal(got, want) {
+				return fmt.Errorf("assigned %v, want %v", got, want)
+			}
+			return nil
+		})
+		return epoch
+	}
+	epoch := assigned(0, map[[16]byte]int{open: 2})
+	admin.createACLs(allow(acl.ResourceTopic, "re-hidden", "User:alice", acl.OpDescribe))
+	assigned(epoch, map[[16]byte]int{open: 2, hidden: 1})
+}
+
+// TestAuthzGroupOpsOfMissingGroups: a group answered with an error
+// carries no authorized operations (the field's default), as in Kafka,
+// whose request handler fills them only for groups answered without one.
+func TestAuthzGroupOpsOfMissingGroups(t *testing.T) {
+	t.Parallel()
+	b := startAuthzBroker(t)
+	admin, alice := dialWireAs(t, b, "admin"), dialWireAs(t, b, "alice")
+	authzGroupReady(t, admin, "nope")
+	admin.createACLs(allow(acl.ResourceGroup, "nope", "User:alice", acl.OpDescribe))
+
+	dg := kmsg.NewPtrDescribeGroupsRequest()
+	dg.SetVersion(6)
+	dg.Groups, dg.IncludeAuthorizedOperations = []string{"nope"}, true
+	g := alice.mustRoundTrip(dg).(*kmsg.DescribeGroupsResponse).Groups[0]
+	checkCode(t, "DescribeGroups v6 of a missing group", g.ErrorCode, protocol.GroupIDNotFound)
+	if g.AuthorizedOperations != math.MinInt32 {
+		t.Errorf("DescribeGroups v6: operations %d on a missing group", g.AuthorizedOperations)
+	}
+	dg.SetVersion(5) // Dead, without an error: operations reported
+	if g := alice.mustRoundTrip(dg).(*kmsg.DescribeGroupsResponse).Groups[0]; g.ErrorCode != 0 || g.AuthorizedOperations != 1<<acl.OpDescribe {
+		t.Errorf("DescribeGroups v5 of a missing group: error %d, operations %b", g.ErrorCode, g.AuthorizedOperations)
+	}
+	cg := authzConsumerDescribe(alice, "nope")
+	checkCode(t, "ConsumerGroupDescribe of a missing group", cg.ErrorCode, protocol.GroupIDNotFound)
+	if cg.AuthorizedOperations != math.MinInt32 {
+		t.Errorf("ConsumerGroupDescribe: operations %d on a missing group", cg.AuthorizedOperations)
+	}
+	sg := authzShareDescribe(alice, "nope")
+	checkCode(t, "ShareGroupDescribe of a missing group", sg.ErrorCode, protocol.GroupIDNotFound)
+	if sg.AuthorizedOperations != math.MinInt32 {
+		t.Errorf("ShareGroupDescribe: operations %d on a missing group", sg.AuthorizedOperations)
+	}
 }
 
 func authzShareHeartbeat(w *wireConn, group, memberID string, epoch int32, topics ...string) *kmsg.ShareGroupHeartbeatResponse {

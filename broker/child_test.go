@@ -52,6 +52,9 @@ type childBrokerSpec struct {
 	// Gregor's, already allow that much; setting them keeps a change of
 	// defaults from turning a load test into a test of the limits.
 	Unlimited bool `json:"unlimited"`
+	// SASLPort, when set, adds a SASL_PLAINTEXT listener there with PLAIN
+	// (users as saslListeners gives them).
+	SASLPort int `json:"sasl_port"`
 	// RuntimeMetrics adds the Go runtime's metrics to /metrics: they tell
 	// the heap in use from memory the runtime freed but has not yet
 	// returned to the OS.
@@ -76,6 +79,11 @@ func TestChildBroker(t *testing.T) {
 	}
 	cfg := DefaultConfig()
 	cfg.Listeners = []string{fmt.Sprintf("PLAINTEXT://127.0.0.1:%d", spec.KafkaPort)}
+	if spec.SASLPort != 0 {
+		cfg.Listeners = append(cfg.Listeners, fmt.Sprintf("SASL_PLAINTEXT://127.0.0.1:%d", spec.SASLPort))
+		cfg.SASLEnabledMechanisms = []string{"PLAIN", "SCRAM-SHA-512"}
+		cfg.ListenerConfigs = map[string]string{"listener.name.sasl_plaintext.plain.sasl.jaas.config": plainJAAS}
+	}
 	cfg.LogDirs = []string{spec.Dir}
 	if spec.SecondDir != "" {
 		cfg.LogDirs = append(cfg.LogDirs, spec.SecondDir)

@@ -54,6 +54,11 @@ type Config struct {
 	// PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512; Kafka's default, GSSAPI, is
 	// refused at start on a broker with a SASL listener.
 	SASLEnabledMechanisms []string
+	// OAuthBearerConfigs are the broker's sasl.oauthbearer.* settings by
+	// their whole key (sasl.oauthbearer.jwks.endpoint.url,
+	// sasl.oauthbearer.expected.audience, ...); a listener's own
+	// listener.name.<l>.oauthbearer.sasl.oauthbearer.* beat them.
+	OAuthBearerConfigs map[string]string
 	// SASLMechanismInterBrokerProtocol is the mechanism the broker's own
 	// connections use when the inter-broker listener is a SASL one
 	// (sasl.mechanism.inter.broker.protocol), with the username and
@@ -158,7 +163,8 @@ type Config struct {
 	// MaxConnections caps the broker's open client connections
 	// (max.connections). At the cap the listeners stop accepting until a
 	// connection closes, as Kafka's acceptor waits for a free slot: new
-	// connections wait in the kernel's accept backlog.
+	// connections wait in the kernel's accept backlog. As in Kafka, the
+	// inter-broker listener is exempt.
 	MaxConnections int32
 	// MaxConnectionsPerIP caps the connections from one IP address
 	// (max.connections.per.ip); a connection beyond it is closed at once.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gregor-io/gregor/coordinator/acl"
 	"github.com/gregor-io/gregor/coordinator/cluster"
 	"github.com/gregor-io/gregor/coordinator/group"
 	"github.com/gregor-io/gregor/protocol"
@@ -566,6 +567,17 @@ func (g *groupDrivers) askGuarded(ctx context.Context, d *groupDriver, partition
 	in := group.Input{Token: reply, Version: hdr.APIVersion, Request: req, ClientHost: c.clientHost()}
 	if hdr.ClientID != nil {
 		in.ClientID = *hdr.ClientID
+	}
+	if _, ok := req.(*kmsg.ConsumerGroupHeartbeatRequest); ok && g.b.cfg.AuthorizerClassName != "" {
+		// Called on the coordinator's goroutine, at this heartbeat and
+		// later ones of the group: it reads the ACLs then, as this
+		// member's principal, and counts no denial (Kafka filters the
+		// matches without logging them).
+		b, principal, host := g.b, c.principal, c.host
+		in.TopicDescribable = func(topic string) bool {
+			return b.authorizer(b.cluster.Snapshot()).Authorize(acl.Request{Principal: principal, Host: host,
+				Operation: acl.OpDescribe, ResourceType: acl.ResourceTopic, Name: topic})
+		}
 	}
 	select {
 	case d.reqs <- groupRequest{in: in, reply: reply, guard: guard}:

@@ -371,18 +371,23 @@ func TestLimitConnections(t *testing.T) {
 		return err
 	})
 
-	b2 := startBroker(t, func(c *Config) {
+	// Clients on EXTERNAL; INTERNAL, the inter-broker listener, is exempt
+	// from max.connections, as in Kafka.
+	b2 := startBroker(t, twoListeners, func(c *Config) {
 		c.MaxConnections = 1
 		c.MaxConnectionsPerIPOverrides = map[string]int32{"127.0.0.1": 5}
 	})
-	first := dialWire(t, b2)
+	first := dialWireAddr(t, b2.Addrs()[1])
 	first.mustRoundTrip(metadataV12())
-	waiting := dialWire(t, b2)
+	waiting := dialWireAddr(t, b2.Addrs()[1])
 	if err := waiting.writeRaw(waiting.fmt.AppendRequest(nil, metadataV12(), 1)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := waiting.readFrame(300 * time.Millisecond); err == nil {
 		t.Fatal("a second connection with max.connections 1 was served while the first is open")
+	}
+	if _, err := dialWireAddr(t, b2.Addrs()[0]).roundTripWithin(metadataV12(), 10*time.Second); err != nil {
+		t.Fatalf("the inter-broker listener at max.connections: %v", err)
 	}
 	first.nc.Close()
 	if _, err := waiting.readFrame(10 * time.Second); err != nil {

@@ -69,8 +69,13 @@ func newConnQuotas(cfg Config) (*connQuotas, error) {
 }
 
 // reserve takes a broker-wide connection slot, waiting while there is
-// none. It returns false when ctx ends first.
-func (q *connQuotas) reserve(ctx context.Context) bool {
+// none. It returns false when ctx ends first. The inter-broker listener
+// (exempt) takes none: as in Kafka, max.connections does not stop
+// brokers from reaching each other.
+func (q *connQuotas) reserve(ctx context.Context, exempt bool) bool {
+	if exempt {
+		return ctx.Err() == nil
+	}
 	for {
 		q.mu.Lock()
 		if q.mu.total < q.max {
@@ -105,12 +110,14 @@ func (q *connQuotas) admit(ip string) bool {
 	return true
 }
 
-// release gives back a broker-wide slot and, when admitted, the address's
-// count.
-func (q *connQuotas) release(ip string, admitted bool) {
+// release gives back a broker-wide slot (none for an exempt listener's
+// connection) and, when admitted, the address's count.
+func (q *connQuotas) release(ip string, admitted, exempt bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	q.mu.total--
+	if !exempt {
+		q.mu.total--
+	}
 	if admitted {
 		if q.mu.byIP[ip]--; q.mu.byIP[ip] <= 0 {
 			delete(q.mu.byIP, ip)

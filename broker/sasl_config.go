@@ -25,6 +25,8 @@ type saslListener struct {
 	mechanisms []string
 	// plainUsers are PLAIN's users and their passwords.
 	plainUsers map[string]string
+	// oauth validates OAUTHBEARER tokens (sasl_oauth.go).
+	oauth *oauthSetup
 }
 
 // saslCredentials are what the broker's own connections authenticate with.
@@ -33,7 +35,7 @@ type saslCredentials struct {
 }
 
 // servedMechanisms are the SASL mechanisms Gregor has.
-var servedMechanisms = []string{sasl.Plain, sasl.ScramSHA256, sasl.ScramSHA512}
+var servedMechanisms = []string{sasl.Plain, sasl.ScramSHA256, sasl.ScramSHA512, sasl.OAuthBearer}
 
 // listenerConfig returns listener.name.<listener>.<key>, or ok false.
 func (c *Config) listenerConfig(listener, key string) (string, bool) {
@@ -81,6 +83,12 @@ func (c *Config) resolveSASL(ls *listenerSetup) error {
 				}
 			}
 		}
+		if slices.Contains(sl.mechanisms, sasl.OAuthBearer) {
+			var err error
+			if sl.oauth, err = c.resolveOAuth(l.Name); err != nil {
+				return err
+			}
+		}
 		if ls.sasl == nil {
 			ls.sasl = map[string]*saslListener{}
 		}
@@ -91,6 +99,9 @@ func (c *Config) resolveSASL(ls *listenerSetup) error {
 		return nil
 	}
 	mech := strings.ToUpper(strings.TrimSpace(c.SASLMechanismInterBrokerProtocol))
+	if mech == sasl.OAuthBearer {
+		return fmt.Errorf("%w: sasl.mechanism.inter.broker.protocol OAUTHBEARER: the brokers' own connections authenticate with PLAIN or SCRAM in Gregor", ErrInvalidConfig)
+	}
 	if !slices.Contains(ib.mechanisms, mech) {
 		return fmt.Errorf("%w: sasl.mechanism.inter.broker.protocol %s is not enabled on the inter-broker listener %s (it enables %s)",
 			ErrInvalidConfig, mech, ls.interBroker, strings.Join(ib.mechanisms, ", "))

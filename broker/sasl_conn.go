@@ -181,12 +181,15 @@ func (c *conn) saslHandshake(frame []byte) error {
 		return nil
 	}
 	a.mechanism = req.Mechanism
-	if a.mechanism == sasl.Plain {
+	switch a.mechanism {
+	case sasl.OAuthBearer:
+		a.server = &sasl.OAuthBearerServer{Validate: a.listener.oauth.validate}
+	case sasl.Plain:
 		a.server = &sasl.PlainServer{Password: func(user string) (string, bool) {
 			p, ok := a.listener.plainUsers[user]
 			return p, ok
 		}}
-	} else {
+	default:
 		mech := cluster.ScramSHA256
 		if a.mechanism == sasl.ScramSHA512 {
 			mech = cluster.ScramSHA512
@@ -215,14 +218,24 @@ func (c *conn) saslAuthenticate(frame []byte, arrived time.Time) error {
 	resp := req.ResponseKind().(*kmsg.SASLAuthenticateResponse)
 	reply, done, err := a.server.Step(req.SASLAuthBytes)
 	if err == nil && done && a.reauthenticating && "User:"+a.server.Principal() != c.principal {
-		err = fmt.Errorf("cannot change principals during re-authentication from %s to User:%s", c.principal, a.server.Principal())
+		err = sasl.Failure(fmt.Sprintf("Cannot change principals during re-authentication from %s: User:%s", c.principal, a.server.Principal()))
 	}
 	if err != nil {
 		phase := "authentication"
 		if a.reauthenticating {
 			phase = "re-authentication"
 		}
+		// A mechanism's own refusal is told as it is, as Kafka does with
+		// SaslAuthenticationException; anything else only as invalid
+		// credentials.
 		msg := fmt.Sprintf("Authentication failed during %s due to invalid credentials with SASL mechanism %s", phase, a.mechanism)
+		var f sasl.Failure
+		if errors.As(err, &f) {
+			msg = string(f)
+		}
+		if o, ok := a.server.(*sasl.OAuthBearerServer); ok && o.Err != nil {
+			err = fmt.Errorf("%w (%w)", err, o.Err)
+		}
 		resp.ErrorCode, resp.ErrorMessage = int16(protocol.SASLAuthenticationFailed), &msg
 		c.reply(hdr, resp)
 		return c.authFailed(err)
@@ -247,13 +260,20 @@ func (a *connAuth) complete(c *conn, now time.Time) int64 {
 	}
 	c.b.metrics.authentications.WithLabelValues(c.listener, a.mechanism, result).Inc()
 	c.principal = "User:" + a.server.Principal()
-	a.state, a.reauthenticating, a.server = authDone, false, nil
+	// The session ends when the credential does (an OAUTHBEARER token's
+	// expiry) or after connections.max.reauth.ms, whichever comes first.
 	a.expires = time.Time{}
-	if d := c.b.cfg.ConnectionsMaxReauth; d > 0 {
-		a.expires = now.Add(d)
-		return d.Milliseconds()
+	if e, ok := a.server.(interface{ Expiry() time.Time }); ok && !e.Expiry().IsZero() {
+		a.expires = e.Expiry()
 	}
-	return 0
+	if d := c.b.cfg.ConnectionsMaxReauth; d > 0 && (a.expires.IsZero() || now.Add(d).Before(a.expires)) {
+		a.expires = now.Add(d)
+	}
+	a.state, a.reauthenticating, a.server = authDone, false, nil
+	if a.expires.IsZero() {
+		return 0
+	}
+	return max(a.expires.Sub(now).Milliseconds(), 0)
 }
 
 // authFailed counts a failed authentication, logs it (at most one line a

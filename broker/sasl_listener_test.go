@@ -2,10 +2,20 @@ package broker
 
 import (
 	"context"
+	"crypto"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"math/big"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,6 +23,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl/oauth"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
@@ -222,7 +233,7 @@ func TestSASLWire(t *testing.T) {
 		w := dialWireAddr(t, saslAddr)
 		resp := w.plainLogin("alice", "nope")
 		checkCode(t, "SaslAuthenticate with a wrong password", resp.ErrorCode, protocol.SASLAuthenticationFailed)
-		if resp.ErrorMessage == nil || !strings.Contains(*resp.ErrorMessage, "invalid credentials with SASL mechanism PLAIN") {
+		if resp.ErrorMessage == nil || !strings.Contains(*resp.ErrorMessage, "Authentication failed: Invalid username or password") {
 			t.Errorf("message %v", resp.ErrorMessage)
 		}
 		if err := w.expectClosed(5 * time.Second); err != nil {
@@ -362,8 +373,8 @@ func TestSASLConfig(t *testing.T) {
 		{"wrong login module", "login module", func(c *Config) {
 			c.ListenerConfigs["listener.name.sasl_plaintext.plain.sasl.jaas.config"] = `org.apache.kafka.common.security.scram.ScramLoginModule required;`
 		}},
-		{"per-listener mechanisms", "mechanism OAUTHBEARER", func(c *Config) {
-			c.ListenerConfigs["listener.name.sasl_plaintext.sasl.enabled.mechanisms"] = "PLAIN,OAUTHBEARER"
+		{"per-listener mechanisms", "mechanism GSSAPI", func(c *Config) {
+			c.ListenerConfigs["listener.name.sasl_plaintext.sasl.enabled.mechanisms"] = "PLAIN,GSSAPI"
 		}},
 		{"inter-broker mechanism not enabled", "sasl.mechanism.inter.broker.protocol GSSAPI", func(c *Config) { c.InterBrokerListenerName = "SASL_PLAINTEXT" }},
 		{"inter-broker without a username", "must give the broker's username", func(c *Config) {
@@ -462,4 +473,139 @@ func FuzzSASLAuthenticate(f *testing.F) {
 			t.Fatalf("authenticated as %s", c.principal)
 		}
 	})
+}
+
+// rs256 signs claims as an RS256 JWT with key id kid.
+func rs256(t *testing.T, key *rsa.PrivateKey, kid string, claims map[string]any) string {
+	t.Helper()
+	enc := base64.RawURLEncoding.EncodeToString
+	h, _ := json.Marshal(map[string]string{"alg": "RS256", "kid": kid})
+	c, _ := json.Marshal(claims)
+	signed := enc(h) + "." + enc(c)
+	d := sha256.Sum256([]byte(signed))
+	sig, err := rsa.SignPKCS1v15(rand.Reader, key, crypto.SHA256, d[:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return signed + "." + enc(sig)
+}
+
+// TestSASLOAuthBearer: OAUTHBEARER with Kafka's secured validator, keys
+// from a JWKS URL: a franz-go client with a valid token writes as the
+// token's subject; a token signed by a key the set gains later verifies
+// once the set is fetched again; an expired or forged token is
+// SASL_AUTHENTICATION_FAILED; the session ends with the token. The
+// unsecured validator takes unsigned tokens.
+func TestSASLOAuthBearer(t *testing.T) {
+	t.Parallel()
+	key1, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key2, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc := base64.RawURLEncoding.EncodeToString
+	jwk := func(kid string, k *rsa.PrivateKey) map[string]string {
+		return map[string]string{"kty": "RSA", "kid": kid, "n": enc(k.N.Bytes()), "e": enc(big.NewInt(int64(k.E)).Bytes())}
+	}
+	var keys atomic.Value
+	keys.Store([]map[string]string{jwk("k1", key1)})
+	var fetches atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		fetches.Add(1)
+		json.NewEncoder(w).Encode(map[string]any{"keys": keys.Load()})
+	}))
+	t.Cleanup(srv.Close)
+
+	b := startBroker(t, saslListeners, func(c *Config) {
+		c.SASLEnabledMechanisms = []string{"PLAIN", "OAUTHBEARER"}
+		c.ListenerConfigs["listener.name.sasl_plaintext.oauthbearer.sasl.server.callback.handler.class"] = oauthValidatorClass
+		c.OAuthBearerConfigs = map[string]string{
+			"sasl.oauthbearer.jwks.endpoint.url":        srv.URL,
+			"sasl.oauthbearer.expected.audience":        "kafka",
+			"sasl.oauthbearer.jwks.endpoint.refresh.ms": "3600000",
+		}
+		c.AuthorizerClassName = StandardAuthorizer
+		c.SuperUsers = []string{"User:ANONYMOUS", "User:dave"}
+	})
+	ctx := testContext(t, time.Minute)
+	now := time.Now().Unix()
+	claims := func(sub string, exp int64) map[string]any {
+		return map[string]any{"sub": sub, "exp": exp, "iat": now, "aud": "kafka"}
+	}
+	bearer := func(tok string) kgo.Opt { return kgo.SASL(oauth.Auth{Token: tok}.AsMechanism()) }
+
+	cl := saslClient(t, b, bearer(rs256(t, key1, "k1", claims("dave", now+600))), kgo.AllowAutoTopicCreation())
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "oauth", Value: []byte("x")}).FirstErr(); err != nil {
+		t.Fatalf("produce as dave (a super user): %v", err)
+	}
+	// erin is no super user: her principal is the token's subject.
+	cl = saslClient(t, b, bearer(rs256(t, key1, "k1", claims("erin", now+600))))
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "oauth", Value: []byte("x")}).FirstErr(); !errors.Is(err, kerr.TopicAuthorizationFailed) {
+		t.Fatalf("produce as erin: %v, want TOPIC_AUTHORIZATION_FAILED", err)
+	}
+	for name, tok := range map[string]string{
+		"expired":     rs256(t, key1, "k1", claims("dave", now-120)),
+		"forged":      rs256(t, key2, "k1", claims("dave", now+600)),
+		"wrong aud":   rs256(t, key1, "k1", map[string]any{"sub": "dave", "exp": now + 600, "iat": now, "aud": "x"}),
+		"unknown kid": rs256(t, key2, "k2", claims("dave", now+600)),
+		"not a token": "abc",
+	} {
+		if err := saslClient(t, b, bearer(tok)).Ping(ctx); !errors.Is(err, kerr.SaslAuthenticationFailed) {
+			t.Errorf("%s token: %v, want SASL_AUTHENTICATION_FAILED", name, err)
+		}
+	}
+	// The identity provider rotates in key k2: a token signed with it
+	// verifies once the set is fetched again, which an unknown key id
+	// causes (at most every 10 s).
+	keys.Store([]map[string]string{jwk("k1", key1), jwk("k2", key2)})
+	waitFor(t, 30*time.Second, "a token of the new key taken", func() error {
+		return saslClient(t, b, bearer(rs256(t, key2, "k2", claims("dave", now+600)))).Ping(ctx)
+	})
+
+	// A token expiring in 2 s sets the session's lifetime.
+	w := dialWireAddr(t, b.Addrs()[1])
+	if hs := w.saslHandshake(1, "OAUTHBEARER"); hs.ErrorCode != 0 {
+		t.Fatalf("SaslHandshake OAUTHBEARER: %d", hs.ErrorCode)
+	}
+	tok := rs256(t, key1, "k1", claims("dave", time.Now().Add(2*time.Second).Unix()))
+	resp := w.saslAuthenticate([]byte("n,,\x01auth=Bearer " + tok + "\x01\x01"))
+	if resp.ErrorCode != 0 || resp.SessionLifetimeMillis <= 0 || resp.SessionLifetimeMillis > 2000 {
+		t.Fatalf("SaslAuthenticate: error %d, session lifetime %d ms, want (0, 2000]", resp.ErrorCode, resp.SessionLifetimeMillis)
+	}
+	time.Sleep(time.Duration(resp.SessionLifetimeMillis+200) * time.Millisecond)
+	if err := w.writeRaw(w.fmt.AppendRequest(nil, metadataReq(), 50)); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.expectClosed(5 * time.Second); err != nil {
+		t.Fatalf("a request after the token expired: %v", err)
+	}
+	// A bad token is answered with the RFC's error, and the client's
+	// acknowledgement ends it.
+	w = dialWireAddr(t, b.Addrs()[1])
+	w.saslHandshake(1, "OAUTHBEARER")
+	if resp := w.saslAuthenticate([]byte("n,,\x01auth=Bearer x.y.z\x01\x01")); resp.ErrorCode != 0 || string(resp.SASLAuthBytes) != `{"status":"invalid_token"}` {
+		t.Fatalf("bad token: error %d, reply %q", resp.ErrorCode, resp.SASLAuthBytes)
+	}
+	resp = w.saslAuthenticate([]byte{1})
+	checkCode(t, "after the error reply", resp.ErrorCode, protocol.SASLAuthenticationFailed)
+
+	// Kafka's unsecured validator, with no callback handler configured.
+	u := startBroker(t, saslListeners, func(c *Config) {
+		c.SASLEnabledMechanisms = []string{"OAUTHBEARER"}
+		c.ListenerConfigs = map[string]string{"listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config": `org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required unsecuredValidatorRequiredScope="kafka";`}
+	})
+	unsigned := func(scope string) string {
+		h, _ := json.Marshal(map[string]string{"alg": "none"})
+		c, _ := json.Marshal(map[string]any{"sub": "dave", "exp": now + 600, "scope": scope})
+		return enc(h) + "." + enc(c) + "."
+	}
+	if err := saslClient(t, u, bearer(unsigned("kafka other"))).Ping(ctx); err != nil {
+		t.Errorf("unsecured validator, unsigned token: %v", err)
+	}
+	if err := saslClient(t, u, bearer(unsigned("other"))).Ping(ctx); !errors.Is(err, kerr.SaslAuthenticationFailed) {
+		t.Errorf("unsecured validator, token without the required scope: %v", err)
+	}
 }

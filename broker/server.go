@@ -2,6 +2,7 @@ package broker
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -58,13 +59,14 @@ type conn struct {
 // limits.go describes.
 func (b *Broker) serve(ln net.Listener, name string) {
 	created, closed := b.metrics.connCreated.WithLabelValues(name), b.metrics.connClosed.WithLabelValues(name)
+	exempt := name == b.lis.interBroker
 	for {
-		if !b.quotas.reserve(b.ctx) {
+		if !b.quotas.reserve(b.ctx, exempt) {
 			return
 		}
 		nc, err := ln.Accept()
 		if err != nil {
-			b.quotas.release("", false)
+			b.quotas.release("", false, exempt)
 			if !errors.Is(err, net.ErrClosed) {
 				b.logger.Error("accept failed", "listener", name, "err", err)
 			}
@@ -72,7 +74,7 @@ func (b *Broker) serve(ln net.Listener, name string) {
 		}
 		ip := remoteIP(nc)
 		if !b.quotas.admit(ip) {
-			b.quotas.release(ip, false)
+			b.quotas.release(ip, false, exempt)
 			b.logger.Info("closing connection: max.connections.per.ip reached", "listener", name, "ip", ip)
 			nc.Close()
 			continue
@@ -88,14 +90,14 @@ func (b *Broker) serve(ln net.Listener, name string) {
 			c.auth = &connAuth{listener: sl}
 		}
 		if !b.trackConn(c, true) {
-			b.quotas.release(ip, true)
+			b.quotas.release(ip, true, exempt)
 			nc.Close()
 			return
 		}
 		created.Inc()
 		b.goTracked(func() {
 			defer closed.Inc()
-			defer b.quotas.release(ip, true)
+			defer b.quotas.release(ip, true, exempt)
 			defer b.trackConn(c, false)
 			if lt != nil && !c.handshake(lt) {
 				c.close()
@@ -128,8 +130,21 @@ func (c *conn) close() {
 	c.closeOnce.Do(func() { c.nc.Close() })
 }
 
+// readBufferSize is a connection's read buffer. A connection still to
+// authenticate reads through a small one, so that many connections
+// waiting to authenticate hold little memory; it is replaced once the
+// connection has authenticated.
+const (
+	readBufferSize          = 64 << 10
+	readBufferSizeNoAuthYet = 4 << 10
+)
+
 func (c *conn) readLoop() {
-	br := bufio.NewReaderSize(c.nc, 64<<10)
+	size := readBufferSize
+	if c.auth != nil {
+		size = readBufferSizeNoAuthYet
+	}
+	br := bufio.NewReaderSize(c.nc, size)
 	var buf []byte
 	for {
 		frame, err := protocol.ReadFrame(br, c.maxFrame(), buf)
@@ -145,6 +160,11 @@ func (c *conn) readLoop() {
 			if err != nil {
 				c.logger.Debug("closing connection", "err", err)
 				return
+			}
+			if size < readBufferSize && c.auth.state == authDone {
+				// Bytes the small buffer holds already come first.
+				ahead, _ := br.Peek(br.Buffered())
+				size, br = readBufferSize, bufio.NewReaderSize(io.MultiReader(bytes.NewReader(bytes.Clone(ahead)), c.nc), readBufferSize)
 			}
 			if handled {
 				buf = frame[:0]

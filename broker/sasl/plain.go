@@ -37,7 +37,7 @@ func (s *PlainServer) Step(token []byte) ([]byte, bool, error) {
 		want = "\x00" + string(pass)
 	}
 	if subtle.ConstantTimeCompare([]byte(want), pass) != 1 || !ok {
-		return nil, false, ErrAuthentication
+		return nil, false, Failure("Authentication failed: Invalid username or password")
 	}
 	s.user = user
 	return nil, true, nil

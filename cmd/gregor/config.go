@@ -185,7 +185,7 @@ var keys = []key{
 	intField("socket.request.max.bytes", "BYTES", "largest request frame accepted; a larger one closes the connection",
 		func(c *serveConfig) *int32 { return &c.broker.SocketRequestMaxBytes }),
 	intField("max.connections", "N",
-		"most client connections open at once; at the limit the listeners stop accepting until one closes",
+		"most client connections open at once; at the limit the listeners stop accepting until one closes (the inter-broker listener is exempt)",
 		func(c *serveConfig) *int32 { return &c.broker.MaxConnections }),
 	intField("max.connections.per.ip", "N",
 		"most connections from one IP address; a connection beyond it is closed at once",
@@ -419,8 +419,19 @@ func isKey(name string) bool {
 // underscores from the dots.
 const listenerPrefix = "listener.name."
 
+// oauthPrefix starts the broker's OAUTHBEARER settings
+// (sasl.oauthbearer.jwks.endpoint.url, ...; broker.Config.OAuthBearerConfigs),
+// read like the per-listener ones.
+const oauthPrefix = "sasl.oauthbearer."
+
 func isListenerKey(name string) bool {
 	return strings.HasPrefix(strings.ToLower(name), listenerPrefix) && len(name) > len(listenerPrefix)
+}
+
+// isPrefixedKey reports whether name is a per-listener or an OAUTHBEARER
+// setting, whose names are not all known before they are read.
+func isPrefixedKey(name string) bool {
+	return isListenerKey(name) || strings.HasPrefix(strings.ToLower(name), oauthPrefix) && len(name) > len(oauthPrefix)
 }
 
 // addListenerFlags defines a flag for each per-listener setting among
@@ -432,8 +443,8 @@ func (l *configLoader) addListenerFlags(args []string) {
 			return
 		}
 		name, _, _ := strings.Cut(strings.TrimPrefix(a, "--"), "=")
-		if strings.HasPrefix(a, "--") && isListenerKey(name) && l.own.Lookup(name) == nil {
-			l.bind(l.own, name, "VALUE", "", "a per-listener setting")
+		if strings.HasPrefix(a, "--") && isPrefixedKey(name) && l.own.Lookup(name) == nil {
+			l.bind(l.own, name, "VALUE", "", "a per-listener or OAUTHBEARER setting")
 		}
 	}
 }
@@ -708,17 +719,21 @@ func (l *configLoader) load() (serveConfig, error) {
 	}
 
 	for _, k := range l.v.AllKeys() {
-		if !isListenerKey(k) {
+		if !isPrefixedKey(k) {
 			continue
 		}
 		v, _, err := l.value(k)
 		if err != nil {
 			return c, err
 		}
-		if c.broker.ListenerConfigs == nil {
-			c.broker.ListenerConfigs = map[string]string{}
+		m := &c.broker.ListenerConfigs
+		if !isListenerKey(k) {
+			m = &c.broker.OAuthBearerConfigs
 		}
-		c.broker.ListenerConfigs[strings.ToLower(k)] = v
+		if *m == nil {
+			*m = map[string]string{}
+		}
+		(*m)[strings.ToLower(k)] = v
 	}
 
 	c.warnings = l.ignored()
@@ -755,7 +770,7 @@ func sameSetting(name string, candidates []string) []string {
 // GREGOR_ environment variable that serve does not read. Unknown flags are
 // errors, as usual.
 func (l *configLoader) ignored() []string {
-	used := func(name string) bool { return l.isKeyFlag(name) || isListenerKey(name) }
+	used := func(name string) bool { return l.isKeyFlag(name) || isPrefixedKey(name) }
 	var out []string
 	warn := func(name, where string) {
 		if d, ok := configs.Broker(name); ok && d.Unused {

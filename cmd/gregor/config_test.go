@@ -538,7 +538,11 @@ func TestListenerKeys(t *testing.T) {
 		"listener.name.sasl_plaintext.plain.sasl.jaas.config: 'org.x.PlainLoginModule required user_bob=\"b\";'\n"+
 		"listener.name.sasl_plaintext.sasl.enabled.mechanisms: PLAIN\n")
 	c := mustLoad(t, "--config", file, "--listener.name.sasl_plaintext.plain.sasl.jaas.config="+jaas,
-		"--connections.max.reauth.ms", "60000", "--sasl.server.max.receive.size", "1000")
+		"--connections.max.reauth.ms", "60000", "--sasl.server.max.receive.size", "1000",
+		"--sasl.oauthbearer.jwks.endpoint.url", "https://idp.example/jwks")
+	if got := c.broker.OAuthBearerConfigs["sasl.oauthbearer.jwks.endpoint.url"]; got != "https://idp.example/jwks" {
+		t.Errorf("sasl.oauthbearer.jwks.endpoint.url %q", got)
+	}
 	want := map[string]string{
 		"listener.name.sasl_plaintext.plain.sasl.jaas.config":  jaas,
 		"listener.name.sasl_plaintext.sasl.enabled.mechanisms": "PLAIN",

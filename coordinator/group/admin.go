@@ -2,6 +2,7 @@ package group
 
 import (
 	"maps"
+	"math"
 	"slices"
 	"strings"
 
@@ -34,6 +35,9 @@ func (c *Coordinator) describeGroups(in Input, req *kmsg.DescribeGroupsRequest) 
 				if g != nil {
 					rg.ErrorMessage = strPtr("Group " + id + " is not a classic group.")
 				}
+				// Kafka reports operations only for a group answered
+				// without an error.
+				rg.AuthorizedOperations = math.MinInt32
 			}
 			resp.Groups = append(resp.Groups, rg)
 			continue

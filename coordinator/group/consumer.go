@@ -87,14 +87,16 @@ type subscribedTopic struct {
 
 // consumerMember is one member of a consumer group.
 type consumerMember struct {
-	id                 string
-	instanceID         *string
-	rackID             *string
-	clientID           string
-	clientHost         string
-	topics             []string // subscribed topic names, sorted
-	regex              *string
-	re                 *regexp.Regexp // regex compiled; nil without one (or one that does not compile)
+	id         string
+	instanceID *string
+	rackID     *string
+	clientID   string
+	clientHost string
+	topics     []string // subscribed topic names, sorted
+	regex      *string
+	re         *regexp.Regexp // regex compiled; nil without one (or one that does not compile)
+	// describable filters what re matches (Input.TopicDescribable).
+	describable        func(topic string) bool
 	rebalanceTimeoutMs int32
 	assignor           *string
 	// classic is set for a member that speaks the classic protocol
@@ -270,6 +272,7 @@ func (c *Coordinator) consumerGroupHeartbeat(in Input, req *kmsg.ConsumerGroupHe
 	if m == nil || !sameMemberMetadata(m, next) {
 		c.writeConsumerMember(g, next)
 	}
+	cg.members[memberID].describable = in.TopicDescribable
 	// 2. A new target assignment when the group epoch moved past it.
 	c.advanceConsumerGroup(g, bump)
 

@@ -2,6 +2,7 @@ package group
 
 import (
 	"maps"
+	"math"
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -94,7 +95,7 @@ func (c *Coordinator) consumerGroupDescribe(in Input, req *kmsg.ConsumerGroupDes
 	for _, id := range req.Groups {
 		dg := kmsg.NewConsumerGroupDescribeResponseGroup()
 		dg.Group = id
-		dg.AuthorizedOperations = -2147483648
+		dg.AuthorizedOperations = math.MinInt32
 		if req.IncludeAuthorizedOperations {
 			dg.AuthorizedOperations = allGroupOperations
 			if in.AuthorizedOperations != nil {
@@ -106,9 +107,11 @@ func (c *Coordinator) consumerGroupDescribe(in Input, req *kmsg.ConsumerGroupDes
 		case g == nil:
 			dg.ErrorCode = errGroupIDNotFound
 			dg.ErrorMessage = strPtr("Group " + id + " not found.")
+			dg.AuthorizedOperations = math.MinInt32 // only for a group answered without an error, as Kafka
 		case g.consumer == nil:
 			dg.ErrorCode = errGroupIDNotFound
 			dg.ErrorMessage = strPtr("Group " + id + " is not a consumer group.")
+			dg.AuthorizedOperations = math.MinInt32
 		default:
 			cg := g.consumer
 			dg.State = cg.state().String()

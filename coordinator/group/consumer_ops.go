@@ -94,14 +94,15 @@ func (c *Coordinator) topicNames(cg *consumerGroup) []string {
 }
 
 // memberTopics returns the topic names m subscribes to: its names and,
-// of names (topicNames), those its regular expression matches.
+// of names (topicNames), those its regular expression matches that it may
+// describe.
 func memberTopics(m *consumerMember, names []string) []string {
 	if m.re == nil {
 		return m.topics
 	}
 	out := slices.Clone(m.topics)
 	for _, name := range names {
-		if m.re.MatchString(name) {
+		if m.re.MatchString(name) && (m.describable == nil || m.describable(name)) {
 			out = append(out, name)
 		}
 	}

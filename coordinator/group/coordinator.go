@@ -78,6 +78,14 @@ type Input struct {
 	// request asks for it. Nil means no authorizer: all group operations
 	// (READ, DELETE, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS).
 	AuthorizedOperations func(group string) int32
+
+	// TopicDescribable reports, for a ConsumerGroupHeartbeat, whether the
+	// member may describe a topic: the topics its regular expression
+	// matches are only those, as Kafka's coordinator resolves them. The
+	// member keeps the last one it heartbeated with (in memory only: after
+	// a load, all matches count until its next heartbeat). Nil means no
+	// authorizer: every topic.
+	TopicDescribable func(topic string) bool
 }
 
 // Record is a record for the coordinator's __consumer_offsets partition. A

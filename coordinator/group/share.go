@@ -558,9 +558,11 @@ func (c *Coordinator) shareGroupDescribe(in Input, req *kmsg.ShareGroupDescribeR
 		case sg == nil && c.groups[id] != nil:
 			dg.ErrorCode = errGroupIDNotFound
 			dg.ErrorMessage = strPtr("Group " + id + " is not a share group.")
+			dg.AuthorizedOperations = math.MinInt32 // only for a group answered without an error, as Kafka
 		case sg == nil:
 			dg.ErrorCode = errGroupIDNotFound
 			dg.ErrorMessage = strPtr("Group " + id + " not found.")
+			dg.AuthorizedOperations = math.MinInt32
 		default:
 			dg.GroupState = sg.state()
 			dg.GroupEpoch = sg.epoch
