@@ -231,3 +231,23 @@ func pemBlock(t testing.TB, data []byte) []byte {
 	}
 	return b.Bytes
 }
+
+// FuzzRFC2253DN: whatever the bytes of a subject (a client certificate's
+// RawSubject), writing it as a DN ends without a panic.
+//
+//	go test -run '^$' -fuzz FuzzRFC2253DN ./broker/
+func FuzzRFC2253DN(f *testing.F) {
+	for _, name := range []pkix.Name{
+		{CommonName: "alice", OrganizationalUnit: []string{"eng"}, Organization: []string{"Acme"}, Country: []string{"US"}},
+		{CommonName: " #a,b+c ", SerialNumber: "12", ExtraNames: []pkix.AttributeTypeAndValue{{Type: asn1.ObjectIdentifier{1, 2, 840, 113549, 1, 9, 1}, Value: "a@b.c"}}},
+	} {
+		raw, err := asn1.Marshal(name.ToRDNSequence())
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(raw)
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		_, _ = rfc2253DN(raw)
+	})
+}
