@@ -288,6 +288,11 @@ func (b *Broker) reportedStaticConfigs() map[string]string {
 		"connections.max.idle.ms":                          fmt.Sprint(b.cfg.ConnectionsMaxIdle.Milliseconds()),
 		"queued.max.requests":                              fmt.Sprint(b.cfg.QueuedMaxRequests),
 	}
+	for _, name := range SSLConfigNames() {
+		if v, _ := b.cfg.SSL.Setting(name); v != "" {
+			more[name] = v
+		}
+	}
 	tx := b.cfg.Transactions
 	for k, v := range map[string]any{
 		"transaction.state.log.num.partitions":                        b.cfg.TransactionStateLogNumPartitions,

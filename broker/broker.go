@@ -220,6 +220,10 @@ func New(cfg Config) (*Broker, error) {
 		sessions: newFetchSessions(1000), metrics: newMetrics(cfg.Registerer),
 		logBase: logger.Handler(), logLevels: newLogLevels(logger.Handler()), lis: lis}
 	b.logger = b.loggerFor("broker")
+	for _, lt := range lis.tls {
+		lt.logger, lt.expiry = b.loggerFor("network"), b.metrics.tlsCertExpiry.WithLabelValues(lt.name)
+		lt.expiry.Set(float64(lt.cur.Load().cert.Leaf.NotAfter.Unix()))
+	}
 	b.apiMetrics = map[int16]*apiMetrics{}
 	for i := range handlers {
 		h := &handlers[i]

@@ -39,8 +39,8 @@ type Config struct {
 	// ListenerSecurityProtocolMap gives each listener name its security
 	// protocol (listener.security.protocol.map, NAME:PROTOCOL,...; names
 	// and protocols are case-insensitive). Every listener must be named
-	// in it. PLAINTEXT and SASL_PLAINTEXT are served so far: a listener
-	// mapped to SSL or SASL_SSL is refused, so that nothing is advertised
+	// in it. PLAINTEXT, SSL and SASL_PLAINTEXT are served so far: a
+	// listener mapped to SASL_SSL is refused, so that nothing is advertised
 	// that is not served.
 	ListenerSecurityProtocolMap string
 	// ListenerConfigs are the per-listener settings, by their whole key
@@ -85,6 +85,9 @@ type Config struct {
 	// without one, where Kafka refuses to start, the first listener, which
 	// is what Gregor used before it had this setting.
 	InterBrokerListenerName string
+	// SSL is the ssl.* settings of SSL listeners (tls.go); a listener's
+	// listener.name.<listener>.ssl.* in ListenerConfigs beat them.
+	SSL SSLConfig
 	// Rack is the broker's rack (broker.rack), or empty.
 	Rack string
 	// LogDirs hold the partition logs (log.dirs).
@@ -438,6 +441,7 @@ func DefaultConfig() Config {
 		TransactionPartitionVerification:     true,
 		AddPartitionsRetryBackoff:            20 * time.Millisecond,
 		AddPartitionsRetryMax:                100 * time.Millisecond,
+		SSL:                                  DefaultSSLConfig(),
 	}
 }
 
@@ -447,7 +451,8 @@ func DefaultConfig() Config {
 const DefaultListenerSecurityProtocolMap = "SASL_SSL:SASL_SSL,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT"
 
 // The security protocols of listener.security.protocol.map, by Kafka's
-// names. ProtocolPlaintext and ProtocolSASLPlaintext are served so far.
+// names. ProtocolPlaintext, ProtocolSSL and ProtocolSASLPlaintext are
+// served so far.
 const (
 	ProtocolPlaintext     = "PLAINTEXT"
 	ProtocolSSL           = "SSL"
@@ -521,6 +526,8 @@ type listenerSetup struct {
 	protocols map[string]string
 	// interBroker names the inter-broker listener.
 	interBroker string
+	// tls serves the SSL listeners, by name (tls.go).
+	tls map[string]*listenerTLS
 	// sasl holds the authentication setup of each SASL listener, by name.
 	sasl map[string]*saslListener
 	// interBrokerSASL is how the broker's own connections authenticate,
@@ -544,8 +551,8 @@ func (c *Config) resolveListeners() (listenerSetup, error) {
 		switch {
 		case !ok:
 			return fmt.Errorf("%w: %s: listener %s has no security protocol in listener.security.protocol.map", ErrInvalidConfig, key, l.Name)
-		case proto != ProtocolPlaintext && proto != ProtocolSASLPlaintext:
-			return fmt.Errorf("%w: %s: listener %s is %s, but Gregor serves only PLAINTEXT and SASL_PLAINTEXT listeners so far (SSL and SASL_SSL are not served yet)",
+		case proto != ProtocolPlaintext && proto != ProtocolSSL && proto != ProtocolSASLPlaintext:
+			return fmt.Errorf("%w: %s: listener %s is %s, but Gregor serves only PLAINTEXT, SSL and SASL_PLAINTEXT listeners so far (SASL_SSL is not served yet)",
 				ErrInvalidConfig, key, l.Name, proto)
 		}
 		return nil
@@ -587,6 +594,9 @@ func (c *Config) resolveListeners() (listenerSetup, error) {
 		ls.interBroker = ls.listeners[0].Name
 	case !names[ls.interBroker]:
 		return ls, fmt.Errorf("%w: inter.broker.listener.name %s is not the name of a listener in listeners", ErrInvalidConfig, ls.interBroker)
+	}
+	if err := c.tlsListeners(&ls); err != nil {
+		return ls, err
 	}
 	if err := c.resolveSASL(&ls); err != nil {
 		return ls, err

@@ -282,7 +282,7 @@ func TestListenerConfig(t *testing.T) {
 		{"listener without protocol", func(c *Config) {
 			c.Listeners = []string{"PLAINTEXT://127.0.0.1:9092", "OTHER://127.0.0.1:9093"}
 		}, "listener OTHER has no security protocol"},
-		{"SSL refused", func(c *Config) { c.Listeners = []string{"SSL://127.0.0.1:9093"} }, "SSL and SASL_SSL are not served yet"},
+		{"SSL without a key", func(c *Config) { c.Listeners = []string{"SSL://127.0.0.1:9093"} }, "SSL listener SSL: no key and certificate"},
 		{"SASL_SSL refused", func(c *Config) {
 			c.Listeners = []string{"CLIENTS://127.0.0.1:9093"}
 			c.ListenerSecurityProtocolMap = "CLIENTS:SASL_SSL"

@@ -58,6 +58,10 @@ type metrics struct {
 	// authentications counts SASL authentications by listener, mechanism
 	// and outcome (authenticated, reauthenticated, failed).
 	authentications *prometheus.CounterVec
+	// tlsHandshakes counts TLS handshakes on SSL listeners by result;
+	// tlsCertExpiry is each SSL listener's certificate's notAfter (tls.go).
+	tlsHandshakes *prometheus.CounterVec
+	tlsCertExpiry *prometheus.GaugeVec
 	// authzDenied counts operations the authorizer denied.
 	authzDenied prometheus.Counter
 	// reassignBytesIn counts the bytes this broker's replica fetchers
@@ -146,6 +150,14 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "gregor_sasl_authentications_total",
 			Help: "SASL authentications on SASL listeners, by listener, mechanism and result: authenticated, reauthenticated (KIP-368) or failed (the connection is closed).",
 		}, []string{"listener", "mechanism", "result"}),
+		tlsHandshakes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gregor_tls_handshakes_total",
+			Help: "TLS handshakes on SSL listeners, by listener and result: ok, or failed (the connection is closed).",
+		}, []string{"listener", "result"}),
+		tlsCertExpiry: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "gregor_tls_certificate_expiry_timestamp_seconds",
+			Help: "When the certificate an SSL listener presents expires (its notAfter), in Unix seconds, by listener.",
+		}, []string{"listener"}),
 		connClosed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gregor_connections_closed_total",
 			Help: "Client connections closed, by listener.",
@@ -277,7 +289,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		m.etcdOps[op] = etcdOpMetrics{latency: m.etcdLatency.WithLabelValues(op), errors: m.etcdErrors.WithLabelValues(op)}
 	}
 	if reg != nil {
-		reg.MustRegister(m.requests, m.failures, m.errorCodes, m.latency, m.queueTime, m.localTime, m.fetchWait, m.produceWait, m.connections, m.connCreated, m.connClosed, m.authentications,
+		reg.MustRegister(m.requests, m.failures, m.errorCodes, m.latency, m.queueTime, m.localTime, m.fetchWait, m.produceWait, m.connections, m.connCreated, m.connClosed, m.authentications, m.tlsHandshakes, m.tlsCertExpiry,
 			m.bytesIn, m.recordsIn, m.bytesOut, m.fsync, m.groupCommit, m.syncRecords, m.etcdLatency, m.etcdErrors, m.sessionUp, m.activeController,
 			m.isrShrinks, m.isrExpands, m.authzDenied, m.reassignBytesIn, m.logDirMoves, m.logDirMoveBytes, m.txnOngoing, m.txnCommits, m.txnAborts, m.txnTimeoutAborts, m.txnMarkerErrors,
 			m.shareRecords, m.shareWrites, m.shareWriteErrors)

@@ -302,6 +302,11 @@ func (b *Broker) dialLeader(ctx context.Context, leader int32) (net.Conn, error)
 	if err != nil {
 		return nil, err
 	}
+	if lt := b.lis.tls[b.lis.interBroker]; lt != nil { // an SSL inter-broker listener
+		if nc, err = lt.dial(ctx, nc, at.Host); err != nil {
+			return nil, err
+		}
+	}
 	if err := b.authenticateOutgoing(nc); err != nil {
 		nc.Close()
 		return nil, fmt.Errorf("authenticate to broker %d: %w", leader, err)

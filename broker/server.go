@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -78,6 +79,10 @@ func (b *Broker) serve(ln net.Listener, name string) {
 			nc.Close()
 			continue
 		}
+		lt := b.lis.tls[name] // SSL listener: the handshake is in the connection's goroutine
+		if lt != nil {
+			nc = tls.Server(nc, lt.server)
+		}
 		c := &conn{b: b, nc: idleConn{Conn: nc, idle: b.cfg.ConnectionsMaxIdle}, listener: name, out: make(chan *outFrame, 8),
 			principal: anonymous, host: ip,
 			logger: b.loggerFor("network").With("remote", nc.RemoteAddr().String())}
@@ -94,6 +99,10 @@ func (b *Broker) serve(ln net.Listener, name string) {
 			defer closed.Inc()
 			defer b.quotas.release(ip, true, exempt)
 			defer b.trackConn(c, false)
+			if lt != nil && !c.handshake(lt) {
+				c.close()
+				return
+			}
 			c.run()
 		})
 	}

@@ -17,7 +17,8 @@ package configs
 // type and default, read-only, refused as a dynamic change ("Cannot update
 // these configs dynamically") and ignored with a warning at start. Among
 // them: KRaft and the controller quorum (Gregor keeps cluster metadata in
-// etcd), replica fetcher tuning and the client quotas, TLS, SASL and delegation tokens,
+// etcd), replica fetcher tuning and the client quotas, the TLS settings for
+// key store formats Gregor does not read, SASL and delegation tokens,
 // transactions, share groups and the newer group protocols, tiered storage,
 // the log cleaner's threads and I/O tuning, limits Gregor does not enforce,
 // socket tuning, purgatories, metrics reporters, policies and plugins.
@@ -99,6 +100,71 @@ var brokerDefs = []*Def{
 	{
 		Name: "log.dir", Type: TypeList, Default: "/tmp/kafka-logs",
 		Doc: "Directory holding partition data when log.dirs is not set.",
+	},
+
+	// SSL listeners (broker/tls.go). Read at start only: a changed key or
+	// trust store file is picked up by itself, and nothing else can be
+	// changed dynamically. listener.name.<listener>.ssl.* overrides each
+	// for one listener.
+	{
+		Name: "ssl.keystore.type", Type: TypeString, Default: "JKS",
+		Doc: "Format of the key store. Gregor reads PEM only and refuses to start an SSL listener with another.",
+	},
+	{
+		Name: "ssl.keystore.location", Type: TypeString, NullDefault: true,
+		Doc: "PEM file holding the private key and the certificate chain of SSL listeners; read again when it changes.",
+	},
+	{
+		Name: "ssl.keystore.certificate.chain", Type: TypePassword, NullDefault: true,
+		Doc: "Certificate chain of SSL listeners as PEM text, leaf first, in place of ssl.keystore.location.",
+	},
+	{
+		Name: "ssl.keystore.key", Type: TypePassword, NullDefault: true,
+		Doc: "Private key of SSL listeners as PEM text (PKCS#8), in place of ssl.keystore.location.",
+	},
+	{
+		Name: "ssl.key.password", Type: TypePassword, NullDefault: true,
+		Doc: "Password of an encrypted PKCS#8 private key (PBES2: PBKDF2 with HMAC-SHA1 or SHA-2, AES-CBC).",
+	},
+	{
+		Name: "ssl.truststore.type", Type: TypeString, Default: "JKS",
+		Doc: "Format of the trust store. Gregor reads PEM only.",
+	},
+	{
+		Name: "ssl.truststore.location", Type: TypeString, NullDefault: true,
+		Doc: "PEM file of the CA certificates client and broker certificates are verified with; read again when it changes. Unset means the system's.",
+	},
+	{
+		Name: "ssl.truststore.certificates", Type: TypePassword, NullDefault: true,
+		Doc: "CA certificates as PEM text, in place of ssl.truststore.location.",
+	},
+	{
+		Name: "ssl.client.auth", Type: TypeString, Default: "none", check: oneOf("required", "requested", "none"),
+		Doc: "Whether SSL listeners ask clients for a certificate: required, requested (verified when given) or none.",
+	},
+	{
+		Name: "ssl.enabled.protocols", Type: TypeList, Default: "TLSv1.2,TLSv1.3",
+		Doc: "TLS versions SSL listeners accept; Gregor enables the range from the lowest to the highest listed.",
+	},
+	{
+		Name: "ssl.principal.mapping.rules", Type: TypeString, Default: "DEFAULT",
+		Doc: "Rules mapping a client certificate's subject DN to a principal name: RULE:pattern/replacement/[LU] or DEFAULT (the DN), comma-separated, the first that applies wins.",
+	},
+	{
+		Name: "ssl.cipher.suites", Type: TypeList, Default: "",
+		Doc: "Cipher suites SSL listeners allow, by IANA name, for TLS 1.2 and below (TLS 1.3's are not configurable in Go). Empty allows Go's defaults.",
+	},
+	{
+		Name: "ssl.allow.dn.changes", Type: TypeBoolean, Default: "false",
+		Doc: "Whether a reloaded key store may hold a certificate with another subject DN; a reload that changes it is refused otherwise.",
+	},
+	{
+		Name: "ssl.allow.san.changes", Type: TypeBoolean, Default: "false",
+		Doc: "Whether a reloaded key store may hold a certificate with other subject alternative names; a reload that changes them is refused otherwise.",
+	},
+	{
+		Name: "ssl.endpoint.identification.algorithm", Type: TypeString, Default: "https",
+		Doc: "https checks that another broker's certificate names the host dialled on the inter-broker listener; empty does not.",
 	},
 
 	// Topic creation defaults.

@@ -85,7 +85,7 @@ var keys = []key{
 		"comma-separated NAME://host:port clients are told to use, matched to listeners by name; a listener without one advertises its own address",
 		func(c *serveConfig) *[]string { return &c.broker.AdvertisedListeners }),
 	stringField("listener.security.protocol.map", "NAME:PROTOCOL,...",
-		"security protocol of each listener name; every listener must have one, and PLAINTEXT and SASL_PLAINTEXT are served so far",
+		"security protocol of each listener name; every listener must have one, and PLAINTEXT, SSL and SASL_PLAINTEXT are served so far",
 		func(c *serveConfig) *string { return &c.broker.ListenerSecurityProtocolMap }),
 	stringField("inter.broker.listener.name", "NAME",
 		"listener brokers reach each other on; empty means the one named PLAINTEXT, or the first listener when none is",
@@ -105,6 +105,11 @@ var keys = []key{
 	msField("connection.failed.authentication.delay.ms", 32,
 		"how long the answer to a failed authentication, and the close after it, are held back",
 		func(c *serveConfig) *time.Duration { return &c.broker.FailedAuthenticationDelay }),
+	sslKey("ssl.keystore.type"), sslKey("ssl.keystore.location"), sslKey("ssl.keystore.certificate.chain"),
+	sslKey("ssl.keystore.key"), sslKey("ssl.key.password"), sslKey("ssl.truststore.type"),
+	sslKey("ssl.truststore.location"), sslKey("ssl.truststore.certificates"), sslKey("ssl.client.auth"),
+	sslKey("ssl.enabled.protocols"), sslKey("ssl.principal.mapping.rules"), sslKey("ssl.endpoint.identification.algorithm"),
+	sslKey("ssl.cipher.suites"), sslKey("ssl.allow.dn.changes"), sslKey("ssl.allow.san.changes"),
 	stringField("broker.rack", "RACK", "rack (or zone) of this broker, for clients that fetch from the closest replica",
 		func(c *serveConfig) *string { return &c.broker.Rack }),
 	withAliases(listField("log.dirs", "DIRS",
@@ -968,4 +973,35 @@ func listField(name, placeholder, usage string, field func(*serveConfig) *[]stri
 func withAliases(k key, aliasUsage string, aliases ...string) key {
 	k.aliases, k.aliasUsage = aliases, aliasUsage
 	return k
+}
+
+// sslKey is one of the ssl.* settings, documented as the config catalogue
+// documents it.
+func sslKey(name string) key {
+	d, _ := configs.Broker(name)
+	placeholder := "VALUE"
+	switch {
+	case strings.HasSuffix(name, ".location"):
+		placeholder = "FILE"
+	case d.Type == configs.TypePassword:
+		placeholder = "PEM"
+	case d.Type == configs.TypeList:
+		placeholder = "LIST"
+	case d.Type == configs.TypeBoolean:
+		placeholder = "BOOL"
+	}
+	if name == "ssl.key.password" {
+		placeholder = "PASSWORD"
+	}
+	return key{
+		name: name, placeholder: placeholder, usage: d.Doc,
+		get: func(c *serveConfig) string {
+			v, _ := c.broker.SSL.Setting(name)
+			return v
+		},
+		set: func(c *serveConfig, s string) error {
+			c.broker.SSL.Set(name, strings.TrimSpace(s))
+			return nil
+		},
+	}
 }
