@@ -39,9 +39,8 @@ type Config struct {
 	// ListenerSecurityProtocolMap gives each listener name its security
 	// protocol (listener.security.protocol.map, NAME:PROTOCOL,...; names
 	// and protocols are case-insensitive). Every listener must be named
-	// in it. PLAINTEXT, SSL and SASL_PLAINTEXT are served so far: a
-	// listener mapped to SASL_SSL is refused, so that nothing is advertised
-	// that is not served.
+	// in it. All four of Kafka's protocols are served: PLAINTEXT, SSL
+	// (tls.go), SASL_PLAINTEXT and SASL_SSL (SASL over TLS, sasl_conn.go).
 	ListenerSecurityProtocolMap string
 	// ListenerConfigs are the per-listener settings, by their whole key
 	// (listener.name.<listener>.<setting>, the listener name in lower case
@@ -451,8 +450,7 @@ func DefaultConfig() Config {
 const DefaultListenerSecurityProtocolMap = "SASL_SSL:SASL_SSL,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT"
 
 // The security protocols of listener.security.protocol.map, by Kafka's
-// names. ProtocolPlaintext, ProtocolSSL and ProtocolSASLPlaintext are
-// served so far.
+// names.
 const (
 	ProtocolPlaintext     = "PLAINTEXT"
 	ProtocolSSL           = "SSL"
@@ -547,13 +545,8 @@ func (c *Config) resolveListeners() (listenerSetup, error) {
 		return ls, err
 	}
 	known := func(l Listener, key string) error {
-		proto, ok := ls.protocols[l.Name]
-		switch {
-		case !ok:
+		if _, ok := ls.protocols[l.Name]; !ok {
 			return fmt.Errorf("%w: %s: listener %s has no security protocol in listener.security.protocol.map", ErrInvalidConfig, key, l.Name)
-		case proto != ProtocolPlaintext && proto != ProtocolSSL && proto != ProtocolSASLPlaintext:
-			return fmt.Errorf("%w: %s: listener %s is %s, but Gregor serves only PLAINTEXT, SSL and SASL_PLAINTEXT listeners so far (SASL_SSL is not served yet)",
-				ErrInvalidConfig, key, l.Name, proto)
 		}
 		return nil
 	}

@@ -282,11 +282,11 @@ func TestListenerConfig(t *testing.T) {
 		{"listener without protocol", func(c *Config) {
 			c.Listeners = []string{"PLAINTEXT://127.0.0.1:9092", "OTHER://127.0.0.1:9093"}
 		}, "listener OTHER has no security protocol"},
-		{"SSL without a key", func(c *Config) { c.Listeners = []string{"SSL://127.0.0.1:9093"} }, "SSL listener SSL: no key and certificate"},
-		{"SASL_SSL refused", func(c *Config) {
+		{"SSL without a key", func(c *Config) { c.Listeners = []string{"SSL://127.0.0.1:9093"} }, "TLS of listener SSL: no key and certificate"},
+		{"SASL_SSL without a key store", func(c *Config) {
 			c.Listeners = []string{"CLIENTS://127.0.0.1:9093"}
 			c.ListenerSecurityProtocolMap = "CLIENTS:SASL_SSL"
-		}, "listener CLIENTS is SASL_SSL"},
+		}, "TLS of listener CLIENTS: no key and certificate"},
 		{"SASL with Kafka's default mechanism refused", func(c *Config) {
 			c.Listeners = []string{"CLIENTS://127.0.0.1:9093"}
 			c.ListenerSecurityProtocolMap = "CLIENTS:SASL_PLAINTEXT"

@@ -46,7 +46,7 @@ func (c *Config) listenerConfig(listener, key string) (string, bool) {
 // resolveSASL checks and puts together the setup of ls's SASL listeners.
 func (c *Config) resolveSASL(ls *listenerSetup) error {
 	for _, l := range ls.listeners {
-		if ls.protocols[l.Name] != ProtocolSASLPlaintext {
+		if p := ls.protocols[l.Name]; p != ProtocolSASLPlaintext && p != ProtocolSASLSSL {
 			continue
 		}
 		key, mechs := "sasl.enabled.mechanisms", c.SASLEnabledMechanisms

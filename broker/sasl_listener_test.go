@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/sha256"
+	"crypto/x509/pkix"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -28,6 +29,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/gregor-io/gregor/broker/sasl"
+	"github.com/gregor-io/gregor/coordinator/acl"
 	"github.com/gregor-io/gregor/protocol"
 )
 
@@ -391,7 +393,7 @@ func TestSASLConfig(t *testing.T) {
 			c.InterBrokerListenerName, c.SASLMechanismInterBrokerProtocol = "SASL_PLAINTEXT", "PLAIN"
 			c.ListenerConfigs["listener.name.sasl_plaintext.plain.sasl.jaas.config"] = `org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="x";`
 		}},
-		{"SSL still refused", "SSL", func(c *Config) { c.Listeners = append(c.Listeners, "SSL://127.0.0.1:0") }},
+		{"SSL without a key store", "no key and certificate", func(c *Config) { c.Listeners = append(c.Listeners, "SSL://127.0.0.1:0") }},
 	} {
 		var c Config
 		base(&c)
@@ -617,5 +619,69 @@ func TestSASLOAuthBearer(t *testing.T) {
 	}
 	if err := saslClient(t, u, bearer(unsigned("other"))).Ping(ctx); !errors.Is(err, kerr.SaslAuthenticationFailed) {
 		t.Errorf("unsecured validator, token without the required scope: %v", err)
+	}
+}
+
+// TestSASLSSL: SASL over TLS. A SASL_SSL listener takes franz-go clients
+// with TLS and SCRAM-SHA-512, whose principal is the SASL user's (not the
+// client certificate's); a client without TLS is closed; two brokers
+// whose inter-broker listener is SASL_SSL replicate over it.
+func TestSASLSSL(t *testing.T) {
+	t.Parallel()
+	ca := newTestCA(t)
+	dir := t.TempDir()
+	certPEM, keyPEM := ca.issue(t, pkix.Name{CommonName: "broker"}, 100)
+	ks := writeFile(t, dir, "broker.pem", keyPEM, certPEM)
+	ts := writeFile(t, dir, "ca.pem", ca.pem)
+	saslSSL := func(id int32) func(*Config) {
+		return func(c *Config) {
+			c.NodeID = id
+			c.Listeners = []string{"PLAINTEXT://127.0.0.1:0", "SECURE://127.0.0.1:0"}
+			c.ListenerSecurityProtocolMap = "PLAINTEXT:PLAINTEXT,SECURE:SASL_SSL"
+			c.InterBrokerListenerName = "SECURE"
+			c.SSL.KeystoreType, c.SSL.KeystoreLocation = "PEM", ks
+			c.SSL.TruststoreType, c.SSL.TruststoreLocation = "PEM", ts
+			c.SASLEnabledMechanisms = []string{"SCRAM-SHA-512"}
+			c.SASLMechanismInterBrokerProtocol = "SCRAM-SHA-512"
+			c.ListenerConfigs = map[string]string{"listener.name.secure.scram-sha-512.sasl.jaas.config": `org.apache.kafka.common.security.scram.ScramLoginModule required username="broker" password="broker-secret";`}
+			c.AuthorizerClassName = StandardAuthorizer
+			c.SuperUsers = []string{"User:ANONYMOUS", "User:broker"}
+		}
+	}
+	b1 := startBroker(t, saslSSL(1))
+	addScramUser(t, b1, "broker", "broker-secret")
+	addScramUser(t, b1, "carol", "carol-secret")
+	b2 := startBroker(t, saslSSL(2), func(c *Config) { c.EtcdEndpoints = b1.cluster.ClientURLs() })
+	waitFor(t, 20*time.Second, "two brokers live", func() error {
+		for _, b := range []*Broker{b1, b2} {
+			if n := len(b.cluster.Snapshot().Brokers); n != 2 {
+				return fmt.Errorf("broker %d sees %d live", b.cfg.NodeID, n)
+			}
+		}
+		return nil
+	})
+	w := dialWire(t, b1)
+	checkCode(t, "create", w.createTopicResultAssigned("secure", [][]int32{{1, 2}}, map[string]string{"min.insync.replicas": "2"}).ErrorCode, protocol.None)
+	waitISR(t, b1, "secure", 0, "[1 2]")
+	w.createACLs(allow(acl.ResourceTopic, "secure", "User:carol", acl.OpWrite))
+
+	ctx := testContext(t, time.Minute)
+	// The client certificate names CN=mallory, a super user would it count.
+	tlsCfg := ca.clientTLS(t, pkix.Name{CommonName: "mallory"}, 9)
+	carol := newClient(t, b1, kgo.SeedBrokers(b1.Addrs()[1]), kgo.DialTLSConfig(tlsCfg),
+		kgo.SASL(scram.Auth{User: "carol", Pass: "carol-secret"}.AsSha512Mechanism()), kgo.RequiredAcks(kgo.AllISRAcks()))
+	waitFor(t, 20*time.Second, "carol's ACL applied", func() error {
+		return carol.ProduceSync(ctx, &kgo.Record{Topic: "secure", Value: []byte("x")}).FirstErr()
+	})
+	adm := kadm.NewClient(newClient(t, b1, kgo.SeedBrokers(b1.Addrs()[1]), kgo.DialTLSConfig(tlsCfg),
+		kgo.SASL(scram.Auth{User: "carol", Pass: "carol-secret"}.AsSha512Mechanism())))
+	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "not-carols"); !errors.Is(err, kerr.TopicAuthorizationFailed) {
+		t.Errorf("carol creates a topic: %v, want TOPIC_AUTHORIZATION_FAILED (her principal is User:carol, not the certificate's)", err)
+	}
+	if err := saslClient(t, b1, kgo.SASL(scram.Auth{User: "carol", Pass: "carol-secret"}.AsSha512Mechanism())).Ping(ctx); err == nil {
+		t.Error("a client without TLS was served on the SASL_SSL listener")
+	}
+	if v := counterValue(t, b1.metrics.authentications.WithLabelValues("SECURE", "SCRAM-SHA-512", "authenticated")); v < 2 {
+		t.Errorf("SCRAM authentications on SECURE: %v, want broker 2's fetcher's and carol's", v)
 	}
 }

@@ -244,7 +244,7 @@ type fileStamp struct {
 func newListenerTLS(name string, s SSLConfig) (*listenerTLS, error) {
 	lt := &listenerTLS{name: name, ssl: s, logger: slog.New(slog.DiscardHandler)}
 	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w: SSL listener %s: %s", ErrInvalidConfig, name, fmt.Sprintf(format, args...))
+		return fmt.Errorf("%w: TLS of listener %s: %s", ErrInvalidConfig, name, fmt.Sprintf(format, args...))
 	}
 	switch strings.ToLower(strings.TrimSpace(s.ClientAuth)) {
 	case "none", "":
@@ -613,7 +613,7 @@ func (lt *listenerTLS) dial(ctx context.Context, nc net.Conn, host string) (net.
 // tlsListeners builds the TLS side of every SSL listener of ls.
 func (c *Config) tlsListeners(ls *listenerSetup) error {
 	for _, l := range ls.listeners {
-		if ls.protocols[l.Name] != ProtocolSSL {
+		if p := ls.protocols[l.Name]; p != ProtocolSSL && p != ProtocolSASLSSL {
 			continue
 		}
 		lt, err := newListenerTLS(l.Name, c.listenerSSL(l.Name))

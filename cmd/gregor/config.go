@@ -85,7 +85,7 @@ var keys = []key{
 		"comma-separated NAME://host:port clients are told to use, matched to listeners by name; a listener without one advertises its own address",
 		func(c *serveConfig) *[]string { return &c.broker.AdvertisedListeners }),
 	stringField("listener.security.protocol.map", "NAME:PROTOCOL,...",
-		"security protocol of each listener name; every listener must have one, and PLAINTEXT, SSL and SASL_PLAINTEXT are served so far",
+		"security protocol of each listener name; every listener must have one: PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL",
 		func(c *serveConfig) *string { return &c.broker.ListenerSecurityProtocolMap }),
 	stringField("inter.broker.listener.name", "NAME",
 		"listener brokers reach each other on; empty means the one named PLAINTEXT, or the first listener when none is",
