@@ -45,6 +45,16 @@
 #     SCRAM-SHA-512 credentials for alice, --describe lists both with their
 #     iterations, --delete-config removes one; both mechanisms in one
 #     --add-config fail with DuplicateResourceException, as on Kafka 4.
+#   - sasl: restarted with a SASL_PLAINTEXT listener next to PLAINTEXT
+#     (PLAIN users from its JAAS config, SCRAM users from the registry),
+#     kafka-configs over PLAINTEXT gives carol SCRAM credentials; over SASL
+#     the console producer as carol (SCRAM-SHA-512) writes, the console
+#     consumer as alice (PLAIN) reads it all in order, kafka-topics as
+#     carol (SCRAM-SHA-256) creates and lists; wrong passwords fail with
+#     SaslAuthenticationException, an unoffered mechanism with
+#     UnsupportedSaslMechanismException, a client without SASL on the SASL
+#     port gets nowhere; kcat produces and consumes over SASL.
+#     sasl-restore restarts the broker without SASL (and the authorizer).
 #
 # What was read is compared exactly with what was written: per partition in
 # order (both producers use Kafka's murmur2 key partitioning, so check.py
@@ -57,7 +67,11 @@
 # (kept only when something failed).
 #
 # Environment: CONSOLE_N (lines per producer, default 1000), KEEP_WORK=1 to
-# keep the work dir, GREGOR_SERVE_ARGS (extra flags for gregor serve).
+# keep the work dir, GREGOR_SERVE_ARGS (extra flags for gregor serve),
+# CONSOLE_ONLY (a bash regex on the scenario name: only the scenarios it
+# matches run, after build, fetch-tools and broker-start; CONSOLE_ONLY=sasl
+# runs the sasl scenario alone). A scenario that uses what an earlier one
+# left (restart-*, the group-* chain) fails or checks less without it.
 # Needs go (it also builds compat-tests/sarama, a module of its own, into
 # compat-tests/.cache/sarama-group), java 17+, mvn, python3; installs kcat
 # with apt-get when run as root and it is missing.
@@ -221,12 +235,19 @@ broker_alive() {
 	[[ -n $pid && ! -e $work/broker.rc ]] && kill -0 "$pid" 2>/dev/null
 }
 
+# serve_extra: flags a scenario adds after GREGOR_SERVE_ARGS, as an array,
+# for values with spaces (a JAAS config) that GREGOR_SERVE_ARGS, split on
+# whitespace, cannot carry.
+serve_extra=()
+
 # start_broker: starts bin/gregor serve on $data with the ports picked below
 # and waits (bounded) until the Kafka port accepts connections and, when the
 # admin listener is on, /healthz answers (it starts after registration).
 start_broker() {
 	rm -f "$work/broker.pid" "$work/broker.rc"
-	say "  starting: bin/gregor serve --log.dirs $data --listeners PLAINTEXT://$bs --admin.listener 127.0.0.1:$admin_port --etcd.client.addr 127.0.0.1:$etcd_client_port --etcd.peer.addr 127.0.0.1:$etcd_peer_port ${GREGOR_SERVE_ARGS:-}"
+	local extra=""
+	((${#serve_extra[@]} == 0)) || extra=$(printf ' %q' "${serve_extra[@]}")
+	say "  starting: bin/gregor serve --log.dirs $data --listeners PLAINTEXT://$bs --admin.listener 127.0.0.1:$admin_port --etcd.client.addr 127.0.0.1:$etcd_client_port --etcd.peer.addr 127.0.0.1:$etcd_peer_port ${GREGOR_SERVE_ARGS:-}$extra"
 	(
 		# shellcheck disable=SC2086 # GREGOR_SERVE_ARGS is a list of flags.
 		"$root/bin/gregor" serve \
@@ -236,6 +257,7 @@ start_broker() {
 			--etcd.client.addr "127.0.0.1:$etcd_client_port" \
 			--etcd.peer.addr "127.0.0.1:$etcd_peer_port" \
 			${GREGOR_SERVE_ARGS:-} \
+			"${serve_extra[@]}" \
 			</dev/null >>"$work/gregor.log" 2>&1 &
 		echo $! >"$work/broker.pid"
 		rc=0
@@ -334,9 +356,14 @@ fail() {
 }
 
 # scenario NAME FUNC [inline]: runs FUNC (in a subshell with errexit, unless
-# inline) and records PASS or FAIL.
+# inline) and records PASS or FAIL. With CONSOLE_ONLY set, a scenario whose
+# name it does not match is left out, except the three every other needs.
 scenario() {
 	local name=$1 fn=$2 mode=${3:-}
+	case $name in
+	build | fetch-tools | broker-start) ;;
+	*) [[ -z ${CONSOLE_ONLY:-} || $name =~ $CONSOLE_ONLY ]] || return 0 ;;
+	esac
 	run_scenario "$name" "$mode" "$fn"
 }
 
@@ -1282,6 +1309,239 @@ scram() {
 	grep -q 'ResourceNotFoundException' "$work/scram-del2.out" "$work/scram-del2.out.err" ||
 		fail "deleting a missing credential did not fail with ResourceNotFoundException" "$work/scram-del2.out.err"
 	say "  both mechanisms added (one per command), described with their iterations, SCRAM-SHA-256 deleted"
+}
+
+# sasl: a SASL_PLAINTEXT listener next to the PLAINTEXT one. The broker is
+# restarted with both (SASL_PLAINTEXT on $sasl_bs), offering PLAIN (users
+# admin and alice, from the listener's JAAS config) and SCRAM-SHA-256/512
+# (users from the registry). With the Kafka tools and kcat:
+#   - kafka-configs over PLAINTEXT gives carol a SCRAM-SHA-512 and a
+#     SCRAM-SHA-256 credential (one per command, as Kafka 4 wants);
+#   - over SASL_PLAINTEXT, kafka-topics as carol (SCRAM-SHA-256) creates
+#     and lists topic sasl, the console producer as carol (SCRAM-SHA-512)
+#     writes N lines, kafka-get-offsets over PLAINTEXT counts N, and the
+#     console consumer as alice (PLAIN, in a group) reads them in order;
+#   - a wrong password (SCRAM and PLAIN) and an unknown SCRAM user fail
+#     with SaslAuthenticationException: kafka-topics exits non-zero; the
+#     console producer and consumer, which exit 0 all the same on Kafka
+#     4.4, write and read nothing. A mechanism the listener does not offer
+#     (OAUTHBEARER) fails with UnsupportedSaslMechanismException;
+#   - a client without SASL settings on the SASL port gets nowhere: Kafka
+#     answers its ApiVersions, closes the connection at the next request,
+#     and kafka-topics times out waiting for a node; kcat reports the
+#     disconnect;
+#   - kcat over SASL_PLAINTEXT produces, consumes, and reads the console
+#     producer's lines: with SCRAM-SHA-512 as carol when its librdkafka is
+#     2.6.1 or later. Older ones repeat the client nonce in their
+#     client-final-message, which Kafka 4 refuses (the Java client gets in
+#     with the same password), so there SCRAM must be refused and the round
+#     trip uses PLAIN as alice.
+# sasl-restore then restarts the broker as console-test started it, whether
+# sasl passed or not.
+sasl_jaas='org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" password="admin-secret" user_admin="admin-secret" user_alice="alice-secret";'
+carol_password=carol-secret
+
+# sasl_props FILE MECHANISM USER PASSWORD: client settings for
+# SASL_PLAINTEXT with MECHANISM as USER.
+sasl_props() {
+	local module=scram.ScramLoginModule
+	[[ $2 != PLAIN ]] || module=plain.PlainLoginModule
+	printf '%s\n' security.protocol=SASL_PLAINTEXT "sasl.mechanism=$2" \
+		"sasl.jaas.config=org.apache.kafka.common.security.$module required username=\"$3\" password=\"$4\";" >"$1"
+}
+
+# sasl_topics OUT PROPS ARGS...: kafka-topics on the SASL listener with the
+# client settings in PROPS; stdout to OUT, stderr to OUT.err; sets tool_rc.
+sasl_topics() {
+	local out=$1 props=$2
+	shift 2
+	tool_rc=0
+	kafka_java "$TOPICS" --bootstrap-server "$sasl_bs" --command-config "$props" "$@" \
+		</dev/null >"$out" 2>"$out.err" || tool_rc=$?
+}
+
+# sasl_refused WHAT PROPS EXCEPTION: kafka-topics --list with PROPS fails
+# (exits non-zero; TOOL_TIMEOUT bounds it) with EXCEPTION in its output.
+sasl_refused() {
+	local what=$1 out=$work/sasl-refused-${1// /-}.out
+	sasl_topics "$out" "$2" --list
+	((tool_rc != 0)) || fail "kafka-topics --list with $what succeeded; it printed: $(lines_of "$out")" "$out.err"
+	grep -q "$3" "$out" "$out.err" ||
+		fail "kafka-topics --list with $what exited with status $tool_rc without a $3" "$out.err"
+	say "  $what: status $tool_rc, $(head -n 1 "$out")"
+}
+
+# sasl_end_offset: topic sasl's end offset, read over PLAINTEXT.
+sasl_end_offset() {
+	offsets_cmd "$work/sasl-offsets.out" --topic sasl --time -1
+	awk -F: '$1 == "sasl" && $2 == 0 { print $3 }' "$work/sasl-offsets.out"
+}
+
+sasl() {
+	need_broker
+	need_java
+	stop_broker TERM || fail "the broker did not stop on SIGTERM within ${STOP_TIMEOUT}s"
+	serve_extra=(--listeners "PLAINTEXT://$bs,SASL_PLAINTEXT://$sasl_bs"
+		--sasl.enabled.mechanisms PLAIN,SCRAM-SHA-256,SCRAM-SHA-512
+		--listener.name.sasl_plaintext.plain.sasl.jaas.config "$sasl_jaas")
+	start_broker || fail "$(cat "$work/reason")"
+
+	local user=(--entity-type users --entity-name carol)
+	configs_cmd "$work/sasl-add512.out" --alter "${user[@]}" --add-config "SCRAM-SHA-512=[password=$carol_password]"
+	configs_cmd "$work/sasl-add256.out" --alter "${user[@]}" --add-config "SCRAM-SHA-256=[password=$carol_password]"
+	configs_cmd "$work/sasl-carol.out" --describe "${user[@]}"
+	grep -qxF "SCRAM credential configs for user-principal 'carol' are SCRAM-SHA-256=iterations=4096, SCRAM-SHA-512=iterations=4096" "$work/sasl-carol.out" ||
+		fail "kafka-configs --describe of carol printed: $(lines_of "$work/sasl-carol.out")"
+	say "  kafka-configs over PLAINTEXT: carol has SCRAM-SHA-256 and SCRAM-SHA-512 credentials"
+
+	local c256=$work/sasl-carol-256.properties c512=$work/sasl-carol-512.properties alice=$work/sasl-alice.properties
+	sasl_props "$c256" SCRAM-SHA-256 carol "$carol_password"
+	sasl_props "$c512" SCRAM-SHA-512 carol "$carol_password"
+	sasl_props "$alice" PLAIN alice alice-secret
+	# A credential reaches the broker after AlterUserScramCredentials
+	# returns (on Kafka through the metadata log), so the first login may
+	# come too early: it is retried until a deadline.
+	local deadline=$((SECONDS + 30)) tries=1
+	until sasl_topics "$work/sasl-first.out" "$c512" --list && ((tool_rc == 0)); do
+		((SECONDS < deadline)) ||
+			fail "kafka-topics --list as carol (SCRAM-SHA-512) still failed after $tries tries in 30s (status $tool_rc)" "$work/sasl-first.out.err"
+		tries=$((tries + 1))
+		sleep 1
+	done
+	say "  carol's first SCRAM-SHA-512 login: kafka-topics --list exited 0 (try $tries)"
+	sasl_topics "$work/sasl-create.out" "$c256" --create --topic sasl --partitions 1 --replication-factor 1
+	((tool_rc == 0)) && grep -q 'Created topic sasl' "$work/sasl-create.out" ||
+		fail "kafka-topics --create --topic sasl as carol (SCRAM-SHA-256) exited with status $tool_rc: $(lines_of "$work/sasl-create.out")" "$work/sasl-create.out.err"
+	sasl_topics "$work/sasl-list.out" "$c256" --list
+	((tool_rc == 0)) && grep -qx sasl "$work/sasl-list.out" ||
+		fail "kafka-topics --list as carol (SCRAM-SHA-256) exited with status $tool_rc: $(lines_of "$work/sasl-list.out")" "$work/sasl-list.out.err"
+	say "  kafka-topics as carol (SCRAM-SHA-256): --create and --list of topic sasl"
+
+	check lines sasl 0 "$N" >"$work/sasl.in"
+	kafka_java "$PRODUCER" --bootstrap-server "$sasl_bs" --topic sasl --command-config "$c512" \
+		--command-property acks=all --reader-property parse.key=true --reader-property "key.separator=$tab" \
+		<"$work/sasl.in" >"$work/sasl-produce.out" 2>"$work/sasl-produce.err" ||
+		fail "console producer as carol (SCRAM-SHA-512) exited with status $?" "$work/sasl-produce.err"
+	no_errors "console producer as carol (SCRAM-SHA-512)" "$work/sasl-produce.err"
+	local end
+	end=$(sasl_end_offset)
+	[[ $end == "$N" ]] || fail "after the console producer wrote $N lines over SASL, kafka-get-offsets over PLAINTEXT says sasl ends at '$end'"
+	kafka_java "$CONSUMER" --bootstrap-server "$sasl_bs" --topic sasl --group sasl-alice --from-beginning \
+		--max-messages "$N" --timeout-ms 30000 --formatter-property print.key=true --command-config "$alice" \
+		</dev/null >"$work/sasl-consume.out" 2>"$work/sasl-consume.err" || true
+	check same-order "$work/sasl.in" "$work/sasl-consume.out" >"$work/cmp" ||
+		fail "console consumer as alice (PLAIN) --group sasl-alice --from-beginning --max-messages $N: $(cat "$work/cmp")" "$work/sasl-consume.err"
+	say "  console producer as carol (SCRAM-SHA-512) wrote $N lines; the console consumer as alice (PLAIN) read them in order"
+
+	local bad=$work/sasl-bad
+	sasl_props "$bad-512.properties" SCRAM-SHA-512 carol not-carols
+	sasl_props "$bad-plain.properties" PLAIN alice not-alices
+	sasl_props "$bad-unknown.properties" SCRAM-SHA-256 mallory "$carol_password"
+	printf '%s\n' security.protocol=SASL_PLAINTEXT sasl.mechanism=OAUTHBEARER \
+		'sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required unsecuredLoginStringClaim_sub="carol";' \
+		>"$bad-oauth.properties"
+	sasl_refused "a wrong SCRAM-SHA-512 password" "$bad-512.properties" SaslAuthenticationException
+	sasl_refused "a wrong PLAIN password" "$bad-plain.properties" SaslAuthenticationException
+	sasl_refused "an unknown SCRAM user" "$bad-unknown.properties" SaslAuthenticationException
+	sasl_refused "OAUTHBEARER" "$bad-oauth.properties" UnsupportedSaslMechanismException
+	local m
+	for m in PLAIN SCRAM-SHA-256 SCRAM-SHA-512; do
+		grep -q "enabled mechanisms are \[.*$m" "$work/sasl-refused-OAUTHBEARER.out" ||
+			fail "refusing OAUTHBEARER, the broker did not list $m among its mechanisms: $(lines_of "$work/sasl-refused-OAUTHBEARER.out")"
+	done
+
+	local rc=0
+	head -n 5 "$work/sasl.in" |
+		kafka_java "$PRODUCER" --bootstrap-server "$sasl_bs" --topic sasl --command-config "$bad-512.properties" \
+			--reader-property parse.key=true --reader-property "key.separator=$tab" \
+			>"$work/sasl-bad-produce.out" 2>"$work/sasl-bad-produce.err" || rc=$?
+	grep -q SaslAuthenticationException "$work/sasl-bad-produce.err" ||
+		fail "the console producer with a wrong SCRAM-SHA-512 password (status $rc) reported no SaslAuthenticationException" "$work/sasl-bad-produce.err"
+	end=$(sasl_end_offset)
+	[[ $end == "$N" ]] || fail "the console producer with a wrong password moved the end of sasl from $N to '$end'"
+	rc=0
+	kafka_java "$CONSUMER" --bootstrap-server "$sasl_bs" --topic sasl --from-beginning --max-messages 5 \
+		--timeout-ms 20000 --command-config "$bad-plain.properties" \
+		</dev/null >"$work/sasl-bad-consume.out" 2>"$work/sasl-bad-consume.err" || rc=$?
+	grep -q SaslAuthenticationException "$work/sasl-bad-consume.err" ||
+		fail "the console consumer with a wrong PLAIN password (status $rc) reported no SaslAuthenticationException" "$work/sasl-bad-consume.err"
+	! grep -q 'sasl-key' "$work/sasl-bad-consume.out" ||
+		fail "the console consumer with a wrong PLAIN password read records: $(lines_of "$work/sasl-bad-consume.out")"
+	say "  with wrong passwords the console producer wrote nothing and the console consumer read nothing, both with a SaslAuthenticationException"
+
+	# No SASL settings; short timeouts, as such a client waits for a node
+	# until default.api.timeout.ms (60 s by default).
+	printf '%s\n' request.timeout.ms=10000 default.api.timeout.ms=10000 >"$work/sasl-plaintext.properties"
+	rc=0
+	kafka_java "$TOPICS" --bootstrap-server "$sasl_bs" --command-config "$work/sasl-plaintext.properties" --list \
+		</dev/null >"$work/sasl-plaintext.out" 2>"$work/sasl-plaintext.out.err" || rc=$?
+	((rc != 0)) || fail "kafka-topics --list without SASL on the SASL port succeeded; it printed: $(lines_of "$work/sasl-plaintext.out")"
+	grep -q 'Timed out waiting for a node assignment' "$work/sasl-plaintext.out" "$work/sasl-plaintext.out.err" ||
+		fail "kafka-topics --list without SASL on the SASL port exited with status $rc but did not time out waiting for a node" "$work/sasl-plaintext.out.err"
+	say "  without SASL on the SASL port: status $rc, $(head -n 1 "$work/sasl-plaintext.out")"
+
+	if ! command -v kcat >/dev/null; then
+		say "  kcat is not installed: its part of sasl did not run"
+		return 0
+	fi
+	sasl_kcat
+}
+
+# sasl_kcat: kcat's part of sasl (see there).
+sasl_kcat() {
+	local rc=0
+	timeout -k 5 30 kcat -b "$sasl_bs" -L -m 10 </dev/null >"$work/sasl-kcat-plain.out" 2>"$work/sasl-kcat-plain.err" || rc=$?
+	((rc != 0)) || fail "kcat -L without SASL on the SASL port succeeded: $(lines_of "$work/sasl-kcat-plain.out")"
+	grep -q 'Disconnected' "$work/sasl-kcat-plain.err" ||
+		fail "kcat -L without SASL on the SASL port (status $rc) reported no disconnect" "$work/sasl-kcat-plain.err"
+	say "  kcat without SASL on the SASL port: $(grep -m1 -o 'Disconnected[^(]*' "$work/sasl-kcat-plain.err" | sed 's/ *$//')"
+
+	local lib scram=(-X security.protocol=SASL_PLAINTEXT -X sasl.mechanisms=SCRAM-SHA-512 -X sasl.username=carol -X "sasl.password=$carol_password") kc who
+	lib=$(kcat -V 2>&1 | sed -nE 's/.*librdkafka ([0-9.]+).*/\1/p' | head -n 1)
+	if [[ -n $lib && $(printf '%s\n' 2.6.1 "$lib" | sort -V | head -n 1) == 2.6.1 ]]; then
+		kc=("${scram[@]}")
+		who="carol (SCRAM-SHA-512)"
+	else
+		rc=0
+		timeout -k 5 30 kcat -b "$sasl_bs" "${scram[@]}" -L -m 10 </dev/null >"$work/sasl-kcat-scram.out" 2>"$work/sasl-kcat-scram.err" || rc=$?
+		((rc != 0)) ||
+			fail "kcat (librdkafka $lib) logged in with SCRAM-SHA-512, which Kafka 4 refuses: librdkafka before 2.6.1 repeats the client nonce in its client-final-message"
+		grep -q 'SASL authentication error' "$work/sasl-kcat-scram.err" ||
+			fail "kcat (librdkafka $lib) with SCRAM-SHA-512 exited with status $rc without a SASL authentication error" "$work/sasl-kcat-scram.err"
+		say "  kcat (librdkafka $lib, before 2.6.1) refused with SCRAM-SHA-512, as on Kafka 4: $(grep -m1 -o 'SASL authentication error[^(]*' "$work/sasl-kcat-scram.err" | sed 's/ *$//')"
+		kc=(-X security.protocol=SASL_PLAINTEXT -X sasl.mechanisms=PLAIN -X sasl.username=alice -X sasl.password=alice-secret)
+		who="alice (PLAIN)"
+	fi
+	create_topic sasl-kcat 1
+	check lines kcat-sasl 0 "$N" >"$work/sasl-kcat.in"
+	timeout -k 5 "$TOOL_TIMEOUT" kcat -b "$sasl_bs" "${kc[@]}" -P -t sasl-kcat -K "$tab" \
+		<"$work/sasl-kcat.in" >"$work/sasl-kcat-produce.out" 2>"$work/sasl-kcat-produce.err" ||
+		fail "kcat -P as $who exited with status $?" "$work/sasl-kcat-produce.err"
+	no_errors "kcat -P as $who" "$work/sasl-kcat-produce.err"
+	local t
+	for t in sasl-kcat sasl; do
+		rc=0
+		timeout -k 5 "$KCAT_CONSUME_TIMEOUT" kcat -b "$sasl_bs" "${kc[@]}" -C -t "$t" -o beginning -e -f '%k\t%s\n' \
+			</dev/null >"$work/sasl-kcat-$t.got" 2>"$work/sasl-kcat-$t.got.err" || rc=$?
+		((rc == 0)) || fail "kcat -C -e -t $t as $who exited with status $rc (read $(wc -l <"$work/sasl-kcat-$t.got") records)" "$work/sasl-kcat-$t.got.err"
+	done
+	check same-order "$work/sasl-kcat.in" "$work/sasl-kcat-sasl-kcat.got" >"$work/cmp" ||
+		fail "kcat -C -t sasl-kcat as $who: $(cat "$work/cmp")"
+	check same-order "$work/sasl.in" "$work/sasl-kcat-sasl.got" >"$work/cmp" ||
+		fail "kcat -C -t sasl as $who (the console producer's lines): $(cat "$work/cmp")"
+	say "  kcat as $who read back in order the $N lines it wrote and the $N the console producer wrote"
+}
+
+# sasl-restore: the broker as console-test started it, without the SASL
+# listener (whose port then refuses connections).
+sasl_restore() {
+	if broker_alive; then
+		stop_broker TERM || fail "the broker did not stop on SIGTERM within ${STOP_TIMEOUT}s"
+	fi
+	serve_extra=()
+	start_broker || fail "$(cat "$work/reason")"
+	! python3 -c 'import socket, sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=2).close()' "$sasl_port" 2>/dev/null ||
+		fail "after the restart without SASL, port $sasl_port still accepts connections"
 }
 
 # --- lab scenarios ------------------------------------------------------------
@@ -2438,14 +2698,15 @@ if ! command -v kcat >/dev/null && [[ $(id -u) == 0 ]] && command -v apt-get >/d
 		say "  apt-get install kcat failed (see $work/apt.log)"
 fi
 
-read -r kafka_port admin_port etcd_client_port etcd_peer_port < <(python3 -c '
+read -r kafka_port admin_port etcd_client_port etcd_peer_port sasl_port < <(python3 -c '
 import socket
-socks = [socket.socket() for _ in range(4)]
+socks = [socket.socket() for _ in range(5)]
 for s in socks:
     s.bind(("127.0.0.1", 0))
 print(*(s.getsockname()[1] for s in socks))
 ')
 bs=127.0.0.1:$kafka_port
+sasl_bs=127.0.0.1:$sasl_port # the sasl scenario's SASL_PLAINTEXT listener
 
 scenario build do_build
 if ((failed > 0)); then
@@ -2484,6 +2745,8 @@ scenario restart-java restart_java
 scenario restart-groups restart_groups
 scenario acls acls
 scenario scram scram
+scenario sasl sasl
+scenario sasl-restore sasl_restore
 
 say ""
 say "console-test summary ($((SECONDS - t0))s in all):"
