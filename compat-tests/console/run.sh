@@ -54,6 +54,8 @@
 #     SaslAuthenticationException, an unoffered mechanism with
 #     UnsupportedSaslMechanismException, a client without SASL on the SASL
 #     port gets nowhere; kcat produces and consumes over SASL.
+#     sasl-reauth: with connections.max.reauth.ms the console consumer
+#     re-authenticates on its open connections (KIP-368) and reads on.
 #     sasl-restore restarts the broker without SASL (and the authorizer).
 #
 # What was read is compared exactly with what was written: per partition in
@@ -1377,14 +1379,37 @@ sasl_end_offset() {
 	awk -F: '$1 == "sasl" && $2 == 0 { print $3 }' "$work/sasl-offsets.out"
 }
 
+# sasl_start [FLAGS...]: restarts the broker with the SASL_PLAINTEXT
+# listener, and FLAGS.
+sasl_start() {
+	if broker_alive; then
+		stop_broker TERM || fail "the broker did not stop on SIGTERM within ${STOP_TIMEOUT}s"
+	fi
+	serve_extra=(--listeners "PLAINTEXT://$bs,SASL_PLAINTEXT://$sasl_bs"
+		--sasl.enabled.mechanisms PLAIN,SCRAM-SHA-256,SCRAM-SHA-512
+		--listener.name.sasl_plaintext.plain.sasl.jaas.config "$sasl_jaas" "$@")
+	start_broker || fail "$(cat "$work/reason")"
+}
+
+# sasl_first_login PROPS WHAT: kafka-topics --list with PROPS until it
+# succeeds. A SCRAM credential reaches the broker after
+# AlterUserScramCredentials returns (on Kafka through the metadata log), so
+# the first login may come too early; it is retried until a deadline.
+sasl_first_login() {
+	local deadline=$((SECONDS + 30)) tries=1
+	until sasl_topics "$work/sasl-first.out" "$1" --list && ((tool_rc == 0)); do
+		((SECONDS < deadline)) ||
+			fail "kafka-topics --list as $2 still failed after $tries tries in 30s (status $tool_rc)" "$work/sasl-first.out.err"
+		tries=$((tries + 1))
+		sleep 1
+	done
+	say "  first login as $2: kafka-topics --list exited 0 (try $tries)"
+}
+
 sasl() {
 	need_broker
 	need_java
-	stop_broker TERM || fail "the broker did not stop on SIGTERM within ${STOP_TIMEOUT}s"
-	serve_extra=(--listeners "PLAINTEXT://$bs,SASL_PLAINTEXT://$sasl_bs"
-		--sasl.enabled.mechanisms PLAIN,SCRAM-SHA-256,SCRAM-SHA-512
-		--listener.name.sasl_plaintext.plain.sasl.jaas.config "$sasl_jaas")
-	start_broker || fail "$(cat "$work/reason")"
+	sasl_start
 
 	local user=(--entity-type users --entity-name carol)
 	configs_cmd "$work/sasl-add512.out" --alter "${user[@]}" --add-config "SCRAM-SHA-512=[password=$carol_password]"
@@ -1398,17 +1423,7 @@ sasl() {
 	sasl_props "$c256" SCRAM-SHA-256 carol "$carol_password"
 	sasl_props "$c512" SCRAM-SHA-512 carol "$carol_password"
 	sasl_props "$alice" PLAIN alice alice-secret
-	# A credential reaches the broker after AlterUserScramCredentials
-	# returns (on Kafka through the metadata log), so the first login may
-	# come too early: it is retried until a deadline.
-	local deadline=$((SECONDS + 30)) tries=1
-	until sasl_topics "$work/sasl-first.out" "$c512" --list && ((tool_rc == 0)); do
-		((SECONDS < deadline)) ||
-			fail "kafka-topics --list as carol (SCRAM-SHA-512) still failed after $tries tries in 30s (status $tool_rc)" "$work/sasl-first.out.err"
-		tries=$((tries + 1))
-		sleep 1
-	done
-	say "  carol's first SCRAM-SHA-512 login: kafka-topics --list exited 0 (try $tries)"
+	sasl_first_login "$c512" "carol (SCRAM-SHA-512)"
 	sasl_topics "$work/sasl-create.out" "$c256" --create --topic sasl --partitions 1 --replication-factor 1
 	((tool_rc == 0)) && grep -q 'Created topic sasl' "$work/sasl-create.out" ||
 		fail "kafka-topics --create --topic sasl as carol (SCRAM-SHA-256) exited with status $tool_rc: $(lines_of "$work/sasl-create.out")" "$work/sasl-create.out.err"
@@ -1530,6 +1545,52 @@ sasl_kcat() {
 	check same-order "$work/sasl.in" "$work/sasl-kcat-sasl.got" >"$work/cmp" ||
 		fail "kcat -C -t sasl as $who (the console producer's lines): $(cat "$work/cmp")"
 	say "  kcat as $who read back in order the $N lines it wrote and the $N the console producer wrote"
+}
+
+# sasl-reauth: restarted with connections.max.reauth.ms=3000, the broker
+# gives each SASL session 3 s (SaslAuthenticate's session lifetime) and
+# the Java client re-authenticates on its open connections before they
+# expire (KIP-368). A console consumer as carol (SCRAM-SHA-512), logging
+# its authenticator at debug, waits on an empty topic until it has
+# re-authenticated; the console producer then writes N lines, which the
+# consumer reads in order on the connections it kept.
+SASL_REAUTH_MS=3000
+sasl_reauth() {
+	need_broker
+	need_java
+	sasl_start --connections.max.reauth.ms "$SASL_REAUTH_MS"
+	local c512=$work/sasl-carol-512.properties out=$work/sasl-reauth.got consumer deadline
+	configs_cmd "$work/sasl-reauth-add.out" --alter --entity-type users --entity-name carol \
+		--add-config "SCRAM-SHA-512=[password=$carol_password]"
+	sasl_props "$c512" SCRAM-SHA-512 carol "$carol_password"
+	sasl_first_login "$c512" "carol (SCRAM-SHA-512)"
+	create_topic sasl-reauth 1
+	start_bg "$out" timeout -k 5 "$TOOL_TIMEOUT" java "${JAVA_OPTS[@]}" \
+		-Dorg.slf4j.simpleLogger.log.org.apache.kafka.common.security.authenticator=debug \
+		-cp "$libs/*" "$CONSUMER" --bootstrap-server "$sasl_bs" --topic sasl-reauth --group sasl-reauth \
+		--from-beginning --max-messages "$N" --timeout-ms 60000 --formatter-property print.key=true \
+		--command-config "$c512"
+	consumer=$bg_pid
+	deadline=$((SECONDS + 30))
+	until grep -q 'Finished re-authentication' "$out.err"; do
+		kill -0 "$consumer" 2>/dev/null || fail "the console consumer as carol exited before it re-authenticated" "$out.err"
+		((SECONDS < deadline)) ||
+			fail "the console consumer as carol did not re-authenticate within 30s (sessions of ${SASL_REAUTH_MS} ms)" "$out.err"
+		sleep 0.2
+	done
+	grep -q "Finished authentication with session expiration in $SASL_REAUTH_MS ms" "$out.err" ||
+		fail "the console consumer's first authentication did not get a session of $SASL_REAUTH_MS ms: $(grep -m1 -o 'Finished authentication[^\[]*' "$out.err")" "$out.err"
+	check lines reauth 0 "$N" >"$work/sasl-reauth.in"
+	kafka_java "$PRODUCER" --bootstrap-server "$sasl_bs" --topic sasl-reauth --command-config "$c512" \
+		--command-property acks=all --reader-property parse.key=true --reader-property "key.separator=$tab" \
+		<"$work/sasl-reauth.in" >"$work/sasl-reauth-produce.out" 2>"$work/sasl-reauth-produce.err" ||
+		fail "console producer as carol (SCRAM-SHA-512) exited with status $?" "$work/sasl-reauth-produce.err"
+	no_errors "console producer as carol (SCRAM-SHA-512)" "$work/sasl-reauth-produce.err"
+	wait "$consumer" || fail "the console consumer as carol exited with status $?" "$out.err"
+	check same-order "$work/sasl-reauth.in" "$out" >"$work/cmp" ||
+		fail "the re-authenticating console consumer (--max-messages $N): $(cat "$work/cmp")" "$out.err"
+	no_errors "the re-authenticating console consumer" "$out.err"
+	say "  the console consumer re-authenticated $(grep -c 'Finished re-authentication' "$out.err") times (sessions of ${SASL_REAUTH_MS} ms), then read the $N lines written after that, in order"
 }
 
 # sasl-restore: the broker as console-test started it, without the SASL
@@ -2746,6 +2807,7 @@ scenario restart-groups restart_groups
 scenario acls acls
 scenario scram scram
 scenario sasl sasl
+scenario sasl-reauth sasl_reauth
 scenario sasl-restore sasl_restore
 
 say ""
