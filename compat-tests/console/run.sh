@@ -1338,8 +1338,8 @@ scram() {
 #     client-final-message, which Kafka 4 refuses (the Java client gets in
 #     with the same password), so there SCRAM must be refused and the round
 #     trip uses PLAIN as alice.
-# sasl-restore then restarts the broker as console-test started it, whether
-# sasl passed or not.
+# sasl-reauth follows, then sasl-restore, which restarts the broker as
+# console-test started it whether they passed or not.
 sasl_jaas='org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" password="admin-secret" user_admin="admin-secret" user_alice="alice-secret";'
 carol_password=carol-secret
 
