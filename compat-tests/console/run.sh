@@ -56,6 +56,8 @@
 #     port gets nowhere; kcat produces and consumes over SASL.
 #     sasl-reauth: with connections.max.reauth.ms the console consumer
 #     re-authenticates on its open connections (KIP-368) and reads on.
+#     sasl-acls: with the StandardAuthorizer, ACLs for User:carol and
+#     User:alice let each do what they allow and refuse the rest.
 #     sasl-restore restarts the broker without SASL (and the authorizer).
 #
 # What was read is compared exactly with what was written: per partition in
@@ -1338,8 +1340,8 @@ scram() {
 #     client-final-message, which Kafka 4 refuses (the Java client gets in
 #     with the same password), so there SCRAM must be refused and the round
 #     trip uses PLAIN as alice.
-# sasl-reauth follows, then sasl-restore, which restarts the broker as
-# console-test started it whether they passed or not.
+# sasl-reauth and sasl-acls follow, then sasl-restore, which restarts the
+# broker as console-test started it whether they passed or not.
 sasl_jaas='org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" password="admin-secret" user_admin="admin-secret" user_alice="alice-secret";'
 carol_password=carol-secret
 
@@ -1606,6 +1608,74 @@ sasl_reauth() {
 		fail "the re-authenticating console consumer (--max-messages $N): $(cat "$work/cmp")" "$out.err"
 	no_errors "the re-authenticating console consumer" "$out.err"
 	say "  the console consumer re-authenticated $(grep -c 'Finished re-authentication' "$out.err") times (sessions of ${SASL_REAUTH_MS} ms), then read the $N lines written after that, in order"
+}
+
+# sasl-acls: the SASL principals are what the authorizer sees. Restarted
+# with the StandardAuthorizer (User:ANONYMOUS, the PLAINTEXT tools, a super
+# user) next to the SASL settings; kafka-acls over PLAINTEXT lets
+# User:carol write topic sasl-acl and User:alice read it in group
+# sasl-acl-g. Then carol (SCRAM-SHA-512) writes N lines, which alice
+# (PLAIN) reads in the group, in order; alice may not write (her producer
+# gets no producer id, ClusterAuthorizationException, or without
+# idempotence a TopicAuthorizationException; nothing is written) and carol
+# may not read (GroupAuthorizationException).
+sasl_acls() {
+	need_broker
+	need_java
+	sasl_start --authorizer.class.name org.apache.kafka.metadata.authorizer.StandardAuthorizer --super.users User:ANONYMOUS
+	local c512=$work/sasl-carol-512.properties alice=$work/sasl-alice.properties end rc
+	configs_cmd "$work/sasl-acls-add.out" --alter --entity-type users --entity-name carol \
+		--add-config "SCRAM-SHA-512=[password=$carol_password]"
+	sasl_props "$c512" SCRAM-SHA-512 carol "$carol_password"
+	sasl_props "$alice" PLAIN alice alice-secret
+	create_topic sasl-acl 1
+	acls_cmd "$work/sasl-acls-carol.out" --add --allow-principal User:carol --operation Write --topic sasl-acl
+	acls_cmd "$work/sasl-acls-alice.out" --add --allow-principal User:alice --operation Read --topic sasl-acl --group sasl-acl-g
+	sasl_first_login "$c512" "carol (SCRAM-SHA-512)"
+
+	check lines acl 0 "$N" >"$work/sasl-acl.in"
+	kafka_java "$PRODUCER" --bootstrap-server "$sasl_bs" --topic sasl-acl --command-config "$c512" \
+		--command-property acks=all --reader-property parse.key=true --reader-property "key.separator=$tab" \
+		<"$work/sasl-acl.in" >"$work/sasl-acl-produce.out" 2>"$work/sasl-acl-produce.err" ||
+		fail "console producer as carol (SCRAM-SHA-512), allowed to write sasl-acl, exited with status $?" "$work/sasl-acl-produce.err"
+	no_errors "console producer as carol (SCRAM-SHA-512), allowed to write sasl-acl" "$work/sasl-acl-produce.err"
+	kafka_java "$CONSUMER" --bootstrap-server "$sasl_bs" --topic sasl-acl --group sasl-acl-g --from-beginning \
+		--max-messages "$N" --timeout-ms 30000 --formatter-property print.key=true --command-config "$alice" \
+		</dev/null >"$work/sasl-acl-consume.out" 2>"$work/sasl-acl-consume.err" || true
+	check same-order "$work/sasl-acl.in" "$work/sasl-acl-consume.out" >"$work/cmp" ||
+		fail "console consumer as alice (PLAIN), allowed to read sasl-acl in group sasl-acl-g: $(cat "$work/cmp")" "$work/sasl-acl-consume.err"
+	say "  carol (SCRAM-SHA-512) wrote $N lines to sasl-acl, alice (PLAIN) read them in group sasl-acl-g, in order"
+
+	# alice's producer is refused its producer id (idempotence is on by
+	# default and she may write nowhere), and, without idempotence, the
+	# write itself.
+	local idem want out
+	for idem in true false; do
+		want=ClusterAuthorizationException
+		[[ $idem == true ]] || want=TopicAuthorizationException
+		out=$work/sasl-acl-alice-produce-$idem
+		rc=0
+		head -n 5 "$work/sasl-acl.in" |
+			kafka_java "$PRODUCER" --bootstrap-server "$sasl_bs" --topic sasl-acl --command-config "$alice" \
+				--command-property "enable.idempotence=$idem" \
+				--reader-property parse.key=true --reader-property "key.separator=$tab" \
+				>"$out.out" 2>"$out.err" || rc=$?
+		grep -q "$want" "$out.err" ||
+			fail "the console producer as alice (enable.idempotence=$idem), who may only read sasl-acl, reported no $want (status $rc)" "$out.err"
+		say "  alice writing with enable.idempotence=$idem: $(grep -m1 -o "$want.*" "$out.err")"
+	done
+	offsets_cmd "$work/sasl-acl-offsets.out" --topic sasl-acl --time -1
+	end=$(awk -F: '$1 == "sasl-acl" && $2 == 0 { print $3 }' "$work/sasl-acl-offsets.out")
+	[[ $end == "$N" ]] || fail "the console producer as alice, who may only read sasl-acl, moved its end from $N to '$end'"
+	rc=0
+	kafka_java "$CONSUMER" --bootstrap-server "$sasl_bs" --topic sasl-acl --group sasl-acl-g --from-beginning \
+		--max-messages 5 --timeout-ms 20000 --command-config "$c512" \
+		</dev/null >"$work/sasl-acl-carol-consume.out" 2>"$work/sasl-acl-carol-consume.err" || rc=$?
+	grep -q 'GroupAuthorizationException' "$work/sasl-acl-carol-consume.err" ||
+		fail "the console consumer as carol, who may not read group sasl-acl-g, reported no GroupAuthorizationException (status $rc)" "$work/sasl-acl-carol-consume.err"
+	! grep -q 'acl-key' "$work/sasl-acl-carol-consume.out" ||
+		fail "the console consumer as carol, who may not read sasl-acl, read records: $(lines_of "$work/sasl-acl-carol-consume.out")"
+	say "  carol reading: $(grep -m1 -o 'GroupAuthorizationException.*' "$work/sasl-acl-carol-consume.err")"
 }
 
 # sasl-restore: the broker as console-test started it, without the SASL
@@ -2823,6 +2893,7 @@ scenario acls acls
 scenario scram scram
 scenario sasl sasl
 scenario sasl-reauth sasl_reauth
+scenario sasl-acls sasl_acls
 scenario sasl-restore sasl_restore
 
 say ""
