@@ -1386,7 +1386,7 @@ sasl_end_offset() {
 }
 
 # sasl_start [FLAGS...]: restarts the broker with the SASL_PLAINTEXT
-# listener, and FLAGS.
+# listener, and FLAGS (last, so that they may replace a setting).
 sasl_start() {
 	if broker_alive; then
 		stop_broker TERM || fail "the broker did not stop on SIGTERM within ${STOP_TIMEOUT}s"
@@ -1676,6 +1676,46 @@ sasl_acls() {
 	! grep -q 'acl-key' "$work/sasl-acl-carol-consume.out" ||
 		fail "the console consumer as carol, who may not read sasl-acl, read records: $(lines_of "$work/sasl-acl-carol-consume.out")"
 	say "  carol reading: $(grep -m1 -o 'GroupAuthorizationException.*' "$work/sasl-acl-carol-consume.err")"
+}
+
+# sasl-oauthbearer: OAUTHBEARER next to the others, with Kafka's unsecured
+# validator (no JWKS: the listener takes unsigned tokens, for tests only)
+# requiring scope kafka. The Kafka tools' unsecured login module makes the
+# tokens: erin's, without that scope, is refused with
+# SaslAuthenticationException; with dave's, which has it, the console
+# producer writes N lines and the console consumer, in a group, reads them
+# in order.
+sasl_oauthbearer() {
+	need_broker
+	need_java
+	local module=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule
+	sasl_start --sasl.enabled.mechanisms PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER \
+		--listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config \
+		"$module required unsecuredLoginStringClaim_sub=\"admin\" unsecuredValidatorRequiredScope=\"kafka\";"
+	local dave=$work/sasl-dave.properties erin=$work/sasl-erin.properties
+	printf '%s\n' security.protocol=SASL_PLAINTEXT sasl.mechanism=OAUTHBEARER \
+		"sasl.jaas.config=$module required unsecuredLoginStringClaim_sub=\"dave\" unsecuredLoginListClaim_scope=\",kafka,other\";" >"$dave"
+	printf '%s\n' security.protocol=SASL_PLAINTEXT sasl.mechanism=OAUTHBEARER \
+		"sasl.jaas.config=$module required unsecuredLoginStringClaim_sub=\"erin\";" >"$erin"
+	create_topic sasl-oauth 1
+	sasl_first_login "$dave" "dave (OAUTHBEARER)"
+	: >"$work/sasl-differs"
+	sasl_refused "a token without the required scope" "$erin" SaslAuthenticationException \
+		'{"status":"insufficient_scope", "scope":"[kafka]"}'
+	check lines oauth 0 "$N" >"$work/sasl-oauth.in"
+	kafka_java "$PRODUCER" --bootstrap-server "$sasl_bs" --topic sasl-oauth --command-config "$dave" \
+		--command-property acks=all --reader-property parse.key=true --reader-property "key.separator=$tab" \
+		<"$work/sasl-oauth.in" >"$work/sasl-oauth-produce.out" 2>"$work/sasl-oauth-produce.err" ||
+		fail "console producer as dave (OAUTHBEARER) exited with status $?" "$work/sasl-oauth-produce.err"
+	no_errors "console producer as dave (OAUTHBEARER)" "$work/sasl-oauth-produce.err"
+	kafka_java "$CONSUMER" --bootstrap-server "$sasl_bs" --topic sasl-oauth --group sasl-oauth-g --from-beginning \
+		--max-messages "$N" --timeout-ms 30000 --formatter-property print.key=true --command-config "$dave" \
+		</dev/null >"$work/sasl-oauth-consume.out" 2>"$work/sasl-oauth-consume.err" || true
+	check same-order "$work/sasl-oauth.in" "$work/sasl-oauth-consume.out" >"$work/cmp" ||
+		fail "console consumer as dave (OAUTHBEARER) --group sasl-oauth-g: $(cat "$work/cmp")" "$work/sasl-oauth-consume.err"
+	say "  as dave (OAUTHBEARER, an unsigned token) the console producer wrote $N lines and the console consumer read them in order"
+	[[ ! -s $work/sasl-differs ]] ||
+		fail "the tools printed other errors than with Kafka 4.4: $(paste -sd ';' "$work/sasl-differs")"
 }
 
 # sasl-restore: the broker as console-test started it, without the SASL
@@ -2894,6 +2934,7 @@ scenario scram scram
 scenario sasl sasl
 scenario sasl-reauth sasl_reauth
 scenario sasl-acls sasl_acls
+scenario sasl-oauthbearer sasl_oauthbearer
 scenario sasl-restore sasl_restore
 
 say ""
