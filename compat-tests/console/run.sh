@@ -58,6 +58,9 @@
 #     re-authenticates on its open connections (KIP-368) and reads on.
 #     sasl-acls: with the StandardAuthorizer, ACLs for User:carol and
 #     User:alice let each do what they allow and refuse the rest.
+#     sasl-oauthbearer: OAUTHBEARER with Kafka's unsecured validator: a
+#     token without the required scope is refused, the console producer
+#     and consumer round trip with one that has it.
 #     sasl-restore restarts the broker without SASL (and the authorizer).
 #
 # What was read is compared exactly with what was written: per partition in
@@ -1340,8 +1343,9 @@ scram() {
 #     client-final-message, which Kafka 4 refuses (the Java client gets in
 #     with the same password), so there SCRAM must be refused and the round
 #     trip uses PLAIN as alice.
-# sasl-reauth and sasl-acls follow, then sasl-restore, which restarts the
-# broker as console-test started it whether they passed or not.
+# sasl-reauth, sasl-acls and sasl-oauthbearer follow, then sasl-restore,
+# which restarts the broker as console-test started it whether they passed
+# or not.
 sasl_jaas='org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" password="admin-secret" user_admin="admin-secret" user_alice="alice-secret";'
 carol_password=carol-secret
 
