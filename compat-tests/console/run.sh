@@ -45,6 +45,23 @@
 #     SCRAM-SHA-512 credentials for alice, --describe lists both with their
 #     iterations, --delete-config removes one; both mechanisms in one
 #     --add-config fail with DuplicateResourceException, as on Kafka 4.
+#   - sasl: restarted with a SASL_PLAINTEXT listener next to PLAINTEXT
+#     (PLAIN users from its JAAS config, SCRAM users from the registry),
+#     kafka-configs over PLAINTEXT gives carol SCRAM credentials; over SASL
+#     the console producer as carol (SCRAM-SHA-512) writes, the console
+#     consumer as alice (PLAIN) reads it all in order, kafka-topics as
+#     carol (SCRAM-SHA-256) creates and lists; wrong passwords fail with
+#     SaslAuthenticationException, an unoffered mechanism with
+#     UnsupportedSaslMechanismException, a client without SASL on the SASL
+#     port gets nowhere; kcat produces and consumes over SASL.
+#     sasl-reauth: with connections.max.reauth.ms the console consumer
+#     re-authenticates on its open connections (KIP-368) and reads on.
+#     sasl-acls: with the StandardAuthorizer, ACLs for User:carol and
+#     User:alice let each do what they allow and refuse the rest.
+#     sasl-oauthbearer: OAUTHBEARER with Kafka's unsecured validator: a
+#     token without the required scope is refused, the console producer
+#     and consumer round trip with one that has it.
+#     sasl-restore restarts the broker without SASL (and the authorizer).
 #
 # What was read is compared exactly with what was written: per partition in
 # order (both producers use Kafka's murmur2 key partitioning, so check.py
@@ -57,7 +74,11 @@
 # (kept only when something failed).
 #
 # Environment: CONSOLE_N (lines per producer, default 1000), KEEP_WORK=1 to
-# keep the work dir, GREGOR_SERVE_ARGS (extra flags for gregor serve).
+# keep the work dir, GREGOR_SERVE_ARGS (extra flags for gregor serve),
+# CONSOLE_ONLY (a bash regex on the scenario name: only the scenarios it
+# matches run, after build, fetch-tools and broker-start; CONSOLE_ONLY=sasl
+# runs the sasl scenario alone). A scenario that uses what an earlier one
+# left (restart-*, the group-* chain) fails or checks less without it.
 # Needs go (it also builds compat-tests/sarama, a module of its own, into
 # compat-tests/.cache/sarama-group), java 17+, mvn, python3; installs kcat
 # with apt-get when run as root and it is missing.
@@ -221,12 +242,19 @@ broker_alive() {
 	[[ -n $pid && ! -e $work/broker.rc ]] && kill -0 "$pid" 2>/dev/null
 }
 
+# serve_extra: flags a scenario adds after GREGOR_SERVE_ARGS, as an array,
+# for values with spaces (a JAAS config) that GREGOR_SERVE_ARGS, split on
+# whitespace, cannot carry.
+serve_extra=()
+
 # start_broker: starts bin/gregor serve on $data with the ports picked below
 # and waits (bounded) until the Kafka port accepts connections and, when the
 # admin listener is on, /healthz answers (it starts after registration).
 start_broker() {
 	rm -f "$work/broker.pid" "$work/broker.rc"
-	say "  starting: bin/gregor serve --log.dirs $data --listeners PLAINTEXT://$bs --admin.listener 127.0.0.1:$admin_port --etcd.client.addr 127.0.0.1:$etcd_client_port --etcd.peer.addr 127.0.0.1:$etcd_peer_port ${GREGOR_SERVE_ARGS:-}"
+	local extra=""
+	((${#serve_extra[@]} == 0)) || extra=$(printf ' %q' "${serve_extra[@]}")
+	say "  starting: bin/gregor serve --log.dirs $data --listeners PLAINTEXT://$bs --admin.listener 127.0.0.1:$admin_port --etcd.client.addr 127.0.0.1:$etcd_client_port --etcd.peer.addr 127.0.0.1:$etcd_peer_port ${GREGOR_SERVE_ARGS:-}$extra"
 	(
 		# shellcheck disable=SC2086 # GREGOR_SERVE_ARGS is a list of flags.
 		"$root/bin/gregor" serve \
@@ -236,6 +264,7 @@ start_broker() {
 			--etcd.client.addr "127.0.0.1:$etcd_client_port" \
 			--etcd.peer.addr "127.0.0.1:$etcd_peer_port" \
 			${GREGOR_SERVE_ARGS:-} \
+			"${serve_extra[@]}" \
 			</dev/null >>"$work/gregor.log" 2>&1 &
 		echo $! >"$work/broker.pid"
 		rc=0
@@ -334,9 +363,14 @@ fail() {
 }
 
 # scenario NAME FUNC [inline]: runs FUNC (in a subshell with errexit, unless
-# inline) and records PASS or FAIL.
+# inline) and records PASS or FAIL. With CONSOLE_ONLY set, a scenario whose
+# name it does not match is left out, except the three every other needs.
 scenario() {
 	local name=$1 fn=$2 mode=${3:-}
+	case $name in
+	build | fetch-tools | broker-start) ;;
+	*) [[ -z ${CONSOLE_ONLY:-} || $name =~ $CONSOLE_ONLY ]] || return 0 ;;
+	esac
 	run_scenario "$name" "$mode" "$fn"
 }
 
@@ -1282,6 +1316,425 @@ scram() {
 	grep -q 'ResourceNotFoundException' "$work/scram-del2.out" "$work/scram-del2.out.err" ||
 		fail "deleting a missing credential did not fail with ResourceNotFoundException" "$work/scram-del2.out.err"
 	say "  both mechanisms added (one per command), described with their iterations, SCRAM-SHA-256 deleted"
+}
+
+# sasl: a SASL_PLAINTEXT listener next to the PLAINTEXT one. The broker is
+# restarted with both (SASL_PLAINTEXT on $sasl_bs), offering PLAIN (users
+# admin and alice, from the listener's JAAS config) and SCRAM-SHA-256/512
+# (users from the registry). With the Kafka tools and kcat:
+#   - kafka-configs over PLAINTEXT gives carol a SCRAM-SHA-512 and a
+#     SCRAM-SHA-256 credential (one per command, as Kafka 4 wants);
+#   - over SASL_PLAINTEXT, kafka-topics as carol (SCRAM-SHA-256) creates
+#     and lists topic sasl, the console producer as carol (SCRAM-SHA-512)
+#     writes N lines, kafka-get-offsets over PLAINTEXT counts N, and the
+#     console consumer as alice (PLAIN, in a group) reads them in order;
+#   - a wrong password (SCRAM and PLAIN) and an unknown SCRAM user fail
+#     with SaslAuthenticationException: kafka-topics exits non-zero; the
+#     console producer and consumer, which exit 0 all the same on Kafka
+#     4.4, write and read nothing. A mechanism the listener does not offer
+#     (OAUTHBEARER) fails with UnsupportedSaslMechanismException;
+#   - a client without SASL settings on the SASL port gets nowhere: Kafka
+#     answers its ApiVersions, closes the connection at the next request,
+#     and kafka-topics times out waiting for a node; kcat reports the
+#     disconnect;
+#   - kcat over SASL_PLAINTEXT produces, consumes, and reads the console
+#     producer's lines: with SCRAM-SHA-512 as carol when its librdkafka is
+#     2.6.1 or later. Older ones repeat the client nonce in their
+#     client-final-message, which Kafka 4 refuses (the Java client gets in
+#     with the same password), so there SCRAM must be refused and the round
+#     trip uses PLAIN as alice.
+# sasl-reauth, sasl-acls and sasl-oauthbearer follow, then sasl-restore,
+# which restarts the broker as console-test started it whether they passed
+# or not.
+sasl_jaas='org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" password="admin-secret" user_admin="admin-secret" user_alice="alice-secret";'
+carol_password=carol-secret
+
+# sasl_props FILE MECHANISM USER PASSWORD: client settings for
+# SASL_PLAINTEXT with MECHANISM as USER.
+sasl_props() {
+	local module=scram.ScramLoginModule
+	[[ $2 != PLAIN ]] || module=plain.PlainLoginModule
+	printf '%s\n' security.protocol=SASL_PLAINTEXT "sasl.mechanism=$2" \
+		"sasl.jaas.config=org.apache.kafka.common.security.$module required username=\"$3\" password=\"$4\";" >"$1"
+}
+
+# sasl_topics OUT PROPS ARGS...: kafka-topics on the SASL listener with the
+# client settings in PROPS; stdout to OUT, stderr to OUT.err; sets tool_rc.
+sasl_topics() {
+	local out=$1 props=$2
+	shift 2
+	tool_rc=0
+	kafka_java "$TOPICS" --bootstrap-server "$sasl_bs" --command-config "$props" "$@" \
+		</dev/null >"$out" 2>"$out.err" || tool_rc=$?
+}
+
+# sasl_refused WHAT PROPS EXCEPTION [MESSAGE]: kafka-topics --list with
+# PROPS fails (exits non-zero; TOOL_TIMEOUT bounds it) with EXCEPTION in
+# its output. When its error line is not "Error while executing topic
+# command : MESSAGE", as with Kafka 4.4, that is noted in sasl-differs.
+sasl_refused() {
+	local what=$1 out=$work/sasl-refused-${1// /-}.out
+	sasl_topics "$out" "$2" --list
+	((tool_rc != 0)) || fail "kafka-topics --list with $what succeeded; it printed: $(lines_of "$out")" "$out.err"
+	grep -q "$3" "$out" "$out.err" ||
+		fail "kafka-topics --list with $what exited with status $tool_rc without a $3" "$out.err"
+	say "  $what: status $tool_rc, $(head -n 1 "$out")"
+	[[ -z ${4:-} ]] || grep -qxF "Error while executing topic command : $4" "$out" ||
+		echo "$what: '$4' on Kafka 4.4, here '$(head -n 1 "$out")'" >>"$work/sasl-differs"
+}
+
+# sasl_end_offset: topic sasl's end offset, read over PLAINTEXT.
+sasl_end_offset() {
+	offsets_cmd "$work/sasl-offsets.out" --topic sasl --time -1
+	awk -F: '$1 == "sasl" && $2 == 0 { print $3 }' "$work/sasl-offsets.out"
+}
+
+# sasl_start [FLAGS...]: restarts the broker with the SASL_PLAINTEXT
+# listener, and FLAGS (last, so that they may replace a setting).
+sasl_start() {
+	if broker_alive; then
+		stop_broker TERM || fail "the broker did not stop on SIGTERM within ${STOP_TIMEOUT}s"
+	fi
+	serve_extra=(--listeners "PLAINTEXT://$bs,SASL_PLAINTEXT://$sasl_bs"
+		--sasl.enabled.mechanisms PLAIN,SCRAM-SHA-256,SCRAM-SHA-512
+		--listener.name.sasl_plaintext.plain.sasl.jaas.config "$sasl_jaas" "$@")
+	start_broker || fail "$(cat "$work/reason")"
+}
+
+# sasl_first_login PROPS WHAT: kafka-topics --list with PROPS until it
+# succeeds. A SCRAM credential reaches the broker after
+# AlterUserScramCredentials returns (on Kafka through the metadata log), so
+# the first login may come too early; it is retried until a deadline.
+sasl_first_login() {
+	local deadline=$((SECONDS + 30)) tries=1
+	until sasl_topics "$work/sasl-first.out" "$1" --list && ((tool_rc == 0)); do
+		((SECONDS < deadline)) ||
+			fail "kafka-topics --list as $2 still failed after $tries tries in 30s (status $tool_rc)" "$work/sasl-first.out.err"
+		tries=$((tries + 1))
+		sleep 1
+	done
+	say "  first login as $2: kafka-topics --list exited 0 (try $tries)"
+}
+
+sasl() {
+	need_broker
+	need_java
+	sasl_start
+
+	local user=(--entity-type users --entity-name carol)
+	configs_cmd "$work/sasl-add512.out" --alter "${user[@]}" --add-config "SCRAM-SHA-512=[password=$carol_password]"
+	configs_cmd "$work/sasl-add256.out" --alter "${user[@]}" --add-config "SCRAM-SHA-256=[password=$carol_password]"
+	configs_cmd "$work/sasl-carol.out" --describe "${user[@]}"
+	# Kafka lists the two in either order from one run to the next.
+	local m
+	for m in SCRAM-SHA-256 SCRAM-SHA-512; do
+		grep -qE "^SCRAM credential configs for user-principal 'carol' are .*$m=iterations=4096" "$work/sasl-carol.out" ||
+			fail "kafka-configs --describe of carol printed: $(lines_of "$work/sasl-carol.out")"
+	done
+	say "  kafka-configs over PLAINTEXT: carol has SCRAM-SHA-256 and SCRAM-SHA-512 credentials"
+
+	local c256=$work/sasl-carol-256.properties c512=$work/sasl-carol-512.properties alice=$work/sasl-alice.properties
+	sasl_props "$c256" SCRAM-SHA-256 carol "$carol_password"
+	sasl_props "$c512" SCRAM-SHA-512 carol "$carol_password"
+	sasl_props "$alice" PLAIN alice alice-secret
+	sasl_first_login "$c512" "carol (SCRAM-SHA-512)"
+	sasl_topics "$work/sasl-create.out" "$c256" --create --topic sasl --partitions 1 --replication-factor 1
+	((tool_rc == 0)) && grep -q 'Created topic sasl' "$work/sasl-create.out" ||
+		fail "kafka-topics --create --topic sasl as carol (SCRAM-SHA-256) exited with status $tool_rc: $(lines_of "$work/sasl-create.out")" "$work/sasl-create.out.err"
+	sasl_topics "$work/sasl-list.out" "$c256" --list
+	((tool_rc == 0)) && grep -qx sasl "$work/sasl-list.out" ||
+		fail "kafka-topics --list as carol (SCRAM-SHA-256) exited with status $tool_rc: $(lines_of "$work/sasl-list.out")" "$work/sasl-list.out.err"
+	say "  kafka-topics as carol (SCRAM-SHA-256): --create and --list of topic sasl"
+
+	check lines sasl 0 "$N" >"$work/sasl.in"
+	kafka_java "$PRODUCER" --bootstrap-server "$sasl_bs" --topic sasl --command-config "$c512" \
+		--command-property acks=all --reader-property parse.key=true --reader-property "key.separator=$tab" \
+		<"$work/sasl.in" >"$work/sasl-produce.out" 2>"$work/sasl-produce.err" ||
+		fail "console producer as carol (SCRAM-SHA-512) exited with status $?" "$work/sasl-produce.err"
+	no_errors "console producer as carol (SCRAM-SHA-512)" "$work/sasl-produce.err"
+	local end
+	end=$(sasl_end_offset)
+	[[ $end == "$N" ]] || fail "after the console producer wrote $N lines over SASL, kafka-get-offsets over PLAINTEXT says sasl ends at '$end'"
+	kafka_java "$CONSUMER" --bootstrap-server "$sasl_bs" --topic sasl --group sasl-alice --from-beginning \
+		--max-messages "$N" --timeout-ms 30000 --formatter-property print.key=true --command-config "$alice" \
+		</dev/null >"$work/sasl-consume.out" 2>"$work/sasl-consume.err" || true
+	check same-order "$work/sasl.in" "$work/sasl-consume.out" >"$work/cmp" ||
+		fail "console consumer as alice (PLAIN) --group sasl-alice --from-beginning --max-messages $N: $(cat "$work/cmp")" "$work/sasl-consume.err"
+	say "  console producer as carol (SCRAM-SHA-512) wrote $N lines; the console consumer as alice (PLAIN) read them in order"
+
+	local bad=$work/sasl-bad
+	sasl_props "$bad-512.properties" SCRAM-SHA-512 carol not-carols
+	sasl_props "$bad-plain.properties" PLAIN alice not-alices
+	sasl_props "$bad-unknown.properties" SCRAM-SHA-256 mallory "$carol_password"
+	printf '%s\n' security.protocol=SASL_PLAINTEXT sasl.mechanism=OAUTHBEARER \
+		'sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required unsecuredLoginStringClaim_sub="carol";' \
+		>"$bad-oauth.properties"
+	# The messages are Kafka's: a SCRAM failure says only that the
+	# credentials did not match, PLAIN's own message is its server's.
+	: >"$work/sasl-differs"
+	sasl_refused "a wrong SCRAM-SHA-512 password" "$bad-512.properties" SaslAuthenticationException \
+		"Authentication failed during authentication due to invalid credentials with SASL mechanism SCRAM-SHA-512"
+	sasl_refused "a wrong PLAIN password" "$bad-plain.properties" SaslAuthenticationException \
+		"Authentication failed: Invalid username or password"
+	sasl_refused "an unknown SCRAM user" "$bad-unknown.properties" SaslAuthenticationException \
+		"Authentication failed during authentication due to invalid credentials with SASL mechanism SCRAM-SHA-256"
+	# Kafka lists the enabled mechanisms in no particular order.
+	sasl_refused "OAUTHBEARER" "$bad-oauth.properties" UnsupportedSaslMechanismException
+	for m in PLAIN SCRAM-SHA-256 SCRAM-SHA-512; do
+		grep -q "enabled mechanisms are \[.*$m" "$work/sasl-refused-OAUTHBEARER.out" ||
+			fail "refusing OAUTHBEARER, the broker did not list $m among its mechanisms: $(lines_of "$work/sasl-refused-OAUTHBEARER.out")"
+	done
+
+	local rc=0
+	head -n 5 "$work/sasl.in" |
+		kafka_java "$PRODUCER" --bootstrap-server "$sasl_bs" --topic sasl --command-config "$bad-512.properties" \
+			--reader-property parse.key=true --reader-property "key.separator=$tab" \
+			>"$work/sasl-bad-produce.out" 2>"$work/sasl-bad-produce.err" || rc=$?
+	grep -q SaslAuthenticationException "$work/sasl-bad-produce.err" ||
+		fail "the console producer with a wrong SCRAM-SHA-512 password (status $rc) reported no SaslAuthenticationException" "$work/sasl-bad-produce.err"
+	end=$(sasl_end_offset)
+	[[ $end == "$N" ]] || fail "the console producer with a wrong password moved the end of sasl from $N to '$end'"
+	rc=0
+	kafka_java "$CONSUMER" --bootstrap-server "$sasl_bs" --topic sasl --from-beginning --max-messages 5 \
+		--timeout-ms 20000 --command-config "$bad-plain.properties" \
+		</dev/null >"$work/sasl-bad-consume.out" 2>"$work/sasl-bad-consume.err" || rc=$?
+	grep -q SaslAuthenticationException "$work/sasl-bad-consume.err" ||
+		fail "the console consumer with a wrong PLAIN password (status $rc) reported no SaslAuthenticationException" "$work/sasl-bad-consume.err"
+	! grep -q 'sasl-key' "$work/sasl-bad-consume.out" ||
+		fail "the console consumer with a wrong PLAIN password read records: $(lines_of "$work/sasl-bad-consume.out")"
+	say "  with wrong passwords the console producer wrote nothing and the console consumer read nothing, both with a SaslAuthenticationException"
+
+	# No SASL settings; short timeouts, as such a client waits for a node
+	# until default.api.timeout.ms (60 s by default).
+	printf '%s\n' request.timeout.ms=10000 default.api.timeout.ms=10000 >"$work/sasl-plaintext.properties"
+	rc=0
+	kafka_java "$TOPICS" --bootstrap-server "$sasl_bs" --command-config "$work/sasl-plaintext.properties" --list \
+		</dev/null >"$work/sasl-plaintext.out" 2>"$work/sasl-plaintext.out.err" || rc=$?
+	((rc != 0)) || fail "kafka-topics --list without SASL on the SASL port succeeded; it printed: $(lines_of "$work/sasl-plaintext.out")"
+	grep -q 'Timed out waiting for a node assignment' "$work/sasl-plaintext.out" "$work/sasl-plaintext.out.err" ||
+		fail "kafka-topics --list without SASL on the SASL port exited with status $rc but did not time out waiting for a node" "$work/sasl-plaintext.out.err"
+	say "  without SASL on the SASL port: status $rc, $(head -n 1 "$work/sasl-plaintext.out")"
+
+	if command -v kcat >/dev/null; then
+		sasl_kcat
+	else
+		say "  kcat is not installed: its part of sasl did not run"
+	fi
+	# Last, so that a message differing from Kafka's does not hide the
+	# checks after it.
+	[[ ! -s $work/sasl-differs ]] ||
+		fail "the tools printed other errors than with Kafka 4.4: $(paste -sd ';' "$work/sasl-differs")"
+}
+
+# sasl_kcat: kcat's part of sasl (see there).
+sasl_kcat() {
+	local rc=0
+	timeout -k 5 30 kcat -b "$sasl_bs" -L -m 10 </dev/null >"$work/sasl-kcat-plain.out" 2>"$work/sasl-kcat-plain.err" || rc=$?
+	((rc != 0)) || fail "kcat -L without SASL on the SASL port succeeded: $(lines_of "$work/sasl-kcat-plain.out")"
+	grep -q 'Disconnected' "$work/sasl-kcat-plain.err" ||
+		fail "kcat -L without SASL on the SASL port (status $rc) reported no disconnect" "$work/sasl-kcat-plain.err"
+	say "  kcat without SASL on the SASL port: $(grep -m1 -o 'Disconnected[^(]*' "$work/sasl-kcat-plain.err" | sed 's/ *$//')"
+
+	local lib scram=(-X security.protocol=SASL_PLAINTEXT -X sasl.mechanisms=SCRAM-SHA-512 -X sasl.username=carol -X "sasl.password=$carol_password") kc who
+	lib=$(kcat -V 2>&1 | sed -nE 's/.*librdkafka ([0-9.]+).*/\1/p' | head -n 1)
+	if [[ -n $lib && $(printf '%s\n' 2.6.1 "$lib" | sort -V | head -n 1) == 2.6.1 ]]; then
+		kc=("${scram[@]}")
+		who="carol (SCRAM-SHA-512)"
+	else
+		rc=0
+		timeout -k 5 30 kcat -b "$sasl_bs" "${scram[@]}" -L -m 10 </dev/null >"$work/sasl-kcat-scram.out" 2>"$work/sasl-kcat-scram.err" || rc=$?
+		((rc != 0)) ||
+			fail "kcat (librdkafka $lib) logged in with SCRAM-SHA-512, which Kafka 4 refuses: librdkafka before 2.6.1 repeats the client nonce in its client-final-message"
+		grep -q 'SASL authentication error' "$work/sasl-kcat-scram.err" ||
+			fail "kcat (librdkafka $lib) with SCRAM-SHA-512 exited with status $rc without a SASL authentication error" "$work/sasl-kcat-scram.err"
+		say "  kcat (librdkafka $lib, before 2.6.1) refused with SCRAM-SHA-512, as on Kafka 4: $(grep -m1 -o 'SASL authentication error[^(]*' "$work/sasl-kcat-scram.err" | sed 's/ *$//')"
+		kc=(-X security.protocol=SASL_PLAINTEXT -X sasl.mechanisms=PLAIN -X sasl.username=alice -X sasl.password=alice-secret)
+		who="alice (PLAIN)"
+	fi
+	create_topic sasl-kcat 1
+	check lines kcat-sasl 0 "$N" >"$work/sasl-kcat.in"
+	timeout -k 5 "$TOOL_TIMEOUT" kcat -b "$sasl_bs" "${kc[@]}" -P -t sasl-kcat -K "$tab" \
+		<"$work/sasl-kcat.in" >"$work/sasl-kcat-produce.out" 2>"$work/sasl-kcat-produce.err" ||
+		fail "kcat -P as $who exited with status $?" "$work/sasl-kcat-produce.err"
+	no_errors "kcat -P as $who" "$work/sasl-kcat-produce.err"
+	local t
+	for t in sasl-kcat sasl; do
+		rc=0
+		timeout -k 5 "$KCAT_CONSUME_TIMEOUT" kcat -b "$sasl_bs" "${kc[@]}" -C -t "$t" -o beginning -e -f '%k\t%s\n' \
+			</dev/null >"$work/sasl-kcat-$t.got" 2>"$work/sasl-kcat-$t.got.err" || rc=$?
+		((rc == 0)) || fail "kcat -C -e -t $t as $who exited with status $rc (read $(wc -l <"$work/sasl-kcat-$t.got") records)" "$work/sasl-kcat-$t.got.err"
+	done
+	check same-order "$work/sasl-kcat.in" "$work/sasl-kcat-sasl-kcat.got" >"$work/cmp" ||
+		fail "kcat -C -t sasl-kcat as $who: $(cat "$work/cmp")"
+	check same-order "$work/sasl.in" "$work/sasl-kcat-sasl.got" >"$work/cmp" ||
+		fail "kcat -C -t sasl as $who (the console producer's lines): $(cat "$work/cmp")"
+	say "  kcat as $who read back in order the $N lines it wrote and the $N the console producer wrote"
+}
+
+# sasl-reauth: restarted with connections.max.reauth.ms=3000, the broker
+# gives each SASL session 3 s (SaslAuthenticate's session lifetime) and
+# the Java client re-authenticates on its open connections before they
+# expire (KIP-368). A console consumer as carol (SCRAM-SHA-512), logging
+# its authenticator at debug, waits on an empty topic until it has
+# re-authenticated; the console producer then writes N lines, which the
+# consumer reads in order on the connections it kept.
+SASL_REAUTH_MS=3000
+sasl_reauth() {
+	need_broker
+	need_java
+	sasl_start --connections.max.reauth.ms "$SASL_REAUTH_MS"
+	local c512=$work/sasl-carol-512.properties out=$work/sasl-reauth.got consumer deadline
+	configs_cmd "$work/sasl-reauth-add.out" --alter --entity-type users --entity-name carol \
+		--add-config "SCRAM-SHA-512=[password=$carol_password]"
+	sasl_props "$c512" SCRAM-SHA-512 carol "$carol_password"
+	sasl_first_login "$c512" "carol (SCRAM-SHA-512)"
+	create_topic sasl-reauth 1
+	start_bg "$out" timeout -k 5 "$TOOL_TIMEOUT" java "${JAVA_OPTS[@]}" \
+		-Dorg.slf4j.simpleLogger.log.org.apache.kafka.common.security.authenticator=debug \
+		-cp "$libs/*" "$CONSUMER" --bootstrap-server "$sasl_bs" --topic sasl-reauth --group sasl-reauth \
+		--from-beginning --max-messages "$N" --timeout-ms 60000 --formatter-property print.key=true \
+		--command-config "$c512"
+	consumer=$bg_pid
+	deadline=$((SECONDS + 30))
+	until grep -q 'Finished re-authentication' "$out.err"; do
+		kill -0 "$consumer" 2>/dev/null || fail "the console consumer as carol exited before it re-authenticated" "$out.err"
+		((SECONDS < deadline)) ||
+			fail "the console consumer as carol did not re-authenticate within 30s (sessions of ${SASL_REAUTH_MS} ms)" "$out.err"
+		sleep 0.2
+	done
+	grep -q "Finished authentication with session expiration in $SASL_REAUTH_MS ms" "$out.err" ||
+		fail "the console consumer's first authentication did not get a session of $SASL_REAUTH_MS ms: $(grep -m1 -o 'Finished authentication[^\[]*' "$out.err")" "$out.err"
+	check lines reauth 0 "$N" >"$work/sasl-reauth.in"
+	kafka_java "$PRODUCER" --bootstrap-server "$sasl_bs" --topic sasl-reauth --command-config "$c512" \
+		--command-property acks=all --reader-property parse.key=true --reader-property "key.separator=$tab" \
+		<"$work/sasl-reauth.in" >"$work/sasl-reauth-produce.out" 2>"$work/sasl-reauth-produce.err" ||
+		fail "console producer as carol (SCRAM-SHA-512) exited with status $?" "$work/sasl-reauth-produce.err"
+	no_errors "console producer as carol (SCRAM-SHA-512)" "$work/sasl-reauth-produce.err"
+	wait "$consumer" || fail "the console consumer as carol exited with status $?" "$out.err"
+	check same-order "$work/sasl-reauth.in" "$out" >"$work/cmp" ||
+		fail "the re-authenticating console consumer (--max-messages $N): $(cat "$work/cmp")" "$out.err"
+	no_errors "the re-authenticating console consumer" "$out.err"
+	say "  the console consumer re-authenticated $(grep -c 'Finished re-authentication' "$out.err") times (sessions of ${SASL_REAUTH_MS} ms), then read the $N lines written after that, in order"
+}
+
+# sasl-acls: the SASL principals are what the authorizer sees. Restarted
+# with the StandardAuthorizer (User:ANONYMOUS, the PLAINTEXT tools, a super
+# user) next to the SASL settings; kafka-acls over PLAINTEXT lets
+# User:carol write topic sasl-acl and User:alice read it in group
+# sasl-acl-g. Then carol (SCRAM-SHA-512) writes N lines, which alice
+# (PLAIN) reads in the group, in order; alice may not write (her producer
+# gets no producer id, ClusterAuthorizationException, or without
+# idempotence a TopicAuthorizationException; nothing is written) and carol
+# may not read (GroupAuthorizationException).
+sasl_acls() {
+	need_broker
+	need_java
+	sasl_start --authorizer.class.name org.apache.kafka.metadata.authorizer.StandardAuthorizer --super.users User:ANONYMOUS
+	local c512=$work/sasl-carol-512.properties alice=$work/sasl-alice.properties end rc
+	configs_cmd "$work/sasl-acls-add.out" --alter --entity-type users --entity-name carol \
+		--add-config "SCRAM-SHA-512=[password=$carol_password]"
+	sasl_props "$c512" SCRAM-SHA-512 carol "$carol_password"
+	sasl_props "$alice" PLAIN alice alice-secret
+	create_topic sasl-acl 1
+	acls_cmd "$work/sasl-acls-carol.out" --add --allow-principal User:carol --operation Write --topic sasl-acl
+	acls_cmd "$work/sasl-acls-alice.out" --add --allow-principal User:alice --operation Read --topic sasl-acl --group sasl-acl-g
+	sasl_first_login "$c512" "carol (SCRAM-SHA-512)"
+
+	check lines acl 0 "$N" >"$work/sasl-acl.in"
+	kafka_java "$PRODUCER" --bootstrap-server "$sasl_bs" --topic sasl-acl --command-config "$c512" \
+		--command-property acks=all --reader-property parse.key=true --reader-property "key.separator=$tab" \
+		<"$work/sasl-acl.in" >"$work/sasl-acl-produce.out" 2>"$work/sasl-acl-produce.err" ||
+		fail "console producer as carol (SCRAM-SHA-512), allowed to write sasl-acl, exited with status $?" "$work/sasl-acl-produce.err"
+	no_errors "console producer as carol (SCRAM-SHA-512), allowed to write sasl-acl" "$work/sasl-acl-produce.err"
+	kafka_java "$CONSUMER" --bootstrap-server "$sasl_bs" --topic sasl-acl --group sasl-acl-g --from-beginning \
+		--max-messages "$N" --timeout-ms 30000 --formatter-property print.key=true --command-config "$alice" \
+		</dev/null >"$work/sasl-acl-consume.out" 2>"$work/sasl-acl-consume.err" || true
+	check same-order "$work/sasl-acl.in" "$work/sasl-acl-consume.out" >"$work/cmp" ||
+		fail "console consumer as alice (PLAIN), allowed to read sasl-acl in group sasl-acl-g: $(cat "$work/cmp")" "$work/sasl-acl-consume.err"
+	say "  carol (SCRAM-SHA-512) wrote $N lines to sasl-acl, alice (PLAIN) read them in group sasl-acl-g, in order"
+
+	# alice's producer is refused its producer id (idempotence is on by
+	# default and she may write nowhere), and, without idempotence, the
+	# write itself.
+	local idem want out
+	for idem in true false; do
+		want=ClusterAuthorizationException
+		[[ $idem == true ]] || want=TopicAuthorizationException
+		out=$work/sasl-acl-alice-produce-$idem
+		rc=0
+		head -n 5 "$work/sasl-acl.in" |
+			kafka_java "$PRODUCER" --bootstrap-server "$sasl_bs" --topic sasl-acl --command-config "$alice" \
+				--command-property "enable.idempotence=$idem" \
+				--reader-property parse.key=true --reader-property "key.separator=$tab" \
+				>"$out.out" 2>"$out.err" || rc=$?
+		grep -q "$want" "$out.err" ||
+			fail "the console producer as alice (enable.idempotence=$idem), who may only read sasl-acl, reported no $want (status $rc)" "$out.err"
+		say "  alice writing with enable.idempotence=$idem: $(grep -m1 -o "$want.*" "$out.err")"
+	done
+	offsets_cmd "$work/sasl-acl-offsets.out" --topic sasl-acl --time -1
+	end=$(awk -F: '$1 == "sasl-acl" && $2 == 0 { print $3 }' "$work/sasl-acl-offsets.out")
+	[[ $end == "$N" ]] || fail "the console producer as alice, who may only read sasl-acl, moved its end from $N to '$end'"
+	rc=0
+	kafka_java "$CONSUMER" --bootstrap-server "$sasl_bs" --topic sasl-acl --group sasl-acl-g --from-beginning \
+		--max-messages 5 --timeout-ms 20000 --command-config "$c512" \
+		</dev/null >"$work/sasl-acl-carol-consume.out" 2>"$work/sasl-acl-carol-consume.err" || rc=$?
+	grep -q 'GroupAuthorizationException' "$work/sasl-acl-carol-consume.err" ||
+		fail "the console consumer as carol, who may not read group sasl-acl-g, reported no GroupAuthorizationException (status $rc)" "$work/sasl-acl-carol-consume.err"
+	! grep -q 'acl-key' "$work/sasl-acl-carol-consume.out" ||
+		fail "the console consumer as carol, who may not read sasl-acl, read records: $(lines_of "$work/sasl-acl-carol-consume.out")"
+	say "  carol reading: $(grep -m1 -o 'GroupAuthorizationException.*' "$work/sasl-acl-carol-consume.err")"
+}
+
+# sasl-oauthbearer: OAUTHBEARER next to the others, with Kafka's unsecured
+# validator (no JWKS: the listener takes unsigned tokens, for tests only)
+# requiring scope kafka. The Kafka tools' unsecured login module makes the
+# tokens: erin's, without that scope, is refused with
+# SaslAuthenticationException; with dave's, which has it, the console
+# producer writes N lines and the console consumer, in a group, reads them
+# in order.
+sasl_oauthbearer() {
+	need_broker
+	need_java
+	local module=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule
+	sasl_start --sasl.enabled.mechanisms PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER \
+		--listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config \
+		"$module required unsecuredLoginStringClaim_sub=\"admin\" unsecuredValidatorRequiredScope=\"kafka\";"
+	local dave=$work/sasl-dave.properties erin=$work/sasl-erin.properties
+	printf '%s\n' security.protocol=SASL_PLAINTEXT sasl.mechanism=OAUTHBEARER \
+		"sasl.jaas.config=$module required unsecuredLoginStringClaim_sub=\"dave\" unsecuredLoginListClaim_scope=\",kafka,other\";" >"$dave"
+	printf '%s\n' security.protocol=SASL_PLAINTEXT sasl.mechanism=OAUTHBEARER \
+		"sasl.jaas.config=$module required unsecuredLoginStringClaim_sub=\"erin\";" >"$erin"
+	create_topic sasl-oauth 1
+	sasl_first_login "$dave" "dave (OAUTHBEARER)"
+	: >"$work/sasl-differs"
+	sasl_refused "a token without the required scope" "$erin" SaslAuthenticationException \
+		'{"status":"insufficient_scope", "scope":"[kafka]"}'
+	check lines oauth 0 "$N" >"$work/sasl-oauth.in"
+	kafka_java "$PRODUCER" --bootstrap-server "$sasl_bs" --topic sasl-oauth --command-config "$dave" \
+		--command-property acks=all --reader-property parse.key=true --reader-property "key.separator=$tab" \
+		<"$work/sasl-oauth.in" >"$work/sasl-oauth-produce.out" 2>"$work/sasl-oauth-produce.err" ||
+		fail "console producer as dave (OAUTHBEARER) exited with status $?" "$work/sasl-oauth-produce.err"
+	no_errors "console producer as dave (OAUTHBEARER)" "$work/sasl-oauth-produce.err"
+	kafka_java "$CONSUMER" --bootstrap-server "$sasl_bs" --topic sasl-oauth --group sasl-oauth-g --from-beginning \
+		--max-messages "$N" --timeout-ms 30000 --formatter-property print.key=true --command-config "$dave" \
+		</dev/null >"$work/sasl-oauth-consume.out" 2>"$work/sasl-oauth-consume.err" || true
+	check same-order "$work/sasl-oauth.in" "$work/sasl-oauth-consume.out" >"$work/cmp" ||
+		fail "console consumer as dave (OAUTHBEARER) --group sasl-oauth-g: $(cat "$work/cmp")" "$work/sasl-oauth-consume.err"
+	say "  as dave (OAUTHBEARER, an unsigned token) the console producer wrote $N lines and the console consumer read them in order"
+	[[ ! -s $work/sasl-differs ]] ||
+		fail "the tools printed other errors than with Kafka 4.4: $(paste -sd ';' "$work/sasl-differs")"
+}
+
+# sasl-restore: the broker as console-test started it, without the SASL
+# listener (whose port then refuses connections).
+sasl_restore() {
+	if broker_alive; then
+		stop_broker TERM || fail "the broker did not stop on SIGTERM within ${STOP_TIMEOUT}s"
+	fi
+	serve_extra=()
+	start_broker || fail "$(cat "$work/reason")"
+	! python3 -c 'import socket, sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=2).close()' "$sasl_port" 2>/dev/null ||
+		fail "after the restart without SASL, port $sasl_port still accepts connections"
 }
 
 # --- lab scenarios ------------------------------------------------------------
@@ -2438,14 +2891,15 @@ if ! command -v kcat >/dev/null && [[ $(id -u) == 0 ]] && command -v apt-get >/d
 		say "  apt-get install kcat failed (see $work/apt.log)"
 fi
 
-read -r kafka_port admin_port etcd_client_port etcd_peer_port < <(python3 -c '
+read -r kafka_port admin_port etcd_client_port etcd_peer_port sasl_port < <(python3 -c '
 import socket
-socks = [socket.socket() for _ in range(4)]
+socks = [socket.socket() for _ in range(5)]
 for s in socks:
     s.bind(("127.0.0.1", 0))
 print(*(s.getsockname()[1] for s in socks))
 ')
 bs=127.0.0.1:$kafka_port
+sasl_bs=127.0.0.1:$sasl_port # the sasl scenario's SASL_PLAINTEXT listener
 
 scenario build do_build
 if ((failed > 0)); then
@@ -2484,6 +2938,11 @@ scenario restart-java restart_java
 scenario restart-groups restart_groups
 scenario acls acls
 scenario scram scram
+scenario sasl sasl
+scenario sasl-reauth sasl_reauth
+scenario sasl-acls sasl_acls
+scenario sasl-oauthbearer sasl_oauthbearer
+scenario sasl-restore sasl_restore
 
 say ""
 say "console-test summary ($((SECONDS - t0))s in all):"
