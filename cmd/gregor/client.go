@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -36,21 +37,36 @@ const defaultBootstrap = "localhost:9092"
 // listed under serve.
 type clientOptions struct {
 	bootstrap string
-	json      bool
+	// bootstrapFlag is --bootstrap-server's flag, to tell whether it was
+	// given: given, it wins over the command config's bootstrap.servers.
+	bootstrapFlag *pflag.Flag
+	// commandConfig is the --command-config file, "" for none.
+	commandConfig string
+	json          bool
 	// timeout bounds admin commands (topic, group, cluster); 0 means none.
 	timeout time.Duration
+	// cmd is the command the flags are defined on, whose stderr takes
+	// the command config's warnings.
+	cmd *cobra.Command
+	// settings is the command config once read: a command that builds
+	// several clients reads it, and warns, once.
+	settings *clientSettings
 }
 
-// addFlags defines --bootstrap-server and --json on cmd and its
-// subcommands.
+// addFlags defines --bootstrap-server, --command-config and --json on cmd
+// and its subcommands.
 func (o *clientOptions) addFlags(cmd *cobra.Command) {
 	def := os.Getenv(bootstrapEnv)
 	if def == "" {
 		def = defaultBootstrap
 	}
+	o.cmd = cmd
 	fs := cmd.PersistentFlags()
 	fs.StringVarP(&o.bootstrap, "bootstrap-server", "b", def,
 		"comma-separated `HOST:PORT` list of brokers to connect to (env "+bootstrapEnv+")")
+	o.bootstrapFlag = fs.Lookup("bootstrap-server")
+	fs.StringVar(&o.commandConfig, "command-config", "",
+		"read client settings (security.protocol, sasl.*, ssl.*, bootstrap.servers, ...) from the Java properties `FILE` Kafka's tools take")
 	fs.BoolVar(&o.json, "json", false, "print JSON for scripts instead of tables and text")
 }
 
@@ -60,8 +76,38 @@ func (o *clientOptions) addTimeoutFlag(cmd *cobra.Command) {
 		"give up when the cluster has not answered after this long (0: wait forever)")
 }
 
-// seeds returns the brokers of --bootstrap-server.
-func (o *clientOptions) seeds() ([]string, error) {
+// clientSettings reads --command-config the first time it is called,
+// printing its warnings on stderr; without the flag the settings are
+// empty.
+func (o *clientOptions) clientSettings() (*clientSettings, error) {
+	if o.settings != nil {
+		return o.settings, nil
+	}
+	if o.commandConfig == "" {
+		o.settings = &clientSettings{}
+		return o.settings, nil
+	}
+	s, err := loadCommandConfig(o.commandConfig)
+	if err != nil {
+		return nil, err
+	}
+	if o.cmd != nil {
+		for _, w := range s.warnings {
+			fmt.Fprintln(o.cmd.ErrOrStderr(), "gregor: warning:", w)
+		}
+	}
+	o.settings = s
+	return s, nil
+}
+
+// seeds returns the brokers to bootstrap from: those of
+// --bootstrap-server when it is given, else the command config's
+// bootstrap.servers, else --bootstrap-server's default (its environment
+// variable or localhost:9092).
+func (o *clientOptions) seeds(s *clientSettings) ([]string, error) {
+	if len(s.bootstrap) > 0 && (o.bootstrapFlag == nil || !o.bootstrapFlag.Changed) {
+		return s.bootstrap, nil
+	}
 	seeds := parseList(o.bootstrap)
 	if len(seeds) == 0 {
 		return nil, fmt.Errorf("--bootstrap-server is empty")
@@ -69,14 +115,19 @@ func (o *clientOptions) seeds() ([]string, error) {
 	return seeds, nil
 }
 
-// newClient returns a kgo client for the brokers of --bootstrap-server
-// with the options given.
+// newClient returns a kgo client for the brokers of --bootstrap-server,
+// with the settings of --command-config and then the options given.
 func (o *clientOptions) newClient(opts ...kgo.Opt) (*kgo.Client, error) {
-	seeds, err := o.seeds()
+	s, err := o.clientSettings()
 	if err != nil {
 		return nil, err
 	}
-	all := append([]kgo.Opt{kgo.SeedBrokers(seeds...), kgo.ClientID("gregor-cli")}, opts...)
+	seeds, err := o.seeds(s)
+	if err != nil {
+		return nil, err
+	}
+	all := append([]kgo.Opt{kgo.SeedBrokers(seeds...), kgo.ClientID("gregor-cli")}, s.opts()...)
+	all = append(all, opts...)
 	cl, err := kgo.NewClient(all...)
 	if err != nil {
 		return nil, fmt.Errorf("client: %w", err)
@@ -259,5 +310,6 @@ func completeGroups(o *clientOptions) cobra.CompletionFunc {
 func (o *clientOptions) completionAdmin(cmd *cobra.Command) (*admin, error) {
 	c := *o
 	c.timeout = 2 * time.Second
+	c.cmd = nil // no command config warnings in the middle of a completion
 	return c.newAdmin(cmd)
 }
