@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -14,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -132,7 +135,40 @@ func (o *clientOptions) newClient(opts ...kgo.Opt) (*kgo.Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("client: %w", err)
 	}
+	if s.tls != nil || s.mechanism != "" {
+		if err := checkAuthentication(cl); err != nil {
+			cl.Close()
+			return nil, err
+		}
+	}
 	return cl, nil
+}
+
+// authCheckTimeout bounds checkAuthentication's wait for a broker.
+const authCheckTimeout = 15 * time.Second
+
+// checkAuthentication asks a broker for metadata, to find out before
+// the command starts whether the client's TLS and SASL settings are
+// accepted. Kafka's clients take a failed authentication as fatal; kgo
+// retries it, so that without this check a producer with a wrong
+// password would wait for metadata forever. Any other error is left for
+// the command to meet, as it would without a command config.
+func checkAuthentication(cl *kgo.Client) error {
+	ctx, cancel := context.WithTimeout(context.Background(), authCheckTimeout)
+	defer cancel()
+	err := cl.Ping(ctx)
+	var (
+		verify *tls.CertificateVerificationError
+		alert  tls.AlertError
+	)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, kerr.SaslAuthenticationFailed), errors.Is(err, kerr.UnsupportedSaslMechanism),
+		errors.Is(err, kerr.IllegalSaslState), errors.As(err, &verify), errors.As(err, &alert):
+		return fmt.Errorf("authenticate: %w", err)
+	}
+	return nil
 }
 
 // admin is a kadm client, its kgo client and the context of one admin
