@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -375,8 +376,8 @@ func (p *propSet) saslSettings(s *clientSettings) error {
 //	org.apache.kafka.common.security.scram.ScramLoginModule required username="alice" password="alice-secret";
 //
 // An option's value is a bare word or quoted in double or single quotes,
-// in which a backslash takes the next character as it is (so \" and \\),
-// as Kafka's JaasConfig tokenizer has it.
+// with the escapes of Java's StreamTokenizer, which Kafka's JaasConfig
+// reads it with (see unescapeJAAS).
 func parseJAASConfig(s string) (class string, opts map[string]string, err error) {
 	rest := strings.TrimSpace(s)
 	word := func() string {
@@ -411,18 +412,16 @@ func parseJAASConfig(s string) (class string, opts map[string]string, err error)
 		rest = strings.TrimLeft(rest[1:], " \t\r\n")
 		var val string
 		if rest != "" && (rest[0] == '"' || rest[0] == '\'') {
-			var b strings.Builder
 			i := 1
 			for ; i < len(rest) && rest[i] != rest[0]; i++ {
 				if rest[i] == '\\' && i+1 < len(rest) {
 					i++
 				}
-				b.WriteByte(rest[i])
 			}
 			if i >= len(rest) {
 				return "", nil, fmt.Errorf("login module %s: option %s: unterminated quote", class, name)
 			}
-			val, rest = b.String(), strings.TrimLeft(rest[i+1:], " \t\r\n")
+			val, rest = unescapeJAAS(rest[1:i]), strings.TrimLeft(rest[i+1:], " \t\r\n")
 		} else if val = word(); val == "" {
 			return "", nil, fmt.Errorf("login module %s: option %s has no value", class, name)
 		}
@@ -431,6 +430,57 @@ func parseJAASConfig(s string) (class string, opts map[string]string, err error)
 			return "", nil, fmt.Errorf("login module %s: missing the closing ;", class)
 		}
 	}
+}
+
+// unescapeJAAS resolves the backslash escapes of a quoted JAAS value as
+// Java's StreamTokenizer does: \a \b \f \n \r \t \v, up to three octal
+// digits (two when the first is above 3) for a byte, and any other
+// character for itself. So password="a\\b" is a\b, while "a\b" is an a
+// and a backspace: backslashes are written doubled (and, in a properties
+// file, doubled again).
+func unescapeJAAS(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] != '\\' || i+1 == len(s) {
+			b.WriteByte(s[i])
+			continue
+		}
+		i++
+		c := s[i]
+		if '0' <= c && c <= '7' {
+			n, digits := int(c-'0'), 2
+			if c <= '3' {
+				digits = 3
+			}
+			for k := 1; k < digits && i+1 < len(s) && '0' <= s[i+1] && s[i+1] <= '7'; k++ {
+				i++
+				n = n*8 + int(s[i]-'0')
+			}
+			b.WriteRune(rune(n))
+			continue
+		}
+		switch c {
+		case 'a':
+			c = 7
+		case 'b':
+			c = '\b'
+		case 'f':
+			c = '\f'
+		case 'n':
+			c = '\n'
+		case 'r':
+			c = '\r'
+		case 't':
+			c = '\t'
+		case 'v':
+			c = '\v'
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
 }
 
 // The JAAS options of Kafka's unsecured OAUTHBEARER login (its default
@@ -504,7 +554,7 @@ func (p *propSet) oauthSettings(s *clientSettings, opts map[string]string) error
 			claims[k[len(unsecuredList):]] = list
 		}
 	}
-	principal := cmpOr(opts[unsecuredPrincipal], "sub")
+	principal := cmp.Or(opts[unsecuredPrincipal], "sub")
 	if sub, ok := claims[principal].(string); !ok || sub == "" {
 		return p.errorf("sasl.jaas.config", "an unsecured OAUTHBEARER login needs %s%s=\"<principal>\"", unsecuredString, principal)
 	}
@@ -558,13 +608,6 @@ func readToken(path string) (string, error) {
 		return "", fmt.Errorf("%s is empty", path)
 	}
 	return tok, nil
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // tlsConfig builds the TLS of SSL and SASL_SSL from the ssl.* properties.

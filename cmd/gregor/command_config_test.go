@@ -429,6 +429,24 @@ func TestCommandConfigTLSVerify(t *testing.T) {
 	}
 }
 
+func TestParseJAASConfig(t *testing.T) {
+	for _, tt := range []struct {
+		in    string
+		class string
+		opts  map[string]string
+	}{
+		{`a.B required;`, "a.B", map[string]string{}},
+		{"  a.B  Optional\n k=v\tq = \"x y\" ;  ", "a.B", map[string]string{"k": "v", "q": "x y"}},
+		{`a.B required s='it"s' d="q\"q" e='\'';`, "a.B", map[string]string{"s": `it"s`, "d": `q"q`, "e": "'"}},
+		{`a.B required p="\\ \t\n\b\101\0411\478\z";`, "a.B", map[string]string{"p": "\\ \t\n\bA!1'8z"}},
+	} {
+		class, opts, err := parseJAASConfig(tt.in)
+		if err != nil || class != tt.class || !reflect.DeepEqual(opts, tt.opts) {
+			t.Errorf("parseJAASConfig(%q) = %q, %q, %v; want %q, %q", tt.in, class, opts, err, tt.class, tt.opts)
+		}
+	}
+}
+
 // FuzzParseJAASConfig: any value parses or fails without panicking; what
 // parses has a login module, and options with names.
 func FuzzParseJAASConfig(f *testing.F) {
