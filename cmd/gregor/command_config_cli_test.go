@@ -6,6 +6,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/gregor-io/gregor/broker"
 )
@@ -34,7 +38,7 @@ func TestCommandConfigSASL(t *testing.T) {
 	t.Parallel()
 	b := startBroker(t, func(c *broker.Config) {
 		c.Listeners = []string{"PLAINTEXT://127.0.0.1:0", "SASL_PLAINTEXT://127.0.0.1:0"}
-		c.SASLEnabledMechanisms = []string{"PLAIN"}
+		c.SASLEnabledMechanisms = []string{"PLAIN", "SCRAM-SHA-512"}
 		c.ListenerConfigs = map[string]string{
 			"listener.name.sasl_plaintext.plain.sasl.jaas.config": `org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="alice-secret";`,
 		}
@@ -103,6 +107,41 @@ func TestCommandConfigSASL(t *testing.T) {
 	// Without the command config the SASL listener does not answer.
 	if _, _, err := execArgs(t, "", "topic", "list", "-b", saslAddr, "--timeout", "3s"); err == nil {
 		t.Error("topic list on the SASL listener without credentials succeeded")
+	}
+
+	// SCRAM-SHA-512, as carol, whom an admin client adds through the
+	// PLAINTEXT listener; the broker sees her shortly after.
+	adm, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs()[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer adm.Close()
+	res, err := kadm.NewClient(adm).AlterUserSCRAMs(t.Context(), nil,
+		[]kadm.UpsertSCRAM{{User: "carol", Mechanism: kadm.ScramSha512, Iterations: 4096, Password: "carol-secret"}})
+	if err == nil {
+		err = res.Error()
+	}
+	if err != nil {
+		t.Fatalf("add SCRAM user carol: %v", err)
+	}
+	scramFile := writeFile(t, t.TempDir(), "scram.properties", "bootstrap.servers="+saslAddr+`
+security.protocol=SASL_PLAINTEXT
+sasl.mechanism=SCRAM-SHA-512
+sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username="carol" password="carol-secret";
+`)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		_, stderr, err := execArgs(t, "scram\n", "produce", topic, "--partition", "0", "--command-config", scramFile)
+		if err == nil {
+			break
+		}
+		if !strings.Contains(err.Error(), "SASL_AUTHENTICATION_FAILED") || time.Now().After(deadline) {
+			t.Fatalf("produce as carol with SCRAM-SHA-512: %v\n%s", err, stderr)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if out, _ := run("", "consume", topic, "--partitions", "0", "--offset", "start", "-n", "1", "--command-config", scramFile); out != "scram\n" {
+		t.Errorf("consume as carol = %q, want the record carol produced", out)
 	}
 
 	// A command config that cannot be used stops the command before it
