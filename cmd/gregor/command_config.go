@@ -663,8 +663,11 @@ func (p *propSet) tlsConfig() (*tls.Config, error) {
 			for _, ic := range cs.PeerCertificates[1:] {
 				inter.AddCert(ic)
 			}
-			_, err := cs.PeerCertificates[0].Verify(x509.VerifyOptions{Roots: roots, Intermediates: inter})
-			return err
+			if _, err := cs.PeerCertificates[0].Verify(x509.VerifyOptions{Roots: roots, Intermediates: inter}); err != nil {
+				// As Go reports its own verification's failures.
+				return &tls.CertificateVerificationError{UnverifiedCertificates: cs.PeerCertificates, Err: err}
+			}
+			return nil
 		}
 	default:
 		return nil, p.errorf("ssl.endpoint.identification.algorithm", "%q: want https (check the host name) or empty (do not)", alg)

@@ -425,6 +425,22 @@ func TestCommandConfigTLSVerify(t *testing.T) {
 			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
 				t.Errorf("dial: %v, want an error with %q", err, tt.wantErr)
 			}
+			if tt.wantErr == "" {
+				return
+			}
+			// The CLI stops at the failed verification, at once, rather
+			// than retrying until --timeout.
+			file := writeFile(t, t.TempDir(), "ssl.properties", "bootstrap.servers="+ln.Addr().String()+"\n"+
+				"security.protocol=SSL\nssl.truststore.type=PEM\n"+
+				"ssl.truststore.certificates="+asPropertyValue(tt.ca)+"\nssl.endpoint.identification.algorithm="+tt.alg+"\n")
+			start := time.Now()
+			_, _, err = execArgs(t, "", "topic", "list", "--command-config", file, "--timeout", "1m")
+			if err == nil || !strings.Contains(err.Error(), "authenticate") || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("topic list: %v, want an authentication error with %q", err, tt.wantErr)
+			}
+			if d := time.Since(start); d > 30*time.Second {
+				t.Errorf("topic list took %v to fail", d)
+			}
 		})
 	}
 }
