@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl"
 )
@@ -486,4 +487,37 @@ func FuzzParseJAASConfig(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestCommandConfigBootstrap: --bootstrap-server given wins over
+// bootstrap.servers, which wins over the flag's default and its
+// environment variable.
+func TestCommandConfigBootstrap(t *testing.T) {
+	t.Setenv(bootstrapEnv, "env:9092")
+	file := &clientSettings{bootstrap: []string{"file:9092"}}
+	for _, tt := range []struct {
+		name string
+		flag string // "" for not given
+		s    *clientSettings
+		want string
+	}{
+		{"env", "", &clientSettings{}, "env:9092"},
+		{"file over env", "", file, "file:9092"},
+		{"flag over file", "flag:9092", file, "flag:9092"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			o := &clientOptions{}
+			cmd := &cobra.Command{Use: "x"}
+			o.addFlags(cmd)
+			if tt.flag != "" {
+				if err := cmd.PersistentFlags().Set("bootstrap-server", tt.flag); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, err := o.seeds(tt.s)
+			if err != nil || strings.Join(got, ",") != tt.want {
+				t.Errorf("seeds = %v, %v; want %s", got, err, tt.want)
+			}
+		})
+	}
 }
