@@ -136,7 +136,11 @@ func (o *clientOptions) newClient(opts ...kgo.Opt) (*kgo.Client, error) {
 		return nil, fmt.Errorf("client: %w", err)
 	}
 	if s.tls != nil || s.mechanism != "" {
-		if err := checkAuthentication(cl); err != nil {
+		limit := authCheckTimeout
+		if o.timeout > 0 {
+			limit = min(limit, o.timeout)
+		}
+		if err := checkAuthentication(cl, limit); err != nil {
 			cl.Close()
 			return nil, err
 		}
@@ -144,7 +148,8 @@ func (o *clientOptions) newClient(opts ...kgo.Opt) (*kgo.Client, error) {
 	return cl, nil
 }
 
-// authCheckTimeout bounds checkAuthentication's wait for a broker.
+// authCheckTimeout bounds checkAuthentication's wait for a broker, or
+// --timeout when that is shorter.
 const authCheckTimeout = 15 * time.Second
 
 // checkAuthentication asks a broker for metadata, to find out before
@@ -153,8 +158,8 @@ const authCheckTimeout = 15 * time.Second
 // retries it, so that without this check a producer with a wrong
 // password would wait for metadata forever. Any other error is left for
 // the command to meet, as it would without a command config.
-func checkAuthentication(cl *kgo.Client) error {
-	ctx, cancel := context.WithTimeout(context.Background(), authCheckTimeout)
+func checkAuthentication(cl *kgo.Client, limit time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 	err := cl.Ping(ctx)
 	var (
