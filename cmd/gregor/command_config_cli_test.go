@@ -33,14 +33,17 @@ acks=all
 // TestCommandConfigSASL runs the client commands against a broker's
 // SASL_PLAINTEXT listener with a --command-config for PLAIN: topics are
 // created and listed, records produced and consumed; a wrong password is
-// an authentication error.
+// an authentication error. SCRAM-SHA-512 and OAUTHBEARER's unsecured
+// tokens log in too.
 func TestCommandConfigSASL(t *testing.T) {
 	t.Parallel()
 	b := startBroker(t, func(c *broker.Config) {
 		c.Listeners = []string{"PLAINTEXT://127.0.0.1:0", "SASL_PLAINTEXT://127.0.0.1:0"}
-		c.SASLEnabledMechanisms = []string{"PLAIN", "SCRAM-SHA-512"}
+		c.SASLEnabledMechanisms = []string{"PLAIN", "SCRAM-SHA-512", "OAUTHBEARER"}
 		c.ListenerConfigs = map[string]string{
 			"listener.name.sasl_plaintext.plain.sasl.jaas.config": `org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="alice-secret";`,
+			// Kafka's unsecured validator: unsigned tokens, with scope kafka.
+			"listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config": `org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required unsecuredValidatorRequiredScope="kafka";`,
 		}
 	})
 	saslAddr := b.Addrs()[1]
@@ -142,6 +145,24 @@ sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule require
 	}
 	if out, _ := run("", "consume", topic, "--partitions", "0", "--offset", "start", "-n", "1", "--command-config", scramFile); out != "scram\n" {
 		t.Errorf("consume as carol = %q, want the record carol produced", out)
+	}
+
+	// OAUTHBEARER with Kafka's unsecured tokens, built from the login
+	// module's options; without the scope the broker requires, refused.
+	oauthFile := func(scope string) string {
+		return writeFile(t, t.TempDir(), "oauth.properties", "bootstrap.servers="+saslAddr+`
+security.protocol=SASL_PLAINTEXT
+sasl.mechanism=OAUTHBEARER
+sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required \
+    unsecuredLoginStringClaim_sub="dave" unsecuredLoginListClaim_scope=",`+scope+`";
+`)
+	}
+	if out, _ := run("", "topic", "list", "--command-config", oauthFile("kafka,other")); !strings.Contains(out, topic) {
+		t.Errorf("topic list with OAUTHBEARER = %q, want %s listed", out, topic)
+	}
+	if _, _, err := execArgs(t, "", "topic", "list", "--command-config", oauthFile("other")); err == nil ||
+		!strings.Contains(err.Error(), "SASL_AUTHENTICATION_FAILED") {
+		t.Errorf("topic list with a token without scope kafka: %v, want SASL_AUTHENTICATION_FAILED", err)
 	}
 
 	// A command config that cannot be used stops the command before it
