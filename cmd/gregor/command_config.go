@@ -257,6 +257,11 @@ func parseCommandConfig(file string, data []byte) (*clientSettings, error) {
 	}
 	p := newPropSet(file, props)
 	s := &clientSettings{}
+	if p.has("config.providers") {
+		// Its ${provider:path:key} references would otherwise be sent as
+		// they are, as passwords.
+		return nil, p.errorf("config.providers", "gregor does not resolve config providers' ${...} references: write the values in the file")
+	}
 
 	if v, ok := p.get("bootstrap.servers"); ok {
 		if s.bootstrap = parseList(v); len(s.bootstrap) == 0 {

@@ -326,6 +326,8 @@ func TestCommandConfigErrors(t *testing.T) {
 		{"bad number", "\nrequest.timeout.ms=30s", []string{"line 2: request.timeout.ms", `"30s"`}},
 		{"negative number", "metadata.max.age.ms=-1", []string{"metadata.max.age.ms"}},
 		{"empty bootstrap", "bootstrap.servers= , ", []string{"bootstrap.servers: empty"}},
+		{"config providers", "config.providers=file\nconfig.providers.file.class=org.apache.kafka.common.config.provider.FileConfigProvider",
+			[]string{"line 1: config.providers", "${...}"}},
 		{"protocol", "security.protocol=TLS", []string{"security.protocol", "SASL_SSL"}},
 		{"no mechanism", sasl + plainJAAS, []string{"sasl.mechanism is not set", "GSSAPI"}},
 		{"gssapi", sasl + "sasl.mechanism=GSSAPI\n" + plainJAAS, []string{"sasl.mechanism", `"GSSAPI" is not supported`}},
