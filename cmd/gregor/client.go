@@ -140,7 +140,7 @@ func (o *clientOptions) newClient(opts ...kgo.Opt) (*kgo.Client, error) {
 		if o.timeout > 0 {
 			limit = min(limit, o.timeout)
 		}
-		if err := checkAuthentication(cl, limit); err != nil {
+		if err := checkAuthentication(cl, limit, s.tls != nil); err != nil {
 			cl.Close()
 			return nil, err
 		}
@@ -157,20 +157,26 @@ const authCheckTimeout = 15 * time.Second
 // accepted. Kafka's clients take a failed authentication as fatal; kgo
 // retries it, so that without this check a producer with a wrong
 // password would wait for metadata forever. Any other error is left for
-// the command to meet, as it would without a command config.
-func checkAuthentication(cl *kgo.Client, limit time.Duration) error {
+// the command to meet, as it would without a command config; but with
+// TLS on, a broker that closes the connection as soon as it is dialled
+// fails the TLS handshake, fatal in Kafka's clients too (most often it
+// does not expect TLS on that port).
+func checkAuthentication(cl *kgo.Client, limit time.Duration, tlsOn bool) error {
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 	err := cl.Ping(ctx)
 	var (
 		verify *tls.CertificateVerificationError
 		alert  tls.AlertError
+		record tls.RecordHeaderError // TLS to a listener without it
+		eof    *kgo.ErrFirstReadEOF
 	)
 	switch {
 	case err == nil:
 		return nil
 	case errors.Is(err, kerr.SaslAuthenticationFailed), errors.Is(err, kerr.UnsupportedSaslMechanism),
-		errors.Is(err, kerr.IllegalSaslState), errors.As(err, &verify), errors.As(err, &alert):
+		errors.Is(err, kerr.IllegalSaslState), errors.As(err, &verify), errors.As(err, &alert), errors.As(err, &record),
+		tlsOn && errors.As(err, &eof):
 		return fmt.Errorf("authenticate: %w", err)
 	}
 	return nil

@@ -107,6 +107,22 @@ func TestCommandConfigSASL(t *testing.T) {
 		}
 	}
 
+	// TLS to the PLAINTEXT listener, and SASL to it, fail at once too.
+	for name, props := range map[string]string{
+		"SSL":            "security.protocol=SSL\n",
+		"SASL_PLAINTEXT": "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\nsasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username=u password=p;\n",
+	} {
+		file := writeFile(t, t.TempDir(), "c.properties", "bootstrap.servers="+b.Addrs()[0]+"\n"+props)
+		start := time.Now()
+		_, stderr, err := execArgs(t, "x\n", "produce", topic, "--command-config", file)
+		if err == nil || !strings.Contains(err.Error(), "authenticate") {
+			t.Errorf("produce with %s to a PLAINTEXT listener: %v\n%s\nwant an authentication error", name, err, stderr)
+		}
+		if d := time.Since(start); d > 30*time.Second {
+			t.Errorf("produce with %s to a PLAINTEXT listener took %v to fail", name, d)
+		}
+	}
+
 	// Without the command config the SASL listener does not answer.
 	if _, _, err := execArgs(t, "", "topic", "list", "-b", saslAddr, "--timeout", "3s"); err == nil {
 		t.Error("topic list on the SASL listener without credentials succeeded")
