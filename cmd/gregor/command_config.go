@@ -495,6 +495,7 @@ const (
 	unsecuredNumber      = "unsecuredLoginNumberClaim_"
 	unsecuredList        = "unsecuredLoginListClaim_"
 	unsecuredExtension   = "unsecuredLoginExtension_"
+	securedExtension     = "extension_" // of OAuthBearerLoginCallbackHandler
 	unsecuredPrincipal   = "unsecuredLoginPrincipalClaimName"
 	unsecuredLifetime    = "unsecuredLoginLifetimeSeconds"
 	unsecuredScopeClaim  = "unsecuredLoginScopeClaimName"
@@ -508,11 +509,17 @@ const (
 // from that file at each login. Fetching tokens from an HTTP endpoint is
 // not done.
 func (p *propSet) oauthSettings(s *clientSettings, opts map[string]string) error {
-	ext := map[string]string{}
-	for k, v := range opts {
-		if name, ok := strings.CutPrefix(k, unsecuredExtension); ok {
-			ext[name] = v
+	// SASL extensions are the login module's extension_<name> options
+	// for Kafka's OAuthBearerLoginCallbackHandler, and its
+	// unsecuredLoginExtension_<name> ones for unsecured tokens.
+	extensions := func(prefix string) map[string]string {
+		ext := map[string]string{}
+		for k, v := range opts {
+			if name, ok := strings.CutPrefix(k, prefix); ok {
+				ext[name] = v
+			}
 		}
+		return ext
 	}
 	handler, ok := p.get(loginCallbackHandler)
 	if ok && handler != "" {
@@ -531,6 +538,7 @@ func (p *propSet) oauthSettings(s *clientSettings, opts map[string]string) error
 		if _, err := readToken(path); err != nil {
 			return p.wrapf(tokenEndpoint, err, "cannot read the token")
 		}
+		ext := extensions(securedExtension)
 		s.token = func(context.Context) (oauth.Auth, error) {
 			tok, err := readToken(path)
 			return oauth.Auth{Token: tok, Extensions: ext}, err
@@ -551,10 +559,15 @@ func (p *propSet) oauthSettings(s *clientSettings, opts map[string]string) error
 			}
 			claims[k[len(unsecuredNumber):]] = n
 		case strings.HasPrefix(k, unsecuredList):
-			// The first character is the separator, as in Kafka.
-			var list []string
+			// The first character is the separator, as in Kafka;
+			// empty items are dropped.
+			list := []string{}
 			if v != "" {
-				list = strings.Split(v[1:], v[:1])
+				for _, e := range strings.Split(v[1:], v[:1]) {
+					if e != "" {
+						list = append(list, e)
+					}
+				}
 			}
 			claims[k[len(unsecuredList):]] = list
 		}
@@ -577,6 +590,7 @@ func (p *propSet) oauthSettings(s *clientSettings, opts map[string]string) error
 			claims[scopeName] = v
 		}
 	}
+	ext := extensions(unsecuredExtension)
 	s.token = func(context.Context) (oauth.Auth, error) {
 		now := time.Now()
 		tok, err := unsecuredJWT(claims, now, lifetime)

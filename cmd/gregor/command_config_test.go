@@ -184,7 +184,7 @@ foo=bar
 		{"oauthbearer unsecured", `security.protocol=SASL_PLAINTEXT
 sasl.mechanism=OAUTHBEARER
 sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required \
-  unsecuredLoginStringClaim_sub="carol" unsecuredLoginListClaim_scope=",read,write" \
+  unsecuredLoginStringClaim_sub="carol" unsecuredLoginListClaim_scope=",read,,write," \
   unsecuredLoginNumberClaim_n="7" unsecuredLoginLifetimeSeconds="60" unsecuredLoginExtension_traceId="t1";
 `, func(t *testing.T, s *clientSettings) {
 			auth, err := s.token(t.Context())
@@ -219,11 +219,14 @@ sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginMo
 sasl.mechanism=OAUTHBEARER
 sasl.login.callback.handler.class=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler
 sasl.oauthbearer.token.endpoint.url=file://` + tokenFile + `
-sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;
+sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required extension_tenant="t9";
 `, func(t *testing.T, s *clientSettings) {
 			auth, err := s.token(t.Context())
 			if err != nil || auth.Token != "eyJhbGciOiJub25lIn0.eyJzdWIiOiJib2IifQ." {
 				t.Errorf("token %q, %v; want the file's", auth.Token, err)
+			}
+			if !reflect.DeepEqual(auth.Extensions, map[string]string{"tenant": "t9"}) {
+				t.Errorf("extensions %v, want tenant=t9", auth.Extensions)
 			}
 			if s.tls == nil {
 				t.Error("SASL_SSL without TLS")
