@@ -19,8 +19,9 @@ import (
 // parallel.
 
 // startBroker starts an in-process single-node broker on free ports with
-// its data in a temporary directory, closed when the test ends.
-func startBroker(t *testing.T) *broker.Broker {
+// its data in a temporary directory, closed when the test ends. The
+// functions given change its config.
+func startBroker(t *testing.T, configure ...func(*broker.Config)) *broker.Broker {
 	t.Helper()
 	cfg := broker.DefaultConfig()
 	cfg.Listeners = []string{"PLAINTEXT://127.0.0.1:0"}
@@ -31,6 +32,9 @@ func startBroker(t *testing.T) *broker.Broker {
 	// for more members.
 	cfg.OffsetsTopicNumPartitions = 3
 	cfg.Groups.InitialRebalanceDelay = 0
+	for _, f := range configure {
+		f(&cfg)
+	}
 	b, err := broker.New(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -12,7 +14,9 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -36,21 +40,36 @@ const defaultBootstrap = "localhost:9092"
 // listed under serve.
 type clientOptions struct {
 	bootstrap string
-	json      bool
+	// bootstrapFlag is --bootstrap-server's flag, to tell whether it was
+	// given: given, it wins over the command config's bootstrap.servers.
+	bootstrapFlag *pflag.Flag
+	// commandConfig is the --command-config file, "" for none.
+	commandConfig string
+	json          bool
 	// timeout bounds admin commands (topic, group, cluster); 0 means none.
 	timeout time.Duration
+	// cmd is the command the flags are defined on, whose stderr takes
+	// the command config's warnings.
+	cmd *cobra.Command
+	// settings is the command config once read: a command that builds
+	// several clients reads it, and warns, once.
+	settings *clientSettings
 }
 
-// addFlags defines --bootstrap-server and --json on cmd and its
-// subcommands.
+// addFlags defines --bootstrap-server, --command-config and --json on cmd
+// and its subcommands.
 func (o *clientOptions) addFlags(cmd *cobra.Command) {
 	def := os.Getenv(bootstrapEnv)
 	if def == "" {
 		def = defaultBootstrap
 	}
+	o.cmd = cmd
 	fs := cmd.PersistentFlags()
 	fs.StringVarP(&o.bootstrap, "bootstrap-server", "b", def,
 		"comma-separated `HOST:PORT` list of brokers to connect to (env "+bootstrapEnv+")")
+	o.bootstrapFlag = fs.Lookup("bootstrap-server")
+	fs.StringVar(&o.commandConfig, "command-config", "",
+		"read client settings (security.protocol, sasl.*, ssl.*, bootstrap.servers, ...) from the Java properties `FILE` Kafka's tools take")
 	fs.BoolVar(&o.json, "json", false, "print JSON for scripts instead of tables and text")
 }
 
@@ -60,8 +79,38 @@ func (o *clientOptions) addTimeoutFlag(cmd *cobra.Command) {
 		"give up when the cluster has not answered after this long (0: wait forever)")
 }
 
-// seeds returns the brokers of --bootstrap-server.
-func (o *clientOptions) seeds() ([]string, error) {
+// clientSettings reads --command-config the first time it is called,
+// printing its warnings on stderr; without the flag the settings are
+// empty.
+func (o *clientOptions) clientSettings() (*clientSettings, error) {
+	if o.settings != nil {
+		return o.settings, nil
+	}
+	if o.commandConfig == "" {
+		o.settings = &clientSettings{}
+		return o.settings, nil
+	}
+	s, err := loadCommandConfig(o.commandConfig)
+	if err != nil {
+		return nil, err
+	}
+	if o.cmd != nil {
+		for _, w := range s.warnings {
+			fmt.Fprintln(o.cmd.ErrOrStderr(), "gregor: warning:", w)
+		}
+	}
+	o.settings = s
+	return s, nil
+}
+
+// seeds returns the brokers to bootstrap from: those of
+// --bootstrap-server when it is given, else the command config's
+// bootstrap.servers, else --bootstrap-server's default (its environment
+// variable or localhost:9092).
+func (o *clientOptions) seeds(s *clientSettings) ([]string, error) {
+	if len(s.bootstrap) > 0 && (o.bootstrapFlag == nil || !o.bootstrapFlag.Changed) {
+		return s.bootstrap, nil
+	}
 	seeds := parseList(o.bootstrap)
 	if len(seeds) == 0 {
 		return nil, fmt.Errorf("--bootstrap-server is empty")
@@ -69,19 +118,68 @@ func (o *clientOptions) seeds() ([]string, error) {
 	return seeds, nil
 }
 
-// newClient returns a kgo client for the brokers of --bootstrap-server
-// with the options given.
+// newClient returns a kgo client for the brokers of --bootstrap-server,
+// with the settings of --command-config and then the options given.
 func (o *clientOptions) newClient(opts ...kgo.Opt) (*kgo.Client, error) {
-	seeds, err := o.seeds()
+	s, err := o.clientSettings()
 	if err != nil {
 		return nil, err
 	}
-	all := append([]kgo.Opt{kgo.SeedBrokers(seeds...), kgo.ClientID("gregor-cli")}, opts...)
+	seeds, err := o.seeds(s)
+	if err != nil {
+		return nil, err
+	}
+	all := append([]kgo.Opt{kgo.SeedBrokers(seeds...), kgo.ClientID("gregor-cli")}, s.opts()...)
+	all = append(all, opts...)
 	cl, err := kgo.NewClient(all...)
 	if err != nil {
 		return nil, fmt.Errorf("client: %w", err)
 	}
+	if s.tls != nil || s.mechanism != "" {
+		limit := authCheckTimeout
+		if o.timeout > 0 {
+			limit = min(limit, o.timeout)
+		}
+		if err := checkAuthentication(cl, limit, s.tls != nil); err != nil {
+			cl.Close()
+			return nil, err
+		}
+	}
 	return cl, nil
+}
+
+// authCheckTimeout bounds checkAuthentication's wait for a broker, or
+// --timeout when that is shorter.
+const authCheckTimeout = 15 * time.Second
+
+// checkAuthentication asks a broker for metadata, to find out before
+// the command starts whether the client's TLS and SASL settings are
+// accepted. Kafka's clients take a failed authentication as fatal; kgo
+// retries it, so that without this check a producer with a wrong
+// password would wait for metadata forever. Any other error is left for
+// the command to meet, as it would without a command config; but with
+// TLS on, a broker that closes the connection as soon as it is dialled
+// fails the TLS handshake, fatal in Kafka's clients too (most often it
+// does not expect TLS on that port).
+func checkAuthentication(cl *kgo.Client, limit time.Duration, tlsOn bool) error {
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	err := cl.Ping(ctx)
+	var (
+		verify *tls.CertificateVerificationError
+		alert  tls.AlertError
+		record tls.RecordHeaderError // TLS to a listener without it
+		eof    *kgo.ErrFirstReadEOF
+	)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, kerr.SaslAuthenticationFailed), errors.Is(err, kerr.UnsupportedSaslMechanism),
+		errors.Is(err, kerr.IllegalSaslState), errors.As(err, &verify), errors.As(err, &alert), errors.As(err, &record),
+		tlsOn && errors.As(err, &eof):
+		return fmt.Errorf("authenticate: %w", err)
+	}
+	return nil
 }
 
 // admin is a kadm client, its kgo client and the context of one admin
@@ -259,5 +357,6 @@ func completeGroups(o *clientOptions) cobra.CompletionFunc {
 func (o *clientOptions) completionAdmin(cmd *cobra.Command) (*admin, error) {
 	c := *o
 	c.timeout = 2 * time.Second
+	c.cmd = nil // no command config warnings in the middle of a completion
 	return c.newAdmin(cmd)
 }

@@ -4,8 +4,9 @@
 // The CLI (topic, group, produce, consume, cluster, bench) is built on
 // franz-go's kgo and kadm, so it works against any Kafka-compatible
 // cluster, Gregor or Apache Kafka. Its commands share --bootstrap-server
-// (-b, or GREGOR_BOOTSTRAP_SERVER) and --json; they print tables for people
-// and JSON for scripts. `gregor completion` writes shell completion
+// (-b, or GREGOR_BOOTSTRAP_SERVER), --command-config (the client
+// properties file of Kafka's tools: TLS, SASL, timeouts) and --json; they
+// print tables for people and JSON for scripts. `gregor completion` writes shell completion
 // scripts.
 package main
 
