@@ -89,6 +89,36 @@ func checks() []check {
 				}
 				return r
 			}},
+		{api: "Produce-idempotent", cases: []aclCase{
+			one("topic-write", on(rtTopic, topic, opWrite)),
+			one("cluster-idempotentwrite", cluster(opIdemWrite)),
+		},
+			run: func(ctx context.Context, e *env) result {
+				// A batch with a producer id (the admin's, not
+				// transactional) and sequence 0: Kafka asks for Write
+				// on the topic only (IDEMPOTENT_WRITE is no longer
+				// checked on Produce since KIP-679).
+				req := kmsg.NewPtrProduceRequest()
+				req.Acks = -1
+				req.TimeoutMillis = 5000
+				t := kmsg.NewProduceRequestTopic()
+				t.Topic, t.TopicID = topic, e.topicID
+				p := kmsg.NewProduceRequestTopicPartition()
+				p.Records = batch("bob", e.idemPID, e.idemEpoch, false)
+				t.Partitions = append(t.Partitions, p)
+				req.Topics = append(req.Topics, t)
+				resp, err := e.send(ctx, req)
+				if err != nil {
+					return errResult(err)
+				}
+				var r result
+				for _, t := range resp.(*kmsg.ProduceResponse).Topics {
+					for _, p := range t.Partitions {
+						r.code("p0", p.ErrorCode)
+					}
+				}
+				return r
+			}},
 		{api: "Produce-transactional", cases: []aclCase{
 			one("topic-write", on(rtTopic, topic, opWrite)),
 			one("txn-write", on(rtTxn, txnID, opWrite)),
@@ -266,7 +296,9 @@ func checks() []check {
 				p.Records = batch("bob", -1, -1, false)
 				t.Partitions = append(t.Partitions, p)
 				req.Topics = append(req.Topics, t)
-				resp, err := e.send(ctx, req)
+				// v12, which names the topic: from v13 on a
+				// missing topic has no id to send.
+				resp, err := e.sendOld(ctx, req)
 				if err != nil {
 					return errResult(err)
 				}
@@ -455,6 +487,38 @@ func checks() []check {
 				}
 				return r
 			}},
+		{api: "OffsetFetch-two-groups", cases: []aclCase{
+			one("group-describe+topic-describe", on(rtGroup, group, opDescribe), on(rtTopic, topic, opDescribe)),
+		},
+			run: func(ctx context.Context, e *env) result {
+				// One request for two groups, of which the ACLs name
+				// one: each group answered on its own.
+				req := kmsg.NewPtrOffsetFetchRequest()
+				for _, name := range []string{group, groupOffDel} {
+					g := kmsg.NewOffsetFetchRequestGroup()
+					g.Group = name
+					g.MemberEpoch = -1
+					gt := kmsg.NewOffsetFetchRequestGroupTopic()
+					gt.Topic, gt.TopicID = topic, e.topicID
+					gt.Partitions = []int32{0}
+					g.Topics = append(g.Topics, gt)
+					req.Groups = append(req.Groups, g)
+				}
+				resp, err := e.send(ctx, req)
+				if err != nil {
+					return errResult(err)
+				}
+				var r result
+				for _, g := range resp.(*kmsg.OffsetFetchResponse).Groups {
+					r.code(g.Group, g.ErrorCode)
+					for _, t := range g.Topics {
+						for _, p := range t.Partitions {
+							r.code(g.Group+"/p0", p.ErrorCode)
+						}
+					}
+				}
+				return r
+			}},
 		{api: "OffsetFetch-all", cases: []aclCase{
 			one("group-describe", on(rtGroup, group, opDescribe)),
 			one("group-describe+topic-describe", on(rtGroup, group, opDescribe), on(rtTopic, topic, opDescribe)),
@@ -634,6 +698,24 @@ func checks() []check {
 				}
 				sort.Strings(names)
 				r.add("groups", list(names))
+				return r
+			}},
+		{api: "DeleteGroups-two-groups", cases: []aclCase{
+			one("group-delete", on(rtGroup, "authz-group-missing", opDelete)),
+		},
+			run: func(ctx context.Context, e *env) result {
+				// One request for a group the ACLs name (which does
+				// not exist) and one they do not (which does).
+				req := kmsg.NewPtrDeleteGroupsRequest()
+				req.Groups = []string{"authz-group-missing", group}
+				resp, err := e.send(ctx, req)
+				if err != nil {
+					return errResult(err)
+				}
+				var r result
+				for _, g := range resp.(*kmsg.DeleteGroupsResponse).Groups {
+					r.code(g.Group, g.ErrorCode)
+				}
 				return r
 			}},
 		{api: "DeleteGroups", cases: []aclCase{one("group-delete", on(rtGroup, groupDelete, opDelete))},
@@ -1236,6 +1318,28 @@ func checks() []check {
 				r.code("error", resp.(*kmsg.ConsumerGroupHeartbeatResponse).ErrorCode)
 				return r
 			}},
+		{api: "ConsumerGroupHeartbeat-regex", cases: []aclCase{
+			one("group-read", on(rtGroup, groupCG+"-regex", opRead)),
+		},
+			run: func(ctx context.Context, e *env) result {
+				// A regex subscription: the topics it matches are
+				// resolved by the broker, and those the member may
+				// not describe are left out (not an error).
+				req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+				req.Group = groupCG + "-regex"
+				req.MemberID = "authzmatrix-cg-regex-member-0000"
+				req.MemberEpoch = 0
+				req.RebalanceTimeoutMillis = 30000
+				req.SubscribedTopicRegex = str("authz-topic.*")
+				req.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+				resp, err := e.send(ctx, req)
+				if err != nil {
+					return errResult(err)
+				}
+				var r result
+				r.code("error", resp.(*kmsg.ConsumerGroupHeartbeatResponse).ErrorCode)
+				return r
+			}},
 		{api: "ConsumerGroupDescribe", cases: []aclCase{
 			one("group-describe", on(rtGroup, groupCG, opDescribe)),
 			one("group-describe+topic-describe", on(rtGroup, groupCG, opDescribe), on(rtTopic, topic, opDescribe)),
@@ -1346,6 +1450,41 @@ func checks() []check {
 					time.Sleep(200 * time.Millisecond)
 				}
 			}},
+		{api: "ShareAcknowledge", cases: []aclCase{
+			one("group-read", on(rtGroup, groupShare, opRead)),
+			one("group-read+topic-read", on(rtGroup, groupShare, opRead), on(rtTopic, topic, opRead)),
+		},
+			run: func(ctx context.Context, e *env) result {
+				// Acknowledges in a session that is not open
+				// (epoch 1 with none started): once allowed, the
+				// broker refuses the session.
+				req := kmsg.NewPtrShareAcknowledgeRequest()
+				req.GroupID = str(groupShare)
+				req.MemberID = str(shareMember)
+				req.ShareSessionEpoch = 1
+				t := kmsg.NewShareAcknowledgeRequestTopic()
+				t.TopicID = e.topicID
+				p := kmsg.NewShareAcknowledgeRequestTopicPartition()
+				b := kmsg.NewShareAcknowledgeRequestTopicPartitionAcknowledgementBatch()
+				b.FirstOffset, b.LastOffset = 0, 0
+				b.AcknowledgeTypes = []int8{1}
+				p.AcknowledgementBatches = append(p.AcknowledgementBatches, b)
+				t.Partitions = append(t.Partitions, p)
+				req.Topics = append(req.Topics, t)
+				resp, err := e.send(ctx, req)
+				if err != nil {
+					return errResult(err)
+				}
+				ar := resp.(*kmsg.ShareAcknowledgeResponse)
+				var r result
+				r.code("error", ar.ErrorCode)
+				for _, t := range ar.Topics {
+					for _, p := range t.Partitions {
+						r.code("p0", p.ErrorCode)
+					}
+				}
+				return r
+			}},
 		{api: "DescribeShareGroupOffsets", cases: []aclCase{
 			one("group-describe", on(rtGroup, groupShare, opDescribe)),
 			one("group-describe+topic-describe", on(rtGroup, groupShare, opDescribe), on(rtTopic, topic, opDescribe)),
@@ -1455,6 +1594,54 @@ func checks() []check {
 				}
 				var r result
 				r.code("error", resp.(*kmsg.DescribeQuorumResponse).ErrorCode)
+				return r
+			}},
+		{api: "CreateDelegationToken", cases: []aclCase{
+			one("cluster-all", cluster(kmsg.ACLOperationAll)),
+		},
+			run: func(ctx context.Context, e *env) result {
+				// For itself: no ACL is needed; neither broker has
+				// delegation.token.secret.key, so tokens are off.
+				req := kmsg.NewPtrCreateDelegationTokenRequest()
+				req.MaxLifetimeMillis = -1
+				resp, err := e.send(ctx, req)
+				if err != nil {
+					return errResult(err)
+				}
+				var r result
+				r.code("error", resp.(*kmsg.CreateDelegationTokenResponse).ErrorCode)
+				return r
+			}},
+		{api: "CreateDelegationToken-other-owner", cases: []aclCase{
+			one("user-createtokens", on(kmsg.ACLResourceTypeUser, "User:alice", kmsg.ACLOperationCreateTokens)),
+		},
+			run: func(ctx context.Context, e *env) result {
+				req := kmsg.NewPtrCreateDelegationTokenRequest()
+				req.OwnerPrincipalType = str("User")
+				req.OwnerPrincipalName = str("alice")
+				req.MaxLifetimeMillis = -1
+				resp, err := e.send(ctx, req)
+				if err != nil {
+					return errResult(err)
+				}
+				var r result
+				r.code("error", resp.(*kmsg.CreateDelegationTokenResponse).ErrorCode)
+				return r
+			}},
+		{api: "DescribeDelegationToken", cases: []aclCase{
+			one("user-describetokens", on(kmsg.ACLResourceTypeUser, "User:alice", kmsg.ACLOperationDescribeTokens)),
+		},
+			run: func(ctx context.Context, e *env) result {
+				req := kmsg.NewPtrDescribeDelegationTokenRequest()
+				req.Owners = []kmsg.DescribeDelegationTokenRequestOwner{{PrincipalType: "User", PrincipalName: "alice"}}
+				resp, err := e.send(ctx, req)
+				if err != nil {
+					return errResult(err)
+				}
+				dr := resp.(*kmsg.DescribeDelegationTokenResponse)
+				var r result
+				r.code("error", dr.ErrorCode)
+				r.add("tokens", itoa(len(dr.TokenDetails)))
 				return r
 			}},
 		{api: "DescribeUserScramCredentials", cases: []aclCase{one("cluster-describe", cluster(opDescribe))},

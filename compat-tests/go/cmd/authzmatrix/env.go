@@ -44,17 +44,19 @@ const (
 // bob's on the SASL listener, of which only one connection (the seed
 // broker's) is used, so that kgo never routes or retries bob's requests.
 type env struct {
-	admin    *kgo.Client
-	adm      *kadm.Client
-	bob      *kgo.Client
-	bobOld   *kgo.Client // AddPartitionsToTxn pinned to v3, the last client version
-	user     string
-	topicID  [16]byte
-	recID    [16]byte
-	delID    [16]byte
-	pid      int64
-	epoch    int16
-	memberCG string
+	admin     *kgo.Client
+	adm       *kadm.Client
+	bob       *kgo.Client
+	bobOld    *kgo.Client // AddPartitionsToTxn pinned to v3 (the last client version), Produce to v12 (the last naming topics)
+	user      string
+	topicID   [16]byte
+	recID     [16]byte
+	delID     [16]byte
+	pid       int64 // of txnID
+	epoch     int16
+	idemPID   int64 // an idempotent (not transactional) producer's
+	idemEpoch int16
+	memberCG  string
 }
 
 func newEnv(ctx context.Context, adminAddr, saslAddr, user, password string) (*env, error) {
@@ -72,6 +74,7 @@ func newEnv(ctx context.Context, adminAddr, saslAddr, user, password string) (*e
 	}
 	v := kversion.Stable()
 	v.SetMaxKeyVersion(int16(kmsg.AddPartitionsToTxn), 3)
+	v.SetMaxKeyVersion(int16(kmsg.Produce), 12)
 	e.bobOld, err = kgo.NewClient(kgo.SeedBrokers(saslAddr), kgo.SASL(mech), kgo.RequestRetries(0), kgo.MaxVersions(v))
 	if err != nil {
 		return nil, err
@@ -97,6 +100,13 @@ func (e *env) send(ctx context.Context, req kmsg.Request) (kmsg.Response, error)
 		cl = e.bobOld
 	}
 	return cl.SeedBrokers()[0].Request(ctx, req)
+}
+
+// sendOld sends req on the connection of pinned versions (bobOld).
+func (e *env) sendOld(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	return e.bobOld.SeedBrokers()[0].Request(ctx, req)
 }
 
 // adminReq sends req as the admin, retrying retriable errors as kgo does.
@@ -149,6 +159,18 @@ func (e *env) setup(ctx context.Context) error {
 			return fmt.Errorf("commit offsets of %s: %w", g, err)
 		}
 	}
+	// An idempotent producer id for bob's idempotent batch.
+	idem := kmsg.NewPtrInitProducerIDRequest()
+	idem.TransactionTimeoutMillis = 60000
+	resp, err := e.adminReq(ctx, idem)
+	if err != nil {
+		return fmt.Errorf("init idempotent producer id: %w", err)
+	}
+	ir := resp.(*kmsg.InitProducerIDResponse)
+	if ir.ErrorCode != 0 {
+		return fmt.Errorf("init idempotent producer id: %w", kerr.ErrorForCode(ir.ErrorCode))
+	}
+	e.idemPID, e.idemEpoch = ir.ProducerID, ir.ProducerEpoch
 	// A transactional id with a producer id and epoch, which bob's
 	// transactional requests present.
 	init := kmsg.NewPtrInitProducerIDRequest()
