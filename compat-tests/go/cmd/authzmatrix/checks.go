@@ -310,6 +310,78 @@ func checks() []check {
 				}
 				return r
 			}},
+		{api: "Fetch-missing-topic", cases: []aclCase{one("topic-read", on(rtTopic, "authz-topic-missing", opRead))},
+			run: func(ctx context.Context, e *env) result {
+				req := kmsg.NewPtrFetchRequest()
+				req.MaxWaitMillis = 100
+				req.MaxBytes = 1 << 20
+				t := kmsg.NewFetchRequestTopic()
+				t.Topic = "authz-topic-missing"
+				p := kmsg.NewFetchRequestTopicPartition()
+				p.PartitionMaxBytes = 1 << 20
+				t.Partitions = append(t.Partitions, p)
+				req.Topics = append(req.Topics, t)
+				resp, err := e.sendOld(ctx, req) // v12: names the topic
+				if err != nil {
+					return errResult(err)
+				}
+				fr := resp.(*kmsg.FetchResponse)
+				var r result
+				r.code("error", fr.ErrorCode)
+				for _, t := range fr.Topics {
+					for _, p := range t.Partitions {
+						r.code("p0", p.ErrorCode)
+					}
+				}
+				return r
+			}},
+		{api: "ListOffsets-missing-topic", cases: []aclCase{one("topic-describe", on(rtTopic, "authz-topic-missing", opDescribe))},
+			run: func(ctx context.Context, e *env) result {
+				req := kmsg.NewPtrListOffsetsRequest()
+				t := kmsg.NewListOffsetsRequestTopic()
+				t.Topic = "authz-topic-missing"
+				p := kmsg.NewListOffsetsRequestTopicPartition()
+				p.Timestamp = -1
+				t.Partitions = append(t.Partitions, p)
+				req.Topics = append(req.Topics, t)
+				resp, err := e.send(ctx, req)
+				if err != nil {
+					return errResult(err)
+				}
+				var r result
+				for _, t := range resp.(*kmsg.ListOffsetsResponse).Topics {
+					for _, p := range t.Partitions {
+						r.code("p0", p.ErrorCode)
+					}
+				}
+				return r
+			}},
+		{api: "OffsetCommit-missing-topic", cases: []aclCase{
+			one("group-read", on(rtGroup, group, opRead)),
+			one("group-read+topic-read", on(rtGroup, group, opRead), on(rtTopic, "authz-topic-missing", opRead)),
+		},
+			run: func(ctx context.Context, e *env) result {
+				req := kmsg.NewPtrOffsetCommitRequest()
+				req.Group = group
+				req.Generation = -1
+				t := kmsg.NewOffsetCommitRequestTopic()
+				t.Topic = "authz-topic-missing"
+				p := kmsg.NewOffsetCommitRequestTopicPartition()
+				p.Offset = 1
+				t.Partitions = append(t.Partitions, p)
+				req.Topics = append(req.Topics, t)
+				resp, err := e.sendOld(ctx, req) // v9: names the topic
+				if err != nil {
+					return errResult(err)
+				}
+				var r result
+				for _, t := range resp.(*kmsg.OffsetCommitResponse).Topics {
+					for _, p := range t.Partitions {
+						r.code("p0", p.ErrorCode)
+					}
+				}
+				return r
+			}},
 		{api: "DescribeConfigs-missing-topic", cases: []aclCase{one("topic-describeconfigs", on(rtTopic, "authz-topic-missing", opDescConfigs))},
 			run: func(ctx context.Context, e *env) result {
 				return describeConfigs(ctx, e, kmsg.ConfigResourceTypeTopic, "authz-topic-missing")
@@ -368,6 +440,7 @@ func checks() []check {
 			}},
 		{api: "Metadata-autocreate", cases: []aclCase{
 			one("topic-describe", on(rtTopic, "authz-topic-auto", opDescribe)),
+			one("cluster-create", cluster(opCreate)),
 			one("topic-describe+cluster-create", on(rtTopic, "authz-topic-auto", opDescribe), cluster(opCreate)),
 		},
 			run: func(ctx context.Context, e *env) result {
@@ -840,6 +913,11 @@ func checks() []check {
 		{api: "DescribeConfigs-group", cases: []aclCase{one("group-describeconfigs", on(rtGroup, group, opDescConfigs))},
 			run: func(ctx context.Context, e *env) result {
 				return describeConfigs(ctx, e, kmsg.ConfigResourceTypeGroupConfig, group)
+			}},
+		{api: "IncrementalAlterConfigs-broker-logger", cases: []aclCase{one("cluster-alterconfigs", cluster(opAlterConfigs))},
+			run: func(ctx context.Context, e *env) result {
+				// The root logger to INFO, validate only.
+				return incrementalAlterConfigs(ctx, e, kmsg.ConfigResourceTypeBrokerLogger, "1", "root", "INFO")
 			}},
 		{api: "AlterConfigs-topic", cases: []aclCase{one("topic-alterconfigs", on(rtTopic, topic, opAlterConfigs))},
 			run: func(ctx context.Context, e *env) result {

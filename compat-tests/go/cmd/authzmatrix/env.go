@@ -47,7 +47,7 @@ type env struct {
 	admin     *kgo.Client
 	adm       *kadm.Client
 	bob       *kgo.Client
-	bobOld    *kgo.Client // AddPartitionsToTxn pinned to v3 (the last client version), Produce to v12 (the last naming topics)
+	bobOld    *kgo.Client // AddPartitionsToTxn pinned to v3 (the last client version), Produce and Fetch to v12, OffsetCommit to v9 (the last naming topics)
 	user      string
 	topicID   [16]byte
 	recID     [16]byte
@@ -75,6 +75,8 @@ func newEnv(ctx context.Context, adminAddr, saslAddr, user, password string) (*e
 	v := kversion.Stable()
 	v.SetMaxKeyVersion(int16(kmsg.AddPartitionsToTxn), 3)
 	v.SetMaxKeyVersion(int16(kmsg.Produce), 12)
+	v.SetMaxKeyVersion(int16(kmsg.Fetch), 12)
+	v.SetMaxKeyVersion(int16(kmsg.OffsetCommit), 9)
 	e.bobOld, err = kgo.NewClient(kgo.SeedBrokers(saslAddr), kgo.SASL(mech), kgo.RequestRetries(0), kgo.MaxVersions(v))
 	if err != nil {
 		return nil, err
@@ -341,7 +343,7 @@ func (e *env) waitACLs(ctx context.Context, n int) error {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("describe acls: %d bindings, want %d (error %v)", got, n, kerr.ErrorForCode(r.ErrorCode))
+			return fmt.Errorf("describe acls: %d bindings, want %d (error code %d)", got, n, r.ErrorCode)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
