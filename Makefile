@@ -131,6 +131,10 @@ eos-test: build ## Exactly once under kill -9: a transactional consume-transform
 reassign-test: build ## Grow 3 brokers to 4 (gregor cluster rebalance) and retire broker 1 (gregor cluster decommission) under a checked acks=all load; REASSIGN_BYTES (default 1 GiB) moved, REASSIGN_KILL=controller|receiver kills a broker mid-move.
 	bash compat-tests/reassign/run.sh
 
+.PHONY: authz-matrix
+authz-matrix: ## Authorization matrix: each API Kafka checks ACLs on, as a SASL/PLAIN user without and with the ACLs it needs, against Gregor and then Apache Kafka 4.4 (StandardAuthorizer); fails on a difference not in compat-tests/authz/known-differences.tsv (AUTHZ_TARGETS=gregor|kafka reruns one side).
+	bash compat-tests/authz/run.sh
+
 .PHONY: chaos chaos-broken chaos-summary
 CHAOS_DURATION ?= 10m
 CHAOS_CYCLES ?= 0
