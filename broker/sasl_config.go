@@ -131,7 +131,7 @@ func (c *Config) jaasOptions(listener, mechanism, module string) (map[string]str
 	if !ok {
 		return nil, nil
 	}
-	class, opts, err := parseJAAS(v)
+	class, opts, err := sasl.ParseJAAS(v)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrInvalidConfig, key, err)
 	}
@@ -139,70 +139,6 @@ func (c *Config) jaasOptions(listener, mechanism, module string) (map[string]str
 		return nil, fmt.Errorf("%w: %s: login module %s where %s is needed for %s", ErrInvalidConfig, key, class, module, mechanism)
 	}
 	return opts, nil
-}
-
-// parseJAAS reads a sasl.jaas.config value: one login module, as Kafka
-// writes it,
-//
-//	org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" password="admin-secret" user_alice="alice-secret";
-//
-// A value is quoted, in double or single quotes (a backslash takes the
-// next character as it is), or a bare word; the control
-// flag must be one of JAAS's four.
-func parseJAAS(s string) (class string, opts map[string]string, err error) {
-	rest := strings.TrimSpace(s)
-	word := func() string {
-		i := strings.IndexAny(rest, " \t\r\n=;\"'")
-		if i < 0 {
-			i = len(rest)
-		}
-		w := rest[:i]
-		rest = strings.TrimLeft(rest[i:], " \t\r\n")
-		return w
-	}
-	if class = word(); class == "" {
-		return "", nil, fmt.Errorf("no login module")
-	}
-	switch flag := word(); flag {
-	case "required", "requisite", "sufficient", "optional":
-	default:
-		return "", nil, fmt.Errorf("login module %s: control flag %q is not required, requisite, sufficient or optional", class, flag)
-	}
-	opts = map[string]string{}
-	for {
-		if strings.HasPrefix(rest, ";") {
-			if strings.TrimSpace(rest[1:]) != "" {
-				return "", nil, fmt.Errorf("more than one login module")
-			}
-			return class, opts, nil
-		}
-		name := word()
-		if name == "" || !strings.HasPrefix(rest, "=") {
-			return "", nil, fmt.Errorf("login module %s: expected name=value, found %q", class, rest)
-		}
-		rest = strings.TrimLeft(rest[1:], " \t\r\n")
-		var val string
-		if rest != "" && (rest[0] == '"' || rest[0] == '\'') {
-			var b strings.Builder
-			i := 1
-			for ; i < len(rest) && rest[i] != rest[0]; i++ {
-				if rest[i] == '\\' && i+1 < len(rest) {
-					i++
-				}
-				b.WriteByte(rest[i])
-			}
-			if i >= len(rest) {
-				return "", nil, fmt.Errorf("login module %s: option %s: unterminated quote", class, name)
-			}
-			val, rest = b.String(), strings.TrimLeft(rest[i+1:], " \t\r\n")
-		} else if val = word(); val == "" {
-			return "", nil, fmt.Errorf("login module %s: option %s has no value", class, name)
-		}
-		opts[name] = val
-		if rest == "" {
-			return "", nil, fmt.Errorf("login module %s: missing the closing ;", class)
-		}
-	}
 }
 
 // splitList splits a comma-separated list, dropping empty entries.

@@ -417,34 +417,6 @@ func TestSASLConfig(t *testing.T) {
 	}
 }
 
-func TestParseJAAS(t *testing.T) {
-	t.Parallel()
-	_, opts, err := parseJAAS(` org.x.PlainLoginModule  required username='a"b' ;  `)
-	if err != nil || opts["username"] != `a"b` {
-		t.Fatalf("single quotes: %v %v", opts, err)
-	}
-	class, opts, err := parseJAAS("org.x.PlainLoginModule required\n  username=\"ad\\\"min\"\n  password = \"p w\" user_bob=plainword;")
-	if err != nil || class != "org.x.PlainLoginModule" || opts["username"] != `ad"min` || opts["password"] != "p w" || opts["user_bob"] != "plainword" {
-		t.Fatalf("%q %v %v", class, opts, err)
-	}
-	for _, bad := range []string{"", "M required", "M required a=\"x;", "M required a=;", "M required a=\"1\"; N required;", "M required a"} {
-		if _, _, err := parseJAAS(bad); err == nil {
-			t.Errorf("%q parsed", bad)
-		}
-	}
-}
-
-func FuzzParseJAAS(f *testing.F) {
-	f.Add(plainJAAS)
-	f.Add(`M optional a="\\" b=c;`)
-	f.Fuzz(func(t *testing.T, s string) {
-		class, opts, err := parseJAAS(s)
-		if err == nil && (class == "" || opts == nil) {
-			t.Fatalf("%q: class %q opts %v", s, class, opts)
-		}
-	})
-}
-
 // FuzzSASLAuthenticate feeds a connection's authenticator two arbitrary
 // frames, from each state an exchange can be in: it answers or closes,
 // never panics, and authenticates no one without a password.

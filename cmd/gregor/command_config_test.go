@@ -451,49 +451,6 @@ func TestCommandConfigTLSVerify(t *testing.T) {
 	}
 }
 
-func TestParseJAASConfig(t *testing.T) {
-	for _, tt := range []struct {
-		in    string
-		class string
-		opts  map[string]string
-	}{
-		{`a.B required;`, "a.B", map[string]string{}},
-		{"  a.B  Optional\n k=v\tq = \"x y\" ;  ", "a.B", map[string]string{"k": "v", "q": "x y"}},
-		{`a.B required s='it"s' d="q\"q" e='\'';`, "a.B", map[string]string{"s": `it"s`, "d": `q"q`, "e": "'"}},
-		{`a.B required p="\\ \t\n\b\101\0411\478\z";`, "a.B", map[string]string{"p": "\\ \t\n\bA!1'8z"}},
-	} {
-		class, opts, err := parseJAASConfig(tt.in)
-		if err != nil || class != tt.class || !reflect.DeepEqual(opts, tt.opts) {
-			t.Errorf("parseJAASConfig(%q) = %q, %q, %v; want %q, %q", tt.in, class, opts, err, tt.class, tt.opts)
-		}
-	}
-}
-
-// FuzzParseJAASConfig: any value parses or fails without panicking; what
-// parses has a login module, and options with names.
-func FuzzParseJAASConfig(f *testing.F) {
-	for _, s := range []string{
-		`org.apache.kafka.common.security.plain.PlainLoginModule required username="u" password="p";`,
-		`x required a='b\'c' d=e;`, `x optional;`, `x required a="unterminated`, `x required a=b; y required;`,
-	} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		class, opts, err := parseJAASConfig(s)
-		if err != nil {
-			return
-		}
-		if class == "" {
-			t.Errorf("parseJAASConfig(%q): no login module and no error", s)
-		}
-		for name := range opts {
-			if name == "" {
-				t.Errorf("parseJAASConfig(%q): an option without a name", s)
-			}
-		}
-	})
-}
-
 // TestCommandConfigBootstrap: --bootstrap-server given wins over
 // bootstrap.servers, which wins over the flag's default and its
 // environment variable.
