@@ -31,9 +31,10 @@ package broker
 //
 // Each resource needs ALTER_CONFIGS on what governs it (the cluster for
 // BROKER and CLIENT_METRICS, else the topic or group), checked where
-// Kafka's controller checks it: after the broker's checks (the ones on
-// the request's shape above, and for BROKER the name and the configs),
-// before the controller's. A denied resource gets CLUSTER_, TOPIC_ or
+// Kafka checks it: after the checks of the request's shape above (and for
+// BROKER of its name), before the configs are validated: Kafka 4.4
+// answers a read-only broker config without the ACL
+// CLUSTER_AUTHORIZATION_FAILED (compat-tests/authz). A denied resource gets CLUSTER_, TOPIC_ or
 // GROUP_AUTHORIZATION_FAILED with Kafka's message for the code.
 
 import (
@@ -134,11 +135,11 @@ func (b *Broker) replaceConfigs(ctx context.Context, c *conn, rr kmsg.AlterConfi
 		if err != nil {
 			return false, err
 		}
-		if err := configs.ValidateBroker(set, scope); err != nil {
-			return false, brokerValidationError(err)
-		}
 		if err := c.authorizedToAlterConfigs(rr.ResourceType, rr.ResourceName); err != nil {
 			return false, err
+		}
+		if err := configs.ValidateBroker(set, scope); err != nil {
+			return false, brokerValidationError(err)
 		}
 		if validateOnly {
 			return false, nil

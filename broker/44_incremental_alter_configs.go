@@ -36,9 +36,10 @@ package broker
 // Each resource needs ALTER_CONFIGS on what governs it: the cluster for
 // BROKER, BROKER_LOGGER and CLIENT_METRICS, else the topic or group. It is
 // checked where Kafka checks it: after the duplicate and null checks, and
-// for BROKER after the name and the resulting configs too (Kafka's broker
-// validates those before its controller authorizes); a BROKER_LOGGER is
-// authorized before its name is looked at. A denied resource gets
+// for BROKER after the name, before the resulting configs are validated
+// (Kafka 4.4 answers a read-only broker config without the ACL
+// CLUSTER_AUTHORIZATION_FAILED); a BROKER_LOGGER is authorized before its
+// name is looked at. A denied resource gets
 // CLUSTER_, TOPIC_ or GROUP_AUTHORIZATION_FAILED with Kafka's message for
 // the code (none for BROKER_LOGGER, which Kafka's broker answers itself).
 
@@ -154,11 +155,11 @@ func (b *Broker) incrementalAlterBroker(ctx context.Context, c *conn, name strin
 		return false, err
 	}
 	mapErr := func(err error) error { return incrementalBrokerError(err, ops) }
-	if _, err := configs.IncrementalAlterBroker(b.cluster.Snapshot().BrokerConfigs[node], ops, scope); err != nil {
-		return false, mapErr(err)
-	}
 	if err := c.authorizedToAlterConfigs(kmsg.ConfigResourceTypeBroker, name); err != nil {
 		return false, err
+	}
+	if _, err := configs.IncrementalAlterBroker(b.cluster.Snapshot().BrokerConfigs[node], ops, scope); err != nil {
+		return false, mapErr(err)
 	}
 	if validateOnly {
 		return false, nil

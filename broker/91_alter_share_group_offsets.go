@@ -11,11 +11,11 @@ package broker
 // Authorization, as Kafka's: READ on the group for the whole request
 // (GROUP_AUTHORIZATION_FAILED), then READ on each topic: the partitions of
 // a topic without it are TOPIC_AUTHORIZATION_FAILED and keep their start
-// offset. When every topic named is refused, nothing more is checked.
+// offset. A group with members is NON_EMPTY_GROUP whatever the topics, as
+// Kafka 4.4 answers (compat-tests/authz).
 
 import (
 	"context"
-	"slices"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -48,14 +48,6 @@ func (b *Broker) handleAlterShareGroupOffsets(ctx context.Context, c *conn, _ pr
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		return rt
-	}
-	if len(req.Topics) > 0 && !slices.ContainsFunc(req.Topics, func(t kmsg.AlterShareGroupOffsetsRequestTopic) bool {
-		return readable(t.Topic)
-	}) {
-		for _, t := range req.Topics {
-			resp.Topics = append(resp.Topics, refused(t))
-		}
-		return resp, nil
 	}
 	c.releaseSlot()
 	_, members, code := b.shareGroupInfo(ctx, req.GroupID)

@@ -9,12 +9,12 @@ package broker
 //
 // Authorization, as Kafka's: DELETE on the group for the whole request
 // (GROUP_AUTHORIZATION_FAILED), then READ on each topic: a topic without it
-// is TOPIC_AUTHORIZATION_FAILED and keeps its state. When every topic named
-// is refused, nothing more is checked.
+// is TOPIC_AUTHORIZATION_FAILED and keeps its state. A group with members
+// is NON_EMPTY_GROUP whatever the topics, as Kafka 4.4 answers
+// (compat-tests/authz).
 
 import (
 	"context"
-	"slices"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -38,14 +38,6 @@ func (b *Broker) handleDeleteShareGroupOffsets(ctx context.Context, c *conn, _ p
 		rt.Topic, rt.ErrorCode = name, int16(protocol.TopicAuthorizationFailed)
 		rt.ErrorMessage = kmsg.StringPtr("Topic authorization failed.")
 		return rt
-	}
-	if len(req.Topics) > 0 && !slices.ContainsFunc(req.Topics, func(t kmsg.DeleteShareGroupOffsetsRequestTopic) bool {
-		return readable(t.Topic)
-	}) {
-		for _, t := range req.Topics {
-			resp.Topics = append(resp.Topics, refused(t.Topic))
-		}
-		return resp, nil
 	}
 	c.releaseSlot()
 	_, members, code := b.shareGroupInfo(ctx, req.GroupID)
