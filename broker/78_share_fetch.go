@@ -260,6 +260,14 @@ func (b *Broker) handleShareFetch(ctx context.Context, c *conn, _ protocol.Reque
 	if !parkedAt.IsZero() {
 		c.addParked(time.Since(parkedAt))
 	}
+	if req.ShareSessionEpoch == 0 {
+		// The answer that opens a session lists every partition of it,
+		// those with nothing to acquire too, as Kafka's full share
+		// session response does; later answers only those with news.
+		for _, tp := range readable {
+			out.partition(tp)
+		}
+	}
 	return out.done(), nil
 }
 

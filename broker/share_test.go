@@ -641,3 +641,29 @@ func TestShareGroupReadCommitted(t *testing.T) {
 		t.Errorf("read_uncommitted: %d records (%v), want the 10 of both transactions", len(all), all)
 	}
 }
+
+// TestShareFetchOpeningListsEveryPartition: the ShareFetch that opens a
+// share session lists every partition of it, one with nothing to acquire
+// too (error NONE, no records), as Kafka's full share session response
+// does.
+func TestShareFetchOpeningListsEveryPartition(t *testing.T) {
+	t.Parallel()
+	b := startBroker(t)
+	w := dialWire(t, b)
+	id := w.createTopic("share-empty", 2, nil)
+	authzGroupReady(t, w, "sg-empty")
+	waitFor(t, 10*time.Second, "the member joined", func() error {
+		hb := authzShareHeartbeat(w, "sg-empty", "m1", 0, "share-empty")
+		if hb.ErrorCode != 0 {
+			return fmt.Errorf("ShareGroupHeartbeat: %s", protocol.ErrorCode(hb.ErrorCode))
+		}
+		return nil
+	})
+	resp := authzShareFetch(w, "sg-empty", "m1", id)
+	if resp.ErrorCode != 0 || len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+		t.Fatalf("opening ShareFetch of an empty partition: error %d, topics %+v", resp.ErrorCode, resp.Topics)
+	}
+	if p := resp.Topics[0].Partitions[0]; p.Partition != 0 || p.ErrorCode != 0 || len(p.AcquiredRecords) != 0 {
+		t.Fatalf("partition %d: error %d, %d acquired", p.Partition, p.ErrorCode, len(p.AcquiredRecords))
+	}
+}
