@@ -5,7 +5,7 @@
 // a quota, and prints each one's acknowledged produce rate. Against any
 // Kafka-compatible broker, so Gregor and Apache Kafka can be compared.
 //
-//	quotarate -bootstrap HOST:PORT [-quota 1048576] [-duration 30s] [-record 16384] [-free-rate 16777216]
+//	quotarate -bootstrap HOST:PORT [-quota 1048576] [-duration 30s] [-record 16384] [-batch-max 1048576] [-free-rate 16777216]
 //
 // The client id without a quota is paced by the client at -free-rate
 // (0: as fast as it can), so that the run does not fill the disk or take
@@ -45,16 +45,17 @@ func main() {
 		warmup    = flag.Duration("warmup", 10*time.Second, "time left out of the steady-state rate")
 		size      = flag.Int("record", 16<<10, "record value size, bytes")
 		topic     = flag.String("topic", "quotarate", "topic (created with 3 partitions if missing, deleted at the end)")
+		batchMax  = flag.Int("batch-max", 1<<20, "producer batch max bytes (franz-go's default 1 MiB); smaller batches make the measurement finer")
 		freeRate  = flag.Int64("free-rate", 16<<20, "client-side pace of the client id without a quota, bytes per second (0: none)")
 	)
 	flag.Parse()
-	if err := run(*bootstrap, *topic, *quota, *freeRate, *duration, *warmup, *size); err != nil {
+	if err := run(*bootstrap, *topic, *quota, *freeRate, *duration, *warmup, *size, *batchMax); err != nil {
 		fmt.Fprintf(os.Stderr, "quotarate: %v\n", err)
 		os.Exit(1)
 	}
 }
 
-func run(bootstrap, topic string, quota, freeRate int64, duration, warmup time.Duration, size int) error {
+func run(bootstrap, topic string, quota, freeRate int64, duration, warmup time.Duration, size, batchMax int) error {
 	ctx, cancel := context.WithTimeout(context.Background(), duration+2*time.Minute)
 	defer cancel()
 	admin, err := kgo.NewClient(kgo.SeedBrokers(bootstrap))
@@ -96,7 +97,7 @@ func run(bootstrap, topic string, quota, freeRate int64, duration, warmup time.D
 	}
 	produce := func(clientID string, r *result, pace int64) error {
 		cl, err := kgo.NewClient(kgo.SeedBrokers(bootstrap), kgo.ClientID(clientID), kgo.DefaultProduceTopic(topic),
-			kgo.ProducerBatchCompression(kgo.NoCompression()),
+			kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.ProducerBatchMaxBytes(int32(batchMax)),
 			kgo.WithHooks(throttleHook{r: &r.throttles, max: &r.maxThrottle}))
 		if err != nil {
 			return err
@@ -150,7 +151,7 @@ func run(bootstrap, topic string, quota, freeRate int64, duration, warmup time.D
 		}
 	}
 	secs, steadySecs := duration.Seconds(), (duration - warmup).Seconds()
-	fmt.Printf("quota producer_byte_rate=%d B/s on client id %s; %v, record %d B\n", quota, slowID, duration, size)
+	fmt.Printf("quota producer_byte_rate=%d B/s on client id %s; %v, record %d B, batch max %d B\n", quota, slowID, duration, size, batchMax)
 	for _, x := range []struct {
 		name string
 		r    *result
