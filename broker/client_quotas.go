@@ -22,9 +22,12 @@ package broker
 //     actions, and so is an acks=0 produce.
 //   - controller_mutation_rate is stored and described but not enforced:
 //     Gregor has no controller request queue to hold mutations in.
-//   - connection_creation_rate (ip entities) is stored and described but
-//     not enforced yet: max.connections.per.ip (limits.go) is the only
-//     limit on an address's connections.
+//   - connection_creation_rate (ip entities, an address's own or else the
+//     default ip's): a connection accepted beyond the rate is held for
+//     the throttle time (at most one window) and closed unserved, as
+//     Kafka's acceptor delays closing it (KIP-612); it is not counted in
+//     the rate. Kafka's broker-wide max.connection.creation.rate is not
+//     served.
 //
 // When a request puts its client over a quota, the response carries
 // throttle_time_ms (the largest of the quotas' throttle times) and goes
@@ -37,6 +40,7 @@ package broker
 // own requests goes over.
 
 import (
+	"net"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -51,17 +55,17 @@ type clientQuotas struct {
 	mgr *quota.Manager
 	// throttle observes the throttle times given, by the quota that set
 	// them.
-	throttle [3]prometheus.Observer
+	throttle [quota.NumKinds]prometheus.Observer
 }
 
 func newClientQuotas(reg prometheus.Registerer, cfg quota.Config) clientQuotas {
 	hist := prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "gregor_client_quota_throttle_seconds",
-		Help:    "Throttle times given to clients over a client quota, by the quota that set them (produce: producer_byte_rate, fetch: consumer_byte_rate, request: request_percentage); the connection reads nothing for that long.",
+		Help:    "Throttle times given to clients over a client quota, by the quota that set them (produce: producer_byte_rate, fetch: consumer_byte_rate, request: request_percentage; the connection reads nothing for that long) or connection: connection_creation_rate (a new connection held that long, then closed unserved).",
 		Buckets: []float64{0.001, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30},
 	}, []string{"type"})
 	cq := clientQuotas{mgr: quota.NewManager(cfg)}
-	for _, k := range []quota.Kind{quota.Produce, quota.Fetch, quota.Request} {
+	for _, k := range []quota.Kind{quota.Produce, quota.Fetch, quota.Request, quota.Connection} {
 		cq.throttle[k] = hist.WithLabelValues(k.String())
 	}
 	if reg != nil {
@@ -125,6 +129,30 @@ func requestQuotaExempt(c *conn, hdr protocol.RequestHeader, req kmsg.Request) b
 		return true
 	}
 	return !c.b.apis.Supports(hdr.APIKey, hdr.APIVersion)
+}
+
+// throttleConnection reports whether a connection just accepted from ip
+// is over its address's connection_creation_rate; if so it is closed
+// after the throttle time, its connection slot held until then, and the
+// caller drops it. exempt is the listener's exemption from
+// max.connections (limits.go), for giving the slot back.
+func (b *Broker) throttleConnection(nc net.Conn, ip string, exempt bool) bool {
+	d := b.clientQuotas.mgr.RecordConnection(ip, time.Now())
+	if d <= 0 {
+		return false
+	}
+	b.clientQuotas.throttle[quota.Connection].Observe(d.Seconds())
+	b.goTracked(func() {
+		defer b.quotas.release(ip, true, exempt)
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-b.ctx.Done():
+		}
+		nc.Close()
+	})
+	return true
 }
 
 // awaitThrottle holds the read loop while the connection is throttled

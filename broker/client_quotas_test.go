@@ -351,3 +351,33 @@ func TestClientQuotaFetchThrottle(t *testing.T) {
 		t.Errorf("produce by User:ANONYMOUS over its 10 B/s quota: throttle %d ms", r.ThrottleMillis)
 	}
 }
+
+// TestClientQuotaConnectionRate: connections from an address beyond its
+// connection_creation_rate are closed unserved (after at most a window);
+// those within it are served.
+func TestClientQuotaConnectionRate(t *testing.T) {
+	t.Parallel()
+	b := startBroker(t)
+	w := dialWire(t, b)
+	// 1 per second, counted over at least 10 windows: 10 at once fit.
+	if got := w.alterQuotas(1, false, quotaEntry([]string{"ip=127.0.0.1"}, "connection_creation_rate=1")); got[0] != "ip=127.0.0.1:0" {
+		t.Fatalf("alter: %v", got)
+	}
+	served, refused := 0, 0
+	for range 14 {
+		c := dialWire(t, b)
+		if _, err := c.roundTripWithin(kmsg.NewPtrApiVersionsRequest(), 5*time.Second); err != nil {
+			refused++
+		} else {
+			served++
+		}
+	}
+	// 10 and 4, unless the machine takes seconds to dial.
+	if served < 10 || refused == 0 {
+		t.Errorf("14 connections at 1/s: %d served, %d closed; want 10 and 4", served, refused)
+	}
+	// The connection made before the quota still serves.
+	if _, err := w.roundTripWithin(kmsg.NewPtrApiVersionsRequest(), 5*time.Second); err != nil {
+		t.Errorf("earlier connection: %v", err)
+	}
+}

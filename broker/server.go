@@ -85,6 +85,9 @@ func (b *Broker) serve(ln net.Listener, name string) {
 			nc.Close()
 			continue
 		}
+		if b.throttleConnection(nc, ip, exempt) {
+			continue // connection_creation_rate (client_quotas.go)
+		}
 		lt := b.lis.tls[name] // SSL listener: the handshake is in the connection's goroutine
 		if lt != nil {
 			nc = tls.Server(nc, lt.server)

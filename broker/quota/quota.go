@@ -56,14 +56,17 @@ import (
 type Kind int
 
 // The kinds of quota enforced. controller_mutation_rate is stored but not
-// enforced, and connection_creation_rate is per IP (limits of the
-// listener), so neither is a Kind.
+// enforced, so it is not a Kind.
 const (
-	Produce Kind = iota // producer_byte_rate: bytes of produce requests per second
-	Fetch               // consumer_byte_rate: bytes of consumer fetch responses per second
-	Request             // request_percentage: percent of one handler's time, per second
+	Produce    Kind = iota // producer_byte_rate: bytes of produce requests per second
+	Fetch                  // consumer_byte_rate: bytes of consumer fetch responses per second
+	Request                // request_percentage: percent of one handler's time, per second
+	Connection             // connection_creation_rate: connections accepted per second, per IP address
 	numKinds
 )
+
+// NumKinds is the number of Kinds.
+const NumKinds = int(numKinds)
 
 // Kafka's quota config keys.
 const (
@@ -83,6 +86,8 @@ func (k Kind) Key() string {
 		return ConsumerByteRate
 	case Request:
 		return RequestPercentage
+	case Connection:
+		return ConnectionCreationRate
 	}
 	return ""
 }
@@ -96,6 +101,8 @@ func (k Kind) String() string {
 		return "fetch"
 	case Request:
 		return "request"
+	case Connection:
+		return "connection"
 	}
 	return "unknown"
 }
@@ -291,6 +298,36 @@ func (m *Manager) Unrecord(k Kind, user, clientID string, value float64, now tim
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.sensorLocked(sensorKey{k, id}, now.UnixMilli()).rate.Record(-value, now.UnixMilli())
+}
+
+// RecordConnection counts a connection accepted from ip at now against
+// the connection_creation_rate of ip (else of the default ip entity) and
+// returns how long to hold it before closing it unserved, as Kafka's
+// connection quotas do (KIP-612): 0 when it is within the rate. A
+// throttled connection is taken back out of the rate, and the throttle is
+// at most one window.
+func (m *Manager) RecordConnection(ip string, now time.Time) time.Duration {
+	t := m.quotas.Load()
+	if !t.enabled[Connection] {
+		return 0
+	}
+	bound, ok := t.q[cluster.QuotaEntity{IP: cluster.Named(ip)}][ConnectionCreationRate]
+	if !ok {
+		if bound, ok = t.q[cluster.QuotaEntity{IP: cluster.DefaultName()}][ConnectionCreationRate]; !ok {
+			return 0
+		}
+	}
+	nowMs := now.UnixMilli()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := m.sensorLocked(sensorKey{Connection, ID{ClientID: ip}}, nowMs)
+	s.rate.Record(1, nowMs)
+	rate, span := s.rate.Measure(nowMs)
+	if rate <= bound {
+		return 0
+	}
+	s.rate.Record(-1, nowMs)
+	return min(ThrottleTime(rate, bound, span), m.cfg.Window)
 }
 
 // MaxWindowValue is the most a client may take of kind k in one

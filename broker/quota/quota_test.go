@@ -163,3 +163,40 @@ func TestUserOf(t *testing.T) {
 		}
 	}
 }
+
+// TestRecordConnection: connections from an address beyond its
+// connection_creation_rate (or the default ip's) are throttled, for at
+// most a window, and not counted.
+func TestRecordConnection(t *testing.T) {
+	m := NewManager(DefaultConfig())
+	now := time.UnixMilli(5_000_000)
+	m.Update(Quotas{
+		{IP: cluster.Named("10.0.0.1")}: {ConnectionCreationRate: 1},
+		{IP: def}:                       {ConnectionCreationRate: 2},
+	})
+	// At least 10 windows are counted: 10 connections at once are 1/s.
+	for i := range 10 {
+		if d := m.RecordConnection("10.0.0.1", now); d != 0 {
+			t.Fatalf("connection %d throttled %v", i+1, d)
+		}
+	}
+	if d := m.RecordConnection("10.0.0.1", now); d != time.Second {
+		t.Fatalf("11th connection throttled %v, want 1s (capped)", d)
+	}
+	// The throttled one was not counted: 1.1 s later 11 connections over
+	// 10.1 s want 0.9 s (12, had it counted, would want the 1 s cap).
+	if d := m.RecordConnection("10.0.0.1", now.Add(1100*time.Millisecond)); d != 900*time.Millisecond {
+		t.Fatalf("connection after 1.1 s throttled %v, want 900ms", d)
+	}
+	for i := range 20 {
+		if d := m.RecordConnection("10.0.0.2", now); d != 0 {
+			t.Fatalf("default ip: connection %d throttled %v", i+1, d)
+		}
+	}
+	if d := m.RecordConnection("10.0.0.2", now); d == 0 {
+		t.Fatal("default ip: 21st connection not throttled")
+	}
+	if d := m.RecordConnection("10.0.0.3", now); d != 0 {
+		t.Fatalf("another address throttled %v", d)
+	}
+}
