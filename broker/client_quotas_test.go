@@ -381,3 +381,25 @@ func TestClientQuotaConnectionRate(t *testing.T) {
 		t.Errorf("earlier connection: %v", err)
 	}
 }
+
+// TestClientQuotaWindowConfig: quota.window.num and
+// quota.window.size.seconds are validated as Kafka's (at least 1, whole
+// seconds).
+func TestClientQuotaWindowConfig(t *testing.T) {
+	base := DefaultConfig()
+	if base.QuotaWindowNum != 11 || base.QuotaWindowSize != time.Second {
+		t.Fatalf("defaults %d x %s, want 11 x 1s", base.QuotaWindowNum, base.QuotaWindowSize)
+	}
+	for _, c := range []struct {
+		num  int32
+		size time.Duration
+		ok   bool
+	}{{1, time.Second, true}, {30, 5 * time.Second, true}, {0, time.Second, false},
+		{11, 0, false}, {11, 1500 * time.Millisecond, false}} {
+		cfg := base
+		cfg.QuotaWindowNum, cfg.QuotaWindowSize = c.num, c.size
+		if err := cfg.Validate(); (err == nil) != c.ok {
+			t.Errorf("window num %d size %s: Validate %v, want ok=%v", c.num, c.size, err, c.ok)
+		}
+	}
+}
