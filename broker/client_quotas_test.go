@@ -403,3 +403,25 @@ func TestClientQuotaWindowConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestClientQuotaRequestPercentage: handler time counts against
+// request_percentage, and its throttle is at most one window.
+func TestClientQuotaRequestPercentage(t *testing.T) {
+	t.Parallel()
+	b := startBroker(t)
+	w := dialWire(t, b)
+	if got := w.alterQuotas(1, false, quotaEntry([]string{"client-id=busy"}, "request_percentage=0.0000001")); got[0] != "client-id=busy:0" {
+		t.Fatalf("alter: %v", got)
+	}
+	busy := dialWire(t, b)
+	busy.fmt = kmsg.NewRequestFormatter(kmsg.FormatterClientID("busy"))
+	meta := kmsg.NewPtrMetadataRequest()
+	meta.SetVersion(12) // throttle_time_ms from v3
+	r := busy.mustRoundTrip(meta).(*kmsg.MetadataResponse)
+	if r.ThrottleMillis <= 0 || r.ThrottleMillis > 1000 {
+		t.Errorf("metadata over a tiny request_percentage: throttle %d ms, want 1..1000", r.ThrottleMillis)
+	}
+	if r := w.mustRoundTrip(meta).(*kmsg.MetadataResponse); r.ThrottleMillis != 0 {
+		t.Errorf("another client id throttled %d ms", r.ThrottleMillis)
+	}
+}
