@@ -38,6 +38,11 @@ package broker
 // partition of its session again. A denied partition is answered without
 // reading and does not end a long poll early, as in Kafka; a fetch with
 // nothing allowed is answered at once.
+//
+// A consumer's fetch counts against its consumer_byte_rate quota
+// (client_quotas.go): max_bytes is capped to what the quota allows in one
+// measurement, and a fetch that goes over is answered with no partitions
+// and the throttle time.
 
 import (
 	"context"
@@ -47,6 +52,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gregor-io/gregor/broker/quota"
 	"github.com/gregor-io/gregor/coordinator/acl"
 	"github.com/gregor-io/gregor/coordinator/cluster"
 	"github.com/gregor-io/gregor/protocol"
@@ -136,6 +142,15 @@ func (b *Broker) handleFetch(ctx context.Context, c *conn, hdr protocol.RequestH
 	}
 
 	denied, anyAllowed := b.fetchDenied(c, items, byID, replicaID)
+	fetchQuota := replicaID < 0 && b.clientQuotas.mgr.Enabled(quota.Fetch)
+	if fetchQuota {
+		// Never ask for more than the quota lets through in one
+		// measurement (client_quotas.go).
+		if most, ok := b.clientQuotas.mgr.MaxWindowValue(quota.Fetch, quota.UserOf(c.principal), c.clientID); ok && most < float64(req.MaxBytes) {
+			req.MaxBytes = int32(max(most, 1))
+			req.MinBytes = min(req.MinBytes, req.MaxBytes)
+		}
+	}
 
 	// Subscribe before the first read, so an append between the read and
 	// the wait still wakes the wait.
@@ -191,6 +206,20 @@ func (b *Broker) handleFetch(ctx context.Context, c *conn, hdr protocol.RequestH
 	b.metrics.fetchWait.Observe(waited.Seconds())
 	if replicaID >= 0 {
 		b.recordLeaderThrottle(results, now)
+	}
+	if fetchQuota {
+		if throttled := b.throttleFetch(c, results); throttled > 0 {
+			// As Kafka answers a throttled consumer: no partitions, the
+			// throttle time, and the session (a new one is not kept).
+			releaseReads(results)
+			if req.SessionEpoch == sessionEpochInitial && sess != nil {
+				b.sessions.remove(sess.id)
+				resp.SessionID = 0
+			}
+			resp.ThrottleMillis = int32(throttled.Milliseconds())
+			c.fetchThrottle = throttled
+			return resp, nil
+		}
 	}
 
 	// The records stay in the segment files: the response carries a marker
@@ -263,6 +292,25 @@ func (b *Broker) handleFetch(ctx context.Context, c *conn, hdr protocol.RequestH
 		sess.rotateLocked(served)
 	}
 	return zc, nil
+}
+
+// throttleFetch records the record bytes of a consumer fetch's results
+// against the connection's consumer_byte_rate and returns the throttle
+// time; a throttled fetch's bytes are taken back (its response carries
+// none).
+func (b *Broker) throttleFetch(c *conn, results []fetchResult) time.Duration {
+	var n int64
+	for i := range results {
+		if results[i].held {
+			n += results[i].read.Len
+		}
+	}
+	user, now := quota.UserOf(c.principal), time.Now()
+	d := b.clientQuotas.mgr.Record(quota.Fetch, user, c.clientID, float64(n), now)
+	if d > 0 {
+		b.clientQuotas.mgr.Unrecord(quota.Fetch, user, c.clientID, float64(n), now)
+	}
+	return d
 }
 
 // recordLeaderThrottle counts, against the leader quota, the record bytes

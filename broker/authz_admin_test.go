@@ -182,6 +182,18 @@ func TestAuthzAdminAPIs(t *testing.T) {
 			}
 			return adminOutcome{code: protocol.ErrorCode(resp.ErrorCode)}
 		}, adminOutcome{code: protocol.ClusterAuthorizationFailed}, adminOutcome{code: protocol.None}},
+		{"AlterClientQuotas", cluster(acl.OpAlterConfigs), func(w *wireConn) adminOutcome {
+			req := kmsg.NewPtrAlterClientQuotasRequest()
+			req.SetVersion(1)
+			req.ValidateOnly = true
+			req.Entries = append(req.Entries, quotaEntry([]string{"client-id=c"}, "producer_byte_rate=1024"))
+			resp := w.mustRoundTrip(req).(*kmsg.AlterClientQuotasResponse)
+			if len(resp.Entries) != 1 || len(resp.Entries[0].Entity) != 1 {
+				t.Errorf("AlterClientQuotas: entries %+v, want one for client-id c", resp.Entries)
+				return adminOutcome{code: -1}
+			}
+			return adminOutcome{code: protocol.ErrorCode(resp.Entries[0].ErrorCode)}
+		}, adminOutcome{code: protocol.ClusterAuthorizationFailed}, adminOutcome{code: protocol.None}},
 		{"DescribeUserScramCredentials", cluster(acl.OpDescribe), func(w *wireConn) adminOutcome {
 			req := kmsg.NewPtrDescribeUserSCRAMCredentialsRequest()
 			u := kmsg.NewDescribeUserSCRAMCredentialsRequestUser()

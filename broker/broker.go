@@ -24,6 +24,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/gregor-io/gregor/broker/configs"
+	"github.com/gregor-io/gregor/broker/quota"
 	"github.com/gregor-io/gregor/coordinator/cluster"
 	"github.com/gregor-io/gregor/protocol"
 	"github.com/gregor-io/gregor/replication"
@@ -86,6 +87,7 @@ var handlers = []handler{
 	createAclsAPI,
 	deleteAclsAPI,
 	describeClientQuotasAPI,
+	alterClientQuotasAPI,
 	describeScramAPI,
 	alterScramAPI,
 	updateFeaturesAPI,
@@ -164,6 +166,8 @@ type Broker struct {
 	testPrincipal atomic.Pointer[func(clientID string) string]
 	// replQuotas are the replication throttles (replication_quota.go).
 	replQuotas replicationQuotas
+	// clientQuotas enforce the client quotas (client_quotas.go).
+	clientQuotas clientQuotas
 	// alterLogDirsRate is replica.alter.log.dirs.io.max.bytes.per.second;
 	// dirMoves the moves between log dirs running (log_dir_moves.go).
 	alterLogDirsRate atomic.Int64
@@ -244,6 +248,7 @@ func New(cfg Config) (*Broker, error) {
 	}
 	b.quotas, b.slots = quotas, make(requestSlots, cfg.QueuedMaxRequests)
 	b.replQuotas = newReplicationQuotas(cfg.Registerer, int(cfg.ReplicationQuotaWindowNum), cfg.ReplicationQuotaWindowSize)
+	b.clientQuotas = newClientQuotas(cfg.Registerer, quota.Config{Samples: int(cfg.QuotaWindowNum), Window: cfg.QuotaWindowSize})
 	b.alterLogDirsRate.Store(configs.Unthrottled)
 	b.groups = newGroupDrivers(b)
 	b.txns = newTxnDrivers(b)

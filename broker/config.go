@@ -135,6 +135,12 @@ type Config struct {
 	// replication.quota.window.size.seconds; whole seconds).
 	ReplicationQuotaWindowNum  int32
 	ReplicationQuotaWindowSize time.Duration
+	// QuotaWindowNum and QuotaWindowSize are the samples the client
+	// quotas (producer_byte_rate, consumer_byte_rate, request_percentage)
+	// measure rates over, and the length of each (quota.window.num,
+	// quota.window.size.seconds; whole seconds).
+	QuotaWindowNum  int32
+	QuotaWindowSize time.Duration
 
 	// NumPartitions is the partition count of auto-created topics and of
 	// CreateTopics requests with -1 (num.partitions).
@@ -394,6 +400,8 @@ func DefaultConfig() Config {
 		LeaderImbalanceCheckInterval: 300 * time.Second,
 		ReplicationQuotaWindowNum:    11,
 		ReplicationQuotaWindowSize:   time.Second,
+		QuotaWindowNum:               11,
+		QuotaWindowSize:              time.Second,
 
 		NumPartitions:            1,
 		DefaultReplicationFactor: 1,
@@ -651,6 +659,10 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: replication.quota.window.num %d below 1", ErrInvalidConfig, c.ReplicationQuotaWindowNum)
 	case c.ReplicationQuotaWindowSize < time.Second || c.ReplicationQuotaWindowSize%time.Second != 0:
 		return fmt.Errorf("%w: replication.quota.window.size.seconds must be a whole number of seconds, at least 1", ErrInvalidConfig)
+	case c.QuotaWindowNum < 1:
+		return fmt.Errorf("%w: quota.window.num %d below 1", ErrInvalidConfig, c.QuotaWindowNum)
+	case c.QuotaWindowSize < time.Second || c.QuotaWindowSize%time.Second != 0:
+		return fmt.Errorf("%w: quota.window.size.seconds must be a whole number of seconds, at least 1", ErrInvalidConfig)
 	case c.NumPartitions < 1:
 		return fmt.Errorf("%w: num.partitions %d below 1", ErrInvalidConfig, c.NumPartitions)
 	case c.DefaultReplicationFactor < 1:

@@ -327,6 +327,8 @@ func (b *Broker) staticConfigs() map[string]string {
 		"leader.imbalance.check.interval.seconds": fmt.Sprint(int64(b.cfg.LeaderImbalanceCheckInterval.Seconds())),
 		"replication.quota.window.num":            fmt.Sprint(b.cfg.ReplicationQuotaWindowNum),
 		"replication.quota.window.size.seconds":   fmt.Sprint(int64(b.cfg.ReplicationQuotaWindowSize / time.Second)),
+		"quota.window.num":                        fmt.Sprint(b.cfg.QuotaWindowNum),
+		"quota.window.size.seconds":               fmt.Sprint(int64(b.cfg.QuotaWindowSize / time.Second)),
 
 		"log.retention.check.interval.ms": fmt.Sprint(b.cfg.LogRetentionCheckInterval.Milliseconds()),
 		"log.cleaner.enable":              fmt.Sprint(b.cfg.LogCleanerEnable),
@@ -478,6 +480,7 @@ func (b *Broker) syncPartitions(md *cluster.Metadata) error {
 		}
 	}
 	b.updateReplicationQuotas(md)
+	b.clientQuotas.mgr.Update(md.ClientQuotas)
 	b.parts.Store(next)
 	b.markApplied(md.Revision)
 	b.syncFollowers(next)

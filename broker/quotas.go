@@ -3,13 +3,17 @@ package broker
 // DescribeClientQuotas (key 48), versions 0-1, and
 // DescribeUserScramCredentials (key 50), version 0.
 //
-// Gregor has no client quotas yet (they come with the security work), so
-// DescribeClientQuotas answers as a Kafka broker that has none: an empty
-// list of quota entries for any valid filter. Invalid filters get Kafka's
-// errors: UNSUPPORTED_VERSION for an entity type other than user,
-// client-id and ip; INVALID_REQUEST for one that repeats an entity type,
-// mixes ip with user or client-id, or whose match string does not fit its
-// match type.
+// DescribeClientQuotas answers from this broker's view of the registry
+// (AlterClientQuotas, 49_alter_client_quotas.go, writes it): every entity
+// the filter matches, with its quotas. A filter component matches the
+// entities that have its type with that name (match type 0), the default
+// (1, a null name) or any name (2); an entity must match every component,
+// and with strict set have no other part. Entities come sorted by their
+// parts (type, then default before names), their values by key. Invalid
+// filters get Kafka's errors: UNSUPPORTED_VERSION for an entity type other
+// than user, client-id and ip; INVALID_REQUEST for one that repeats an
+// entity type, mixes ip with user or client-id, or whose match string does
+// not fit its match type.
 //
 // DescribeUserScramCredentials answers from this broker's view of the
 // registry (AlterUserScramCredentials, 51_alter_user_scram_credentials.go,
@@ -27,8 +31,10 @@ package broker
 // Kafka's error response has it, no user name.
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -59,9 +65,83 @@ func (b *Broker) handleDescribeClientQuotas(_ context.Context, c *conn, _ protoc
 	}
 	code, msg := checkQuotaFilter(req.Components)
 	resp.ErrorCode, resp.ErrorMessage = int16(code), &msg
-	if code == protocol.None {
-		resp.Entries = []kmsg.DescribeClientQuotasResponseEntry{} // no quotas are set
+	if code != protocol.None {
+		return resp, nil
 	}
+	resp.Entries = []kmsg.DescribeClientQuotasResponseEntry{}
+	type part struct {
+		typ string
+		n   cluster.QuotaName
+	}
+	partsOf := func(e cluster.QuotaEntity) []part {
+		var ps []part
+		for _, p := range []part{{quotaTypeClientID, e.ClientID}, {quotaTypeIP, e.IP}, {quotaTypeUser, e.User}} {
+			if p.n.Set {
+				ps = append(ps, p)
+			}
+		}
+		return ps
+	}
+	matches := func(ps []part) bool {
+		if req.Strict && len(ps) != len(req.Components) {
+			return false
+		}
+		for _, fc := range req.Components {
+			i := slices.IndexFunc(ps, func(p part) bool { return p.typ == fc.EntityType })
+			if i < 0 {
+				return false
+			}
+			n := ps[i].n
+			switch fc.MatchType {
+			case quotaMatchExact:
+				if n.Default || n.Name != *fc.Match {
+					return false
+				}
+			case quotaMatchDefault:
+				if !n.Default {
+					return false
+				}
+			}
+		}
+		return true
+	}
+	for e, vals := range b.cluster.Snapshot().ClientQuotas {
+		ps := partsOf(e)
+		if !matches(ps) {
+			continue
+		}
+		entry := kmsg.NewDescribeClientQuotasResponseEntry()
+		for _, p := range ps {
+			x := kmsg.NewDescribeClientQuotasResponseEntryEntity()
+			x.Type = p.typ
+			if !p.n.Default {
+				x.Name = &p.n.Name
+			}
+			entry.Entity = append(entry.Entity, x)
+		}
+		for _, k := range slices.Sorted(maps.Keys(vals)) {
+			v := kmsg.NewDescribeClientQuotasResponseEntryValue()
+			v.Key, v.Value = k, vals[k]
+			entry.Values = append(entry.Values, v)
+		}
+		resp.Entries = append(resp.Entries, entry)
+	}
+	slices.SortFunc(resp.Entries, func(x, y kmsg.DescribeClientQuotasResponseEntry) int {
+		return slices.CompareFunc(x.Entity, y.Entity, func(a, b kmsg.DescribeClientQuotasResponseEntryEntity) int {
+			if c := cmp.Compare(a.Type, b.Type); c != 0 {
+				return c
+			}
+			switch {
+			case a.Name == nil && b.Name == nil:
+				return 0
+			case a.Name == nil:
+				return -1
+			case b.Name == nil:
+				return 1
+			}
+			return cmp.Compare(*a.Name, *b.Name)
+		})
+	})
 	return resp, nil
 }
 

@@ -51,6 +51,12 @@ type conn struct {
 	// close with it, releasing the records their members hold (Kafka ties
 	// a share session to its connection). Read loop only.
 	shareSessions map[shareSessionKey]*shareSession
+	// throttledUntil is when the client quota throttle of the connection
+	// ends: no request is read before (client_quotas.go). fetchThrottle is
+	// the consumer_byte_rate throttle the current fetch's handler gave.
+	// Read loop only.
+	throttledUntil time.Time
+	fetchThrottle  time.Duration
 
 	closeOnce sync.Once
 }
@@ -78,6 +84,9 @@ func (b *Broker) serve(ln net.Listener, name string) {
 			b.logger.Info("closing connection: max.connections.per.ip reached", "listener", name, "ip", ip)
 			nc.Close()
 			continue
+		}
+		if b.throttleConnection(nc, ip, exempt) {
+			continue // connection_creation_rate (client_quotas.go)
 		}
 		lt := b.lis.tls[name] // SSL listener: the handshake is in the connection's goroutine
 		if lt != nil {
@@ -147,6 +156,9 @@ func (c *conn) readLoop() {
 	br := bufio.NewReaderSize(c.nc, size)
 	var buf []byte
 	for {
+		if !c.awaitThrottle() {
+			return
+		}
 		frame, err := protocol.ReadFrame(br, c.maxFrame(), buf)
 		if err != nil {
 			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
@@ -294,7 +306,8 @@ func (c *conn) handle(ctx context.Context, frame []byte, arrived time.Time) (*ou
 	am.queue.Observe(start.Sub(arrived).Seconds())
 	c.parked = 0
 	resp, err := a.handle(c.b, ctx, c, hdr, req)
-	am.local.Observe((time.Since(start) - c.parked).Seconds())
+	local := time.Since(start) - c.parked
+	am.local.Observe(local.Seconds())
 	fr, zeroCopy := resp.(*fetchResponse)
 	if err != nil {
 		if zeroCopy {
@@ -303,6 +316,7 @@ func (c *conn) handle(ctx context.Context, frame []byte, arrived time.Time) (*ou
 		am.failures.Inc()
 		return nil, am, err
 	}
+	c.applyClientQuotas(hdr, req, resp, len(frame), local)
 	if resp == nil {
 		return nil, am, nil
 	}

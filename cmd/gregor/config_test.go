@@ -414,6 +414,15 @@ func TestReplicationQuotaWindowKeys(t *testing.T) {
 	}
 }
 
+func TestQuotaWindowKeys(t *testing.T) {
+	clearEnv(t)
+	c := mustLoad(t, "--config", writeConfig(t, "quota.window.num: 7\nquota.window.size.seconds: 3\n"))
+	if c.broker.QuotaWindowNum != 7 || c.broker.QuotaWindowSize != 3*time.Second || len(c.warnings) != 0 {
+		t.Errorf("window num %d size %s, warnings %q; want 7, 3s, none",
+			c.broker.QuotaWindowNum, c.broker.QuotaWindowSize, c.warnings)
+	}
+}
+
 func TestNestedYAML(t *testing.T) {
 	clearEnv(t)
 	c := mustLoad(t, "--config", writeConfig(t, "node:\n  id: 9\nlog:\n  dirs: /nested\n  retention:\n    hours: 3\n"))

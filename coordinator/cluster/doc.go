@@ -1,6 +1,6 @@
 // Package cluster keeps Gregor's cluster metadata in etcd: the cluster id,
 // broker registrations, topics and their partition states, dynamic configs,
-// producer id blocks, ACLs and SCRAM credentials. It is the only package
+// producer id blocks, ACLs, SCRAM credentials and client quotas. It is the only package
 // that talks to etcd.
 //
 // # Modes
@@ -74,6 +74,10 @@
 //	                              "server_key":"<base64>","iterations":8192}
 //	    A user's SCRAM credential for one mechanism (1 SCRAM-SHA-256,
 //	    2 SCRAM-SHA-512; user path-escaped): see scram.go.
+//	P/quotas/users/<user>[/clients/<client id>]  {"quotas":{"producer_byte_rate":1048576}}
+//	P/quotas/clients/<client id>  P/quotas/ips/<ip>
+//	    One client quota entity's quotas (Kafka's keys, double values);
+//	    names path-escaped, "<default>" for the default entity: see quotas.go.
 //	P/controller/<lease id hex>  {"node":1}
 //	    A controller candidate, bound to its broker's registration lease.
 //	    The candidate with the lowest create revision is the controller,

@@ -62,6 +62,10 @@ func FuzzApply(f *testing.F) {
 		Principal: "User:x", Host: "*", Operation: acl.OpRead, Permission: acl.PermissionAllow}), []byte(`{}`), false)
 	f.Add("/g/acls/2/3/%61/User:x/*/3/3", []byte(`{}`), false)
 	f.Add(k.groupConfig("g/x"), []byte(`{"config":{"a":"b"}}`), false)
+	f.Add(k.quota(QuotaEntity{User: Named("a/b"), ClientID: DefaultName()}), []byte(`{"quotas":{"producer_byte_rate":1024}}`), false)
+	f.Add(k.quota(QuotaEntity{IP: Named("::1")}), []byte(`{"quotas":{}}`), false)
+	f.Add("/g/quotas/users/%3Cdefault%3E/clients/<default>", []byte(`{"quotas":{"x":"y"}}`), false)
+	f.Add("/g/quotas/clients/<default>/users/x", []byte(`{"quotas":{"x":1}}`), false)
 	f.Fuzz(func(t *testing.T, key string, value []byte, deleted bool) {
 		checkKey(t, k, key)
 		st := newState(k, func(string, ...any) {})
@@ -115,6 +119,10 @@ func checkKey(t *testing.T, k keyspace, key string) {
 		want = k.groupConfig(pk.topic)
 	case kindACL:
 		want = k.acl(pk.acl)
+	case kindScram:
+		want = k.scram(pk.scram)
+	case kindQuota:
+		want = k.quota(pk.quota)
 	}
 	if want != key {
 		t.Fatalf("key %q parses as %+v, which is key %q", key, pk, want)
@@ -124,6 +132,11 @@ func checkKey(t *testing.T, k keyspace, key string) {
 // checkMetadata checks what every reader of a Metadata relies on.
 func checkMetadata(t *testing.T, m *Metadata) {
 	t.Helper()
+	for e, vals := range m.ClientQuotas {
+		if !e.valid() || len(vals) == 0 {
+			t.Fatalf("client quota entity %+v with %v", e, vals)
+		}
+	}
 	for i, b := range m.Brokers {
 		if b.NodeID < 0 || (i > 0 && b.NodeID <= m.Brokers[i-1].NodeID) {
 			t.Fatalf("brokers not sorted by node id: %+v", m.Brokers)

@@ -71,6 +71,7 @@ const (
 	kindController
 	kindACL
 	kindScram
+	kindQuota
 )
 
 // parsedKey is a key split into its kind and the names it carries.
@@ -80,7 +81,8 @@ type parsedKey struct {
 	topic     string // kindTopic, kindPartition, kindTopicConfig; the group id for kindGroupConfig
 	partition int32  // kindPartition
 	acl       acl.Binding
-	scram     ScramKey // kindScram
+	scram     ScramKey    // kindScram
+	quota     QuotaEntity // kindQuota
 }
 
 // parse splits a key read from etcd. Keys this version does not know (written
@@ -125,6 +127,10 @@ func (k keyspace) parse(key string) parsedKey {
 	case "scram":
 		if sk, ok := parseScramKey(tail); ok {
 			return parsedKey{kind: kindScram, scram: sk}
+		}
+	case "quotas":
+		if e, ok := parseQuotaKey(tail); ok {
+			return parsedKey{kind: kindQuota, quota: e}
 		}
 	case "controller":
 		if !strings.Contains(tail, "/") {

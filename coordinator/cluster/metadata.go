@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/gregor-io/gregor/coordinator/acl"
@@ -202,6 +203,9 @@ type Metadata struct {
 	// SCRAM are the stored SCRAM credentials (see scram.go): what a SCRAM
 	// server checks a login against, never a password or salted password.
 	SCRAM map[ScramKey]ScramCredential
+	// ClientQuotas are the stored client quotas (see quotas.go), by
+	// entity: Kafka's quota keys and their values, never empty.
+	ClientQuotas map[QuotaEntity]map[string]float64
 }
 
 // Broker returns the registration of a live broker.
@@ -233,6 +237,8 @@ type state struct {
 	aclsDirty     bool
 	scram         map[ScramKey]ScramCredential
 	scramDirty    bool
+	quotas        map[QuotaEntity]map[string]float64
+	quotasDirty   bool
 	// controllers are the controller candidates by key, with the create
 	// revision of each key.
 	controllers map[string]controllerCandidate
@@ -261,6 +267,7 @@ func newState(keys keyspace, warn func(string, ...any)) *state {
 		groupConfigs:  map[string]map[string]string{},
 		acls:          map[string]acl.Binding{},
 		scram:         map[ScramKey]ScramCredential{},
+		quotas:        map[QuotaEntity]map[string]float64{},
 		controllers:   map[string]controllerCandidate{},
 		built:         map[string]*Topic{},
 		dirty:         map[string]bool{},
@@ -388,6 +395,14 @@ func (s *state) apply(key string, value []byte, revs keyRevs, deleted bool) {
 			return
 		}
 		s.scram[pk.scram] = ScramCredential(r)
+	case kindQuota:
+		s.quotasDirty = true
+		var r quotaRecord
+		if deleted || !decode(&r) || len(r.Quotas) == 0 {
+			delete(s.quotas, pk.quota)
+			return
+		}
+		s.quotas[pk.quota] = r.Quotas
 	}
 }
 
@@ -458,6 +473,11 @@ func (s *state) snapshot(rev int64) *Metadata {
 	} else {
 		m.SCRAM = prev.SCRAM
 	}
+	if s.quotasDirty || prev == nil {
+		m.ClientQuotas = maps.Clone(s.quotas)
+	} else {
+		m.ClientQuotas = prev.ClientQuotas
+	}
 
 	if len(s.dirty) > 0 || prev == nil {
 		for name := range s.dirty {
@@ -478,7 +498,7 @@ func (s *state) snapshot(rev int64) *Metadata {
 	}
 
 	clear(s.dirty)
-	s.brokersDirty, s.configsDirty, s.controlDirty, s.aclsDirty, s.scramDirty = false, false, false, false, false
+	s.brokersDirty, s.configsDirty, s.controlDirty, s.aclsDirty, s.scramDirty, s.quotasDirty = false, false, false, false, false, false
 	s.last = m
 	return m
 }

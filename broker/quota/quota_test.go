@@ -1,0 +1,202 @@
+package quota
+
+import (
+	"testing"
+	"time"
+
+	"github.com/gregor-io/gregor/coordinator/cluster"
+)
+
+var (
+	u   = cluster.Named("alice")
+	c   = cluster.Named("c1")
+	def = cluster.DefaultName()
+)
+
+// TestResolvePrecedence: each of Kafka's eight levels wins over every
+// level below it, and decides which requests share a rate.
+func TestResolvePrecedence(t *testing.T) {
+	levels := []struct {
+		e  cluster.QuotaEntity
+		id ID
+	}{
+		{cluster.QuotaEntity{User: u, ClientID: c}, ID{"alice", "c1"}},
+		{cluster.QuotaEntity{User: u, ClientID: def}, ID{"alice", "c1"}},
+		{cluster.QuotaEntity{User: u}, ID{User: "alice"}},
+		{cluster.QuotaEntity{User: def, ClientID: c}, ID{"alice", "c1"}},
+		{cluster.QuotaEntity{User: def, ClientID: def}, ID{"alice", "c1"}},
+		{cluster.QuotaEntity{User: def}, ID{User: "alice"}},
+		{cluster.QuotaEntity{ClientID: c}, ID{ClientID: "c1"}},
+		{cluster.QuotaEntity{ClientID: def}, ID{ClientID: "c1"}},
+	}
+	for top := range levels {
+		q := Quotas{}
+		for i := top; i < len(levels); i++ {
+			q[levels[i].e] = map[string]float64{ProducerByteRate: float64(100 * (i + 1))}
+		}
+		id, bound, ok := Resolve(q, Produce, "alice", "c1")
+		if !ok || id != levels[top].id || bound != float64(100*(top+1)) {
+			t.Errorf("levels %d..8 set: got %+v bound %v ok %v, want %+v bound %d (level %d)",
+				top+1, id, bound, ok, levels[top].id, 100*(top+1), top+1)
+		}
+		// Another user and client id fall to the defaults only.
+		if id, _, _ := Resolve(q, Produce, "bob", "c2"); top == 7 && id != (ID{ClientID: "c2"}) {
+			t.Errorf("bob/c2 with only the default client quota: %+v", id)
+		}
+	}
+	if _, _, ok := Resolve(Quotas{}, Produce, "alice", "c1"); ok {
+		t.Error("a quota applies with none stored")
+	}
+	// Each kind resolves on its own: a user entity with only
+	// consumer_byte_rate does not hide a client-id produce quota.
+	q := Quotas{
+		{User: u}:     {ConsumerByteRate: 10},
+		{ClientID: c}: {ProducerByteRate: 20},
+	}
+	if id, b, ok := Resolve(q, Produce, "alice", "c1"); !ok || b != 20 || id != (ID{ClientID: "c1"}) {
+		t.Errorf("alice/c1 produce: %+v %v %v, want the client quota 20", id, b, ok)
+	}
+	if id, b, ok := Resolve(q, Fetch, "alice", "c1"); !ok || b != 10 || id != (ID{User: "alice"}) {
+		t.Errorf("alice/c1 fetch: %+v %v %v, want the user quota 10", id, b, ok)
+	}
+	// An empty client id matches no client-id entity.
+	if _, _, ok := Resolve(Quotas{{ClientID: def}: {ProducerByteRate: 1}}, Produce, "alice", ""); ok {
+		t.Error("an empty client id matched the default client-id entity")
+	}
+}
+
+// TestRateWindows: the span is at least samples-1 windows, grows with the
+// samples kept, and old samples leave.
+func TestRateWindows(t *testing.T) {
+	r := NewRate(11, time.Second)
+	r.Record(1000, 0)
+	if rate, span := r.Measure(0); span != 10*time.Second || rate != 100 {
+		t.Fatalf("first record: rate %v over %v, want 100 over 10s", rate, span)
+	}
+	for ms := int64(1000); ms <= 15000; ms += 1000 {
+		r.Record(1000, ms)
+	}
+	// Of the 12 samples kept (11 + the overlapping one), the one of 4 s
+	// has had nothing for 11 windows and is reset: 5 s to 15 s remain.
+	if rate, span := r.Measure(15500); span != 10500*time.Millisecond || rate != 11000/10.5 {
+		t.Fatalf("steady 1000/s: rate %v over %v", rate, span)
+	}
+	if rate, _ := r.Measure(40000); rate != 0 {
+		t.Fatalf("after 25 s of nothing: rate %v, want 0", rate)
+	}
+}
+
+// TestThrottleTime: Kafka's formula, (O-T)/T*W.
+func TestThrottleTime(t *testing.T) {
+	for _, c := range []struct {
+		rate, bound float64
+		span, want  time.Duration
+	}{
+		{200, 100, 10 * time.Second, 10 * time.Second},
+		{110, 100, 10 * time.Second, time.Second},
+		{100, 100, 10 * time.Second, 0},
+		{50, 100, 10 * time.Second, 0},
+		{101, 100, 11 * time.Second, 110 * time.Millisecond},
+	} {
+		if got := ThrottleTime(c.rate, c.bound, c.span); got != c.want {
+			t.Errorf("ThrottleTime(%v, %v, %v) = %v, want %v", c.rate, c.bound, c.span, got, c.want)
+		}
+	}
+}
+
+// TestManagerRecord: a client over its produce quota is throttled for the
+// time that brings it back, others are not; request time throttles are
+// capped at a window; a fetch unrecorded does not count; the max window
+// value is bound*(samples-1)*window.
+func TestManagerRecord(t *testing.T) {
+	m := NewManager(DefaultConfig())
+	now := time.UnixMilli(1_000_000)
+	if d := m.Record(Produce, "alice", "c1", 1<<30, now); d != 0 {
+		t.Fatalf("throttled %v with no quotas", d)
+	}
+	m.Update(Quotas{
+		{ClientID: c}:                      {ProducerByteRate: 1000, ConsumerByteRate: 1000, RequestPercentage: 10},
+		{User: def, ClientID: def}:         {ControllerMutationRate: 5},
+		{IP: cluster.Named("::1")}:         {ConnectionCreationRate: 3},
+		{User: cluster.Named("x")}:         {ProducerByteRate: 1},
+		{ClientID: cluster.Named("other")}: {ConsumerByteRate: 1},
+	})
+	if !m.Enabled(Produce) || !m.Enabled(Fetch) || !m.Enabled(Request) {
+		t.Fatal("kinds not enabled")
+	}
+	// 10 s span at first: 20000 bytes is 2000/s, twice the bound.
+	if d := m.Record(Produce, "alice", "c1", 20000, now); d != 10*time.Second {
+		t.Fatalf("first 20000 bytes throttle %v, want 10s", d)
+	}
+	if d := m.Record(Produce, "alice", "c2", 20000, now); d != 0 {
+		t.Fatalf("c2 (no quota) throttled %v", d)
+	}
+	// The user entity of x shares one rate across x's client ids.
+	if d := m.Record(Produce, "x", "c8", 5, now); d != 0 {
+		t.Fatalf("x/c8 throttled %v at 0.5 B/s", d)
+	}
+	if d := m.Record(Produce, "x", "c9", 10, now); d != 5*time.Second {
+		t.Fatalf("x/c9 throttled %v, want 5s (1.5 B/s shared with c8, bound 1)", d)
+	}
+	if d := m.Record(Request, "alice", "c1", 1e6, now); d != time.Second {
+		t.Fatalf("request throttle %v, want capped at 1s", d)
+	}
+	if d := m.Record(Fetch, "alice", "c1", 20000, now); d == 0 {
+		t.Fatal("fetch over quota not throttled")
+	}
+	m.Unrecord(Fetch, "alice", "c1", 20000, now)
+	if d := m.Record(Fetch, "alice", "c1", 5000, now); d != 0 {
+		t.Fatalf("fetch within quota after unrecord throttled %v", d)
+	}
+	if v, ok := m.MaxWindowValue(Fetch, "alice", "c1"); !ok || v != 10000 {
+		t.Fatalf("max window value %v %v, want 10000", v, ok)
+	}
+	if _, ok := m.MaxWindowValue(Fetch, "alice", "c9"); ok {
+		t.Fatal("max window value for a client without quota")
+	}
+}
+
+func TestUserOf(t *testing.T) {
+	for in, want := range map[string]string{"User:alice": "alice", "User:ANONYMOUS": "ANONYMOUS", "User:a:b": "a:b", "x": "x"} {
+		if got := UserOf(in); got != want {
+			t.Errorf("UserOf(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestRecordConnection: connections from an address beyond its
+// connection_creation_rate (or the default ip's) are throttled, for at
+// most a window, and not counted.
+func TestRecordConnection(t *testing.T) {
+	m := NewManager(DefaultConfig())
+	now := time.UnixMilli(5_000_000)
+	m.Update(Quotas{
+		{IP: cluster.Named("10.0.0.1")}: {ConnectionCreationRate: 1},
+		{IP: def}:                       {ConnectionCreationRate: 2},
+	})
+	// At least 10 windows are counted: 10 connections at once are 1/s.
+	for i := range 10 {
+		if d := m.RecordConnection("10.0.0.1", now); d != 0 {
+			t.Fatalf("connection %d throttled %v", i+1, d)
+		}
+	}
+	if d := m.RecordConnection("10.0.0.1", now); d != time.Second {
+		t.Fatalf("11th connection throttled %v, want 1s (capped)", d)
+	}
+	// The throttled one was not counted: 1.1 s later 11 connections over
+	// 10.1 s want 0.9 s (12, had it counted, would want the 1 s cap).
+	if d := m.RecordConnection("10.0.0.1", now.Add(1100*time.Millisecond)); d != 900*time.Millisecond {
+		t.Fatalf("connection after 1.1 s throttled %v, want 900ms", d)
+	}
+	for i := range 20 {
+		if d := m.RecordConnection("10.0.0.2", now); d != 0 {
+			t.Fatalf("default ip: connection %d throttled %v", i+1, d)
+		}
+	}
+	if d := m.RecordConnection("10.0.0.2", now); d == 0 {
+		t.Fatal("default ip: 21st connection not throttled")
+	}
+	if d := m.RecordConnection("10.0.0.3", now); d != 0 {
+		t.Fatalf("another address throttled %v", d)
+	}
+}
