@@ -158,6 +158,9 @@ func (b *Broker) handleAlterClientQuotas(ctx context.Context, c *conn, _ protoco
 						res.code, res.msg = code, err.Error()
 					}
 				}
+			} else {
+				// The quotas hold on this broker from its next request on.
+				b.waitApplied(ctx, b.cluster.Snapshot().Revision, leaderApplyWait)
 			}
 		}
 	}

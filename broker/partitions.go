@@ -174,6 +174,27 @@ func (b *Broker) lookupLeader(ctx context.Context, topic string, id [16]byte, by
 	}
 }
 
+// waitApplied waits, at most d, until this broker has applied the
+// metadata of revision rev (its partitions, quotas and throttles follow
+// it), so that a change a request made here holds for the next request.
+func (b *Broker) waitApplied(ctx context.Context, rev int64, d time.Duration) {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	for {
+		applied, ch := b.appliedRevision()
+		if applied >= rev {
+			return
+		}
+		select {
+		case <-ch:
+		case <-timer.C:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
 // leaderApplyWait bounds lookupLeader's wait for the metadata to apply.
 const leaderApplyWait = 5 * time.Second
 
