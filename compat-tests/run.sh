@@ -35,7 +35,8 @@
 # Environment: KEEP_WORK=1 keeps the work dir (it is kept anyway on failure);
 # SUITE_TIMEOUT (seconds per suite run, default 900); GREGOR_SERVE_ARGS
 # (extra flags for gregor serve, for every broker); TARGET and CLUSTER, the
-# defaults of --target and --cluster; SECURITY, the default of --security.
+# defaults of --target and --cluster; SECURITY, the default of --security;
+# COMPAT_CACHE, where the suites keep what they install (default .cache here).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -52,7 +53,7 @@ while (($#)); do
 	--cluster=*) cluster=${1#--cluster=}; shift ;;
 	--security) security=$2; shift 2 ;;
 	--security=*) security=${1#--security=}; shift ;;
-	-h | --help) sed -n '2,38p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h | --help) sed -n '2,39p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) suites+=("$1"); shift ;;
 	esac
 done
