@@ -308,6 +308,37 @@ create_scram_user() {
 	say "compat: SCRAM-SHA-512 user $COMPAT_SASL_USER created"
 }
 
+# probe_secure_listener: one result line (client lab) saying whether the
+# secure listener refuses a client that does not authenticate: over mtls a
+# TLS client without a certificate, over sasl_ssl a TLS client that sends a
+# Metadata request before any SASL exchange. Refused means the connection
+# fails or closes without an answer.
+probe_secure_listener() {
+	local st=$SECONDS line
+	line=$(python3 - "$secure_port" "$COMPAT_CA" "$security" <<'PY'
+import socket, ssl, struct, sys
+port, ca, security = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+# mtls: ApiVersions v0; sasl_ssl: Metadata v0 for all topics.
+api = 18 if security == "mtls" else 3
+req = struct.pack(">hhih", api, 0, 7, 9) + b"lab-probe" + (b"" if api == 18 else struct.pack(">i", -1))
+ctx = ssl.create_default_context(cafile=ca)
+try:
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as raw:
+        with ctx.wrap_socket(raw, server_hostname="127.0.0.1") as s:
+            s.sendall(struct.pack(">i", len(req)) + req)
+            head = s.recv(4)
+    if len(head) == 4:
+        print("fail\tthe broker answered (%d bytes) a client that did not authenticate" % struct.unpack(">i", head)[0])
+    else:
+        print("pass\tthe connection closed without an answer")
+except (OSError, ssl.SSLError) as e:
+    print("pass\trefused: %s: %s" % (type(e).__name__, e))
+PY
+	)
+	printf 'lab\t-\t%s-refuses-unauthenticated\t%s\n' "$security" "${line/$'\t'/$'\t'$((SECONDS - st))$'\t'}" >>"$results"
+	say "compat: secure listener probe: ${line//$'\t'/: }"
+}
+
 # Set up every suite before the broker starts: installs take the network and
 # time, and a broker should not idle through them.
 ready=()
@@ -349,6 +380,7 @@ bootstrap=${bootstrap%,}
 if [[ -n $security ]]; then
 	[[ $security != sasl_ssl ]] || create_scram_user
 	bootstrap=127.0.0.1:$secure_port
+	probe_secure_listener
 fi
 
 run_started=$SECONDS
