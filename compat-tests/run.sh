@@ -258,11 +258,12 @@ make_certs() {
 	cat "$d/broker.key" "$d/broker.pem" >"$d/broker-store.pem"
 }
 
-# configure_security PORT: the secure listener on PORT beside the PLAINTEXT
-# one, in Kafka's keys for both targets (flags for Gregor, server.properties
+# configure_security PORT CONTROLLER_PORT: the secure listener on PORT
+# beside the PLAINTEXT one (and Kafka's controller on CONTROLLER_PORT, all
+# three picked at once so that they differ), in Kafka's keys for both targets (flags for Gregor, server.properties
 # lines for Kafka), and the COMPAT_* variables the suites read.
 configure_security() {
-	local sport=$1 name=SASL_SSL certs=$work/certs
+	local sport=$1 cport=$2 name=SASL_SSL certs=$work/certs
 	[[ $security == sasl_ssl ]] || name=SSL
 	make_certs "$certs"
 	local keys=(
@@ -280,8 +281,7 @@ configure_security() {
 		export COMPAT_CLIENT_CERT=$certs/client.pem COMPAT_CLIENT_KEY=$certs/client.key
 	fi
 	if [[ $target == kafka ]]; then
-		KAFKA_CONTROLLER_PORT=$(free_port)
-		export KAFKA_CONTROLLER_PORT
+		export KAFKA_CONTROLLER_PORT=$cport
 		keys[0]="listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,$name:$name"
 		keys+=("listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$KAFKA_CONTROLLER_PORT,$name://127.0.0.1:$sport"
 			"advertised.listeners=PLAINTEXT://127.0.0.1:$port,$name://127.0.0.1:$sport")
@@ -358,9 +358,9 @@ done
 setup_seconds=$((SECONDS - t0))
 
 if ((cluster == 1)); then
-	read -r port secure_port <<<"$(free_ports 2)"
+	read -r port secure_port controller_port <<<"$(free_ports 3)"
 	ports=("$port")
-	[[ -z $security ]] || configure_security "$secure_port"
+	[[ -z $security ]] || configure_security "$secure_port" "$controller_port"
 	if [[ $target == kafka ]]; then
 		KAFKA_TWO_LOG_DIRS=1 "$here/kafka/kafka.sh" start "$work/kafka" "$port"
 	else
