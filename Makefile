@@ -166,5 +166,11 @@ CLUSTER ?= 1
 compat: ## Compatibility lab: every client suite against Gregor (TARGET=kafka: against Apache Kafka 4.x; CLUSTER=3: against three brokers); writes compat-tests/RESULTS.md.
 	bash compat-tests/run.sh --target $(TARGET) --cluster $(CLUSTER)
 
+.PHONY: compat-secure
+compat-secure: ## Compatibility lab over SASL_SSL (SCRAM-SHA-512) and over mTLS, the produce/consume/group scenarios against Gregor and Apache Kafka 4.x, one run at a time; writes compat-tests/results/<target>-<security>.tsv.
+	@rc=0; for sec in sasl_ssl mtls; do for t in gregor kafka; do \
+		bash compat-tests/run.sh --target $$t --security $$sec || rc=1; \
+	done; done; exit $$rc
+
 clean: ## Remove bin/ and bench.out (./data, the broker's data, is kept).
 	rm -rf bin bench.out

@@ -15,7 +15,10 @@
         that passes against Kafka (of the same size) has no Gregor result.
 
 TARGET is gregor or kafka, for one broker, or gregor-clusterN or
-kafka-clusterN for a cluster of N (run.sh --cluster N). Result rows are the
+kafka-clusterN for a cluster of N (run.sh --cluster N), or gregor-sasl_ssl,
+gregor-mtls, kafka-sasl_ssl, kafka-mtls for a secure run (run.sh
+--security), which is checked against its Kafka twin and left out of the
+matrix; its skip rows are scenarios it does not cover, never failures. Result rows are the
 suites' lines: client, version, scenario, status, seconds, detail
 (tab-separated). A results file starts with one comment line saying when and
 against what it was made.
@@ -32,7 +35,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 RESULTS_DIR = os.path.join(HERE, "results")
 TARGETS = ("gregor", "kafka")
-RUN_NAME = re.compile(r"^(gregor|kafka)(-cluster([2-9]))?$")
+RUN_NAME = re.compile(r"^(gregor|kafka)(-cluster([2-9])|-(sasl_ssl|mtls))?$")
+SECURITY_NAMES = {"sasl_ssl": "SASL_SSL (SCRAM-SHA-512)", "mtls": "SSL with client certificates (mTLS)"}
 NUMBERS = {2: "two", 3: "three", 4: "four", 5: "five", 6: "six", 7: "seven", 8: "eight", 9: "nine"}
 
 # Matrix order: the shared scenarios first, as README.md lists them.
@@ -152,6 +156,9 @@ def merge(args):
                              scen.get(r.scenario, len(scen)), r.scenario))
     when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     header = f"# {describe_target(args.target)}; run {when}"
+    security = RUN_NAME.match(args.target).group(4)
+    if security:
+        header = f"# {describe_target(args.target)} over {SECURITY_NAMES[security]}; run {when}"
     if args.seconds is not None:
         header += f"; make compat took {args.seconds}s"
     os.makedirs(RESULTS_DIR, exist_ok=True)
@@ -160,7 +167,9 @@ def merge(args):
         for r in rows:
             f.write(r.line() + "\n")
     passed = sum(r.status == "pass" for r in new)
-    print(f"results: {args.target}: {passed} passed, {len(new) - passed} failed -> {os.path.relpath(path, ROOT)}")
+    skipped = sum(r.status == "skip" for r in new)
+    print(f"results: {args.target}: {passed} passed, {len(new) - passed - skipped} failed, {skipped} skipped"
+          f" -> {os.path.relpath(path, ROOT)}")
 
 
 def load_all(size=1):
@@ -393,6 +402,8 @@ def readme_matrix(data, gaps, clients):
 
 
 def check(args):
+    if RUN_NAME.match(args.target).group(4):
+        return check_secure(args)
     data = load_all(cluster_size(args.target))
     gaps = read_gaps()
     rows = data[args.target][0]
@@ -411,6 +422,32 @@ def check(args):
             print("  " + p)
         sys.exit(1)
     print(f"compat: every required scenario passed against {args.target}")
+
+
+def check_secure(args):
+    """check for a secure run: its failures not in known-gaps.tsv, and for
+    Gregor the scenarios that pass in Kafka's run of the same security but
+    did not pass here."""
+    target = args.target
+    rows, _ = read_rows(os.path.join(RESULTS_DIR, target + ".tsv"))
+    rows = {(r.client, r.scenario): r for r in rows}
+    gaps = read_gaps()
+    problems = [f"{c} {s}: {r.detail}" for (c, s), r in sorted(rows.items())
+                if r.status == "fail" and not gap_for(gaps, c, s, target)]
+    if target.startswith("gregor"):
+        kafka, _ = read_rows(os.path.join(RESULTS_DIR, "kafka" + target[len("gregor"):] + ".tsv"))
+        for r in kafka:
+            mine = rows.get((r.client, r.scenario))
+            if r.status == "pass" and (mine is None or mine.status == "skip"):
+                problems.append(f"{r.client} {r.scenario}: passes against Kafka but has no Gregor result")
+    n = {st: sum(r.status == st for r in rows.values()) for st in ("pass", "fail", "skip")}
+    print(f"compat: {target}: {n['pass']} passed, {n['fail']} failed, {n['skip']} skipped")
+    if problems:
+        print(f"compat: {len(problems)} required scenario(s) failed against {target}:")
+        for p in problems:
+            print("  " + p)
+        sys.exit(1)
+    print(f"compat: every required scenario passed against {target}")
 
 
 def main():

@@ -4,7 +4,7 @@
 # to results/<target>.tsv and regenerates RESULTS.md and the matrix in the
 # top-level README.md.
 #
-#   compat-tests/run.sh [--target gregor|kafka] [--cluster N] [SUITE...]
+#   compat-tests/run.sh [--target gregor|kafka] [--cluster N] [--security sasl_ssl|mtls] [SUITE...]
 #
 # --target gregor (the default) builds bin/gregor and runs it on free ports in
 # a temp dir; --target kafka starts Apache Kafka 4.x with kafka/kafka.sh.
@@ -18,6 +18,16 @@
 # every directory with a setup.sh and a run.sh. With a subset, only those
 # suites' rows of the results file are replaced.
 #
+# --security sasl_ssl|mtls (`make compat-secure`) adds a secure listener to
+# the one broker: SASL_SSL with SCRAM-SHA-512, or SSL requiring a client
+# certificate (mTLS), beside the PLAINTEXT one used to create the SCRAM user.
+# The CA, broker and client certificates are made with openssl in the work
+# dir. The suites get the secure listener's address and COMPAT_SECURITY,
+# COMPAT_CA, COMPAT_CLIENT_CERT, COMPAT_CLIENT_KEY, COMPAT_SASL_MECHANISM,
+# COMPAT_SASL_USER, COMPAT_SASL_PASSWORD (see README.md); they run their
+# produce/consume/group scenarios and mark the others skip. The results go
+# to results/<target>-<security>.tsv, outside the matrix.
+#
 # Exit status: non-zero when a scenario fails that known-gaps.tsv does not
 # list for the target, when a scenario that passes against Kafka is missing
 # from the Gregor run, or when the lab itself breaks.
@@ -25,13 +35,15 @@
 # Environment: KEEP_WORK=1 keeps the work dir (it is kept anyway on failure);
 # SUITE_TIMEOUT (seconds per suite run, default 900); GREGOR_SERVE_ARGS
 # (extra flags for gregor serve, for every broker); TARGET and CLUSTER, the
-# defaults of --target and --cluster.
+# defaults of --target and --cluster; SECURITY, the default of --security;
+# COMPAT_CACHE, where the suites keep what they install (default .cache here).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/.." && pwd)
 target=${TARGET:-gregor}
 cluster=${CLUSTER:-1}
+security=${SECURITY:-}
 suites=()
 while (($#)); do
 	case $1 in
@@ -39,15 +51,20 @@ while (($#)); do
 	--target=*) target=${1#--target=}; shift ;;
 	--cluster) cluster=$2; shift 2 ;;
 	--cluster=*) cluster=${1#--cluster=}; shift ;;
-	-h | --help) sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	--security) security=$2; shift 2 ;;
+	--security=*) security=${1#--security=}; shift ;;
+	-h | --help) sed -n '2,39p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) suites+=("$1"); shift ;;
 	esac
 done
 case $target in gregor | kafka) ;; *) echo "run.sh: unknown target $target (gregor or kafka)" >&2; exit 2 ;; esac
 [[ $cluster =~ ^[1-9]$ ]] || { echo "run.sh: --cluster wants a number of brokers from 1 to 9, got '$cluster'" >&2; exit 2; }
+case $security in "" | sasl_ssl | mtls) ;; *) echo "run.sh: unknown security $security (sasl_ssl or mtls)" >&2; exit 2 ;; esac
+[[ -z $security ]] || ((cluster == 1)) || { echo "run.sh: --security runs against one broker only" >&2; exit 2; }
 # run: the name of this kind of run in results/ and known-gaps.tsv.
 run=$target
 ((cluster == 1)) || run=$target-cluster$cluster
+[[ -z $security ]] || run=$target-$security
 merge_args=()
 if ((${#suites[@]} > 0)); then
 	merge_args=(--suites "${suites[@]}")
@@ -56,16 +73,21 @@ else
 		d=${d%/}
 		[[ -x $d/setup.sh && -x $d/run.sh ]] && suites+=("$(basename "$d")")
 	done
+	# The secure runs are for the client libraries and tools; Kafka
+	# Streams and Gregor's own CLI are not among them.
+	[[ -z $security ]] || suites=(java-clients console python js go)
 fi
 SUITE_TIMEOUT=${SUITE_TIMEOUT:-900}
 START_TIMEOUT=90
 
-export COMPAT_CACHE=$here/.cache
+export COMPAT_CACHE=${COMPAT_CACHE:-$here/.cache}
 mkdir -p "$COMPAT_CACHE" "$here/results"
 work=$(mktemp -d "${TMPDIR:-/tmp}/gregor-compat.XXXXXX")
 results=$work/results.tsv
 : >"$results"
 broker_pids=()
+gregor_extra=() # security flags of a --security run
+gregor_listeners="" # and its listeners
 t0=$SECONDS
 
 say() { printf '%s\n' "$*"; }
@@ -144,11 +166,12 @@ start_gregor() {
 	# shellcheck disable=SC2086 # GREGOR_SERVE_ARGS is a list of flags.
 	"$root/bin/gregor" serve \
 		--log.dirs "$work/gregor-data,$work/gregor-data-b" \
-		--listeners "PLAINTEXT://127.0.0.1:$port" \
+		--listeners "${gregor_listeners:-PLAINTEXT://127.0.0.1:$port}" \
 		--admin.listener "127.0.0.1:$admin" \
 		--etcd.client.addr 127.0.0.1:0 \
 		--etcd.peer.addr 127.0.0.1:0 \
 		--group.initial.rebalance.delay.ms 0 \
+		"${gregor_extra[@]}" \
 		${GREGOR_SERVE_ARGS:-} \
 		</dev/null >"$work/gregor.log" 2>&1 &
 	broker_pids=($!)
@@ -217,6 +240,105 @@ EOF
 	say "compat: gregor cluster (pids ${broker_pids[*]}) ready on 127.0.0.1 ports ${ports[*]}"
 }
 
+# make_certs DIR: a CA (ca.pem), the broker's key and chain in one PEM file
+# (broker.pem, SAN 127.0.0.1 and localhost) and a client's key and
+# certificate (client.key, client.pem, CN=client), all signed by the CA.
+make_certs() {
+	local d=$1 name subj san
+	mkdir -p "$d"
+	openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=compat-lab-ca \
+		-keyout "$d/ca.key" -out "$d/ca.pem" 2>/dev/null
+	for name in broker client; do
+		subj=/CN=localhost san="subjectAltName=IP:127.0.0.1,DNS:localhost"
+		[[ $name == broker ]] || subj=/CN=client san="extendedKeyUsage=clientAuth"
+		openssl req -newkey rsa:2048 -nodes -subj "$subj" -keyout "$d/$name.key" -out "$d/$name.csr" 2>/dev/null
+		openssl x509 -req -in "$d/$name.csr" -CA "$d/ca.pem" -CAkey "$d/ca.key" -CAcreateserial -days 2 \
+			-extfile <(echo "$san") -out "$d/$name.pem" 2>/dev/null
+	done
+	cat "$d/broker.key" "$d/broker.pem" >"$d/broker-store.pem"
+}
+
+# configure_security PORT CONTROLLER_PORT: the secure listener on PORT
+# beside the PLAINTEXT one (and Kafka's controller on CONTROLLER_PORT, all
+# three picked at once so that they differ), in Kafka's keys for both targets (flags for Gregor, server.properties
+# lines for Kafka), and the COMPAT_* variables the suites read.
+configure_security() {
+	local sport=$1 cport=$2 name=SASL_SSL certs=$work/certs
+	[[ $security == sasl_ssl ]] || name=SSL
+	make_certs "$certs"
+	local keys=(
+		"listener.security.protocol.map=PLAINTEXT:PLAINTEXT,$name:$name"
+		ssl.keystore.type=PEM "ssl.keystore.location=$certs/broker-store.pem"
+		ssl.truststore.type=PEM "ssl.truststore.location=$certs/ca.pem"
+	)
+	export COMPAT_SECURITY=$security COMPAT_CA=$certs/ca.pem
+	if [[ $security == sasl_ssl ]]; then
+		keys+=(sasl.enabled.mechanisms=SCRAM-SHA-512
+			"listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;")
+		export COMPAT_SASL_MECHANISM=SCRAM-SHA-512 COMPAT_SASL_USER=alice COMPAT_SASL_PASSWORD=alice-secret
+	else
+		keys+=(listener.name.ssl.ssl.client.auth=required)
+		export COMPAT_CLIENT_CERT=$certs/client.pem COMPAT_CLIENT_KEY=$certs/client.key
+	fi
+	if [[ $target == kafka ]]; then
+		export KAFKA_CONTROLLER_PORT=$cport
+		keys[0]="listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,$name:$name"
+		keys+=("listeners=PLAINTEXT://127.0.0.1:$port,CONTROLLER://127.0.0.1:$KAFKA_CONTROLLER_PORT,$name://127.0.0.1:$sport"
+			"advertised.listeners=PLAINTEXT://127.0.0.1:$port,$name://127.0.0.1:$sport")
+		KAFKA_EXTRA_PROPERTIES=$(printf '%s\n' "${keys[@]}")
+		export KAFKA_EXTRA_PROPERTIES
+	else
+		local k
+		gregor_listeners="PLAINTEXT://127.0.0.1:$port,$name://127.0.0.1:$sport"
+		for k in "${keys[@]}"; do
+			[[ $k == *jaas.config* ]] || gregor_extra+=("--${k%%=*}" "${k#*=}")
+		done
+	fi
+}
+
+# create_scram_user: the SASL user of a sasl_ssl run, made over PLAINTEXT
+# with kafka-configs (the console suite's tools), for either target.
+create_scram_user() {
+	local libs
+	libs=$(bash "$here/console/fetch.sh")
+	java -cp "$libs/*" org.apache.kafka.tools.ConfigCommand --bootstrap-server "127.0.0.1:$port" --alter \
+		--entity-type users --entity-name "$COMPAT_SASL_USER" \
+		--add-config "SCRAM-SHA-512=[iterations=4096,password=$COMPAT_SASL_PASSWORD]" \
+		>"$work/scram-user.log" 2>&1 || { say "compat: creating the SCRAM user failed: $(tail -n 5 "$work/scram-user.log")"; return 1; }
+	say "compat: SCRAM-SHA-512 user $COMPAT_SASL_USER created"
+}
+
+# probe_secure_listener: one result line (client lab) saying whether the
+# secure listener refuses a client that does not authenticate: over mtls a
+# TLS client without a certificate, over sasl_ssl a TLS client that sends a
+# Metadata request before any SASL exchange. Refused means the connection
+# fails or closes without an answer.
+probe_secure_listener() {
+	local st=$SECONDS line
+	line=$(python3 - "$secure_port" "$COMPAT_CA" "$security" <<'PY'
+import socket, ssl, struct, sys
+port, ca, security = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+# mtls: ApiVersions v0; sasl_ssl: Metadata v0 for all topics.
+api = 18 if security == "mtls" else 3
+req = struct.pack(">hhih", api, 0, 7, 9) + b"lab-probe" + (b"" if api == 18 else struct.pack(">i", -1))
+ctx = ssl.create_default_context(cafile=ca)
+try:
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as raw:
+        with ctx.wrap_socket(raw, server_hostname="127.0.0.1") as s:
+            s.sendall(struct.pack(">i", len(req)) + req)
+            head = s.recv(4)
+    if len(head) == 4:
+        print("fail\tthe broker answered (%d bytes) a client that did not authenticate" % struct.unpack(">i", head)[0])
+    else:
+        print("pass\tthe connection closed without an answer")
+except (OSError, ssl.SSLError) as e:
+    print("pass\trefused: %s: %s" % (type(e).__name__, e))
+PY
+	)
+	printf 'lab\t-\t%s-refuses-unauthenticated\t%s\n' "$security" "${line/$'\t'/$'\t'$((SECONDS - st))$'\t'}" >>"$results"
+	say "compat: secure listener probe: ${line//$'\t'/: }"
+}
+
 # Set up every suite before the broker starts: installs take the network and
 # time, and a broker should not idle through them.
 ready=()
@@ -236,8 +358,9 @@ done
 setup_seconds=$((SECONDS - t0))
 
 if ((cluster == 1)); then
-	port=$(free_port)
+	read -r port secure_port controller_port <<<"$(free_ports 3)"
 	ports=("$port")
+	[[ -z $security ]] || configure_security "$secure_port" "$controller_port"
 	if [[ $target == kafka ]]; then
 		KAFKA_TWO_LOG_DIRS=1 "$here/kafka/kafka.sh" start "$work/kafka" "$port"
 	else
@@ -254,6 +377,11 @@ else
 fi
 bootstrap=$(printf '127.0.0.1:%s,' "${ports[@]}")
 bootstrap=${bootstrap%,}
+if [[ -n $security ]]; then
+	[[ $security != sasl_ssl ]] || create_scram_user
+	bootstrap=127.0.0.1:$secure_port
+	probe_secure_listener
+fi
 
 run_started=$SECONDS
 for s in "${ready[@]}"; do
@@ -284,5 +412,6 @@ stop_target
 
 say "compat: setup ${setup_seconds}s, suites ${run_seconds}s, total $((SECONDS - t0))s"
 python3 "$here/results.py" merge "$run" "$results" --seconds "$((SECONDS - t0))" "${merge_args[@]}"
-python3 "$here/results.py" render
+# A secure run has a file of its own, outside the matrix.
+[[ -n $security ]] || python3 "$here/results.py" render
 python3 "$here/results.py" check "$run"

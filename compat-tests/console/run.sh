@@ -429,11 +429,46 @@ need_kcat() { command -v kcat >/dev/null || fail "kcat is not installed and coul
 kafka_java() {
 	local class=$1
 	shift
-	timeout -k 5 "$TOOL_TIMEOUT" java "${JAVA_OPTS[@]}" -cp "$libs/*" "$class" "$@"
+	timeout -k 5 "$TOOL_TIMEOUT" java "${JAVA_OPTS[@]}" -cp "$libs/*" "$class" "$@" \
+		${security_config:+--command-config "$security_config"}
 }
 
 # kcat_b ARGS...: kcat against the broker, bounded.
-kcat_b() { timeout -k 5 "$TOOL_TIMEOUT" kcat -b "$bs" "$@"; }
+kcat_b() { timeout -k 5 "$TOOL_TIMEOUT" kcat -b "$bs" "${kcat_security[@]}" "$@"; }
+
+# The client security of a secure lab run (compat-tests/run.sh --security):
+# a properties file every Java tool gets with --command-config, and kcat's
+# -X settings. Both empty without COMPAT_SECURITY.
+security_config=""
+kcat_security=()
+# The scenarios a secure run covers: produce, consume and groups.
+SECURE_SCENARIOS='^(produce-consume-.*|idempotent-producer|consume-from-offset|group-commit-resume|group-rebalance)$'
+
+# configure_security FILE: writes FILE and sets security_config and
+# kcat_security from the COMPAT_* environment.
+configure_security() {
+	local f=$1
+	case ${COMPAT_SECURITY:-} in
+	"") return 0 ;;
+	sasl_ssl)
+		printf '%s\n' security.protocol=SASL_SSL ssl.truststore.type=PEM "ssl.truststore.location=$COMPAT_CA" \
+			"sasl.mechanism=$COMPAT_SASL_MECHANISM" \
+			"sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username=\"$COMPAT_SASL_USER\" password=\"$COMPAT_SASL_PASSWORD\";" >"$f"
+		kcat_security=(-X security.protocol=SASL_SSL -X "ssl.ca.location=$COMPAT_CA"
+			-X "sasl.mechanisms=$COMPAT_SASL_MECHANISM" -X "sasl.username=$COMPAT_SASL_USER" -X "sasl.password=$COMPAT_SASL_PASSWORD")
+		;;
+	mtls)
+		# A PEM key store is one file with the key and the certificate.
+		cat "$COMPAT_CLIENT_KEY" "$COMPAT_CLIENT_CERT" >"${f%.properties}-keystore.pem"
+		printf '%s\n' security.protocol=SSL ssl.truststore.type=PEM "ssl.truststore.location=$COMPAT_CA" \
+			ssl.keystore.type=PEM "ssl.keystore.location=${f%.properties}-keystore.pem" >"$f"
+		kcat_security=(-X security.protocol=SSL -X "ssl.ca.location=$COMPAT_CA"
+			-X "ssl.certificate.location=$COMPAT_CLIENT_CERT" -X "ssl.key.location=$COMPAT_CLIENT_KEY")
+		;;
+	*) echo "console: COMPAT_SECURITY '$COMPAT_SECURITY' is not sasl_ssl or mtls" >&2; exit 2 ;;
+	esac
+	security_config=$f
+}
 
 # kcat_consume OUT FORMAT ARGS...: kcat -C -o beginning -e (exit at the end
 # of every partition), bounded by KCAT_CONSUME_TIMEOUT; stderr goes to
@@ -444,7 +479,7 @@ kcat_consume() {
 	local out=$1 format=$2 errs
 	shift 2
 	kcat_rc=0
-	timeout -k 5 "$KCAT_CONSUME_TIMEOUT" kcat -b "$bs" -C -o beginning -e -f "$format" "$@" \
+	timeout -k 5 "$KCAT_CONSUME_TIMEOUT" kcat -b "$bs" "${kcat_security[@]}" -C -o beginning -e -f "$format" "$@" \
 		</dev/null >"$out" 2>"$out.err" || kcat_rc=$?
 	kcat_why=""
 	((kcat_rc == 0)) && return 0
@@ -1108,7 +1143,7 @@ kcat_group() {
 	check partition 4 "$work/kg.p" <"$work/kg.in" >"$work/kg.counts"
 	local i p pids=() start seen=0 rc assigned
 	for i in 1 2; do
-		start_bg "$work/kg-$i.got" timeout -k 5 "$TOOL_TIMEOUT" kcat -b "$bs" -G "$group_kcat" -u \
+		start_bg "$work/kg-$i.got" timeout -k 5 "$TOOL_TIMEOUT" kcat -b "$bs" "${kcat_security[@]}" -G "$group_kcat" -u \
 			-X auto.offset.reset=earliest -f '%p\t%o\t%k\t%s\n' "$topic_kcatg"
 		pids+=("$bg_pid")
 	done
@@ -2791,6 +2826,11 @@ lab_scenario() {
 	shift 2
 	[[ -z ${CONSOLE_ONLY:-} || "$client $name" =~ $CONSOLE_ONLY ]] || return 0
 	[[ $client != kcat ]] || version=$kcat_version
+	if [[ -n ${COMPAT_SECURITY:-} && ! $name =~ $SECURE_SCENARIOS ]]; then
+		printf '%s\t%s\t%s\tskip\t0\tnot run over %s (produce/consume/group scenarios only)\n' \
+			"$client" "$version" "$name" "$COMPAT_SECURITY" >>"$COMPAT_RESULTS"
+		return 0
+	fi
 	run_scenario "$client $name" subshell "$@"
 	if ((scenario_rc == 0)); then
 		# The summary lines scenarios say are indented by two spaces.
@@ -2820,6 +2860,7 @@ one_line_reason() {
 lab_main() {
 	say "console lab: the Kafka console tools and kcat against $bs; prefix $COMPAT_PREFIX; work dir $work"
 	: >"$work/said"
+	configure_security "$work/security.properties"
 	libs_why=""
 	if ! libs=$(bash "$here/fetch.sh" 2>"$work/fetch.err"); then
 		libs=""

@@ -74,6 +74,11 @@ func main() {
 		defer f.Close()
 		out = f
 	}
+	sec, err := compat.SecurityFromEnv()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "gocompat: %v\n", err)
+		os.Exit(2)
+	}
 	suite := &compat.Suite{
 		Client:    *name,
 		Version:   version,
@@ -81,6 +86,16 @@ func main() {
 		Prefix:    *prefix,
 		Out:       out,
 		Log:       os.Stderr,
+		Skip: func(scenario string) string {
+			switch {
+			case sec.Mode == "" || (*name != "kafka-go" && sec.Covers(scenario)):
+				return ""
+			case *name == "kafka-go":
+				return "not run over " + sec.Mode + " (the secure runs cover franz-go and Sarama)"
+			default:
+				return "not run over " + sec.Mode + " (produce/consume/group scenarios only)"
+			}
+		},
 	}
 	suite.Run(context.Background(), scenarios)
 }

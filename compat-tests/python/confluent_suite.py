@@ -47,6 +47,17 @@ def base_config(ctx: Context) -> dict:
     # COMPAT_DEBUG=protocol,broker (librdkafka debug contexts) for diagnosis.
     if os.environ.get("COMPAT_DEBUG"):
         conf["debug"] = os.environ["COMPAT_DEBUG"]
+    sec = lab.security()
+    if sec:
+        conf["security.protocol"] = sec["protocol"]
+        conf["ssl.ca.location"] = sec["ca"]
+        if "cert" in sec:
+            conf["ssl.certificate.location"] = sec["cert"]
+            conf["ssl.key.location"] = sec["key"]
+        else:
+            conf["sasl.mechanisms"] = sec["mechanism"]
+            conf["sasl.username"] = sec["user"]
+            conf["sasl.password"] = sec["password"]
     return conf
 
 

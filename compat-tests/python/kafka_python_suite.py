@@ -46,11 +46,23 @@ def version() -> str:
 # Clients
 
 def base_config(ctx: Context) -> dict:
-    return {
+    conf = {
         "bootstrap_servers": ctx.bootstrap.split(","),
         "client_id": "compat-python-" + ctx.scenario,
         "request_timeout_ms": 30_000,
     }
+    sec = lab.security()
+    if sec:
+        conf["security_protocol"] = sec["protocol"]
+        conf["ssl_cafile"] = sec["ca"]
+        if "cert" in sec:
+            conf["ssl_certfile"] = sec["cert"]
+            conf["ssl_keyfile"] = sec["key"]
+        else:
+            conf["sasl_mechanism"] = sec["mechanism"]
+            conf["sasl_plain_username"] = sec["user"]
+            conf["sasl_plain_password"] = sec["password"]
+    return conf
 
 
 def admin_client(ctx: Context) -> KafkaAdminClient:

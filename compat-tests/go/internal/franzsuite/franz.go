@@ -12,6 +12,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/gregor-io/gregor/compat-tests/go/internal/compat"
 )
@@ -30,6 +31,8 @@ func Scenarios(log io.Writer, debug bool) []compat.Scenario {
 		level = kgo.LogLevelDebug
 	}
 	s := &suite{logger: kgo.BasicLogger(log, level, nil)}
+	// main has checked the environment already.
+	s.security, _ = compat.SecurityFromEnv()
 	var out []compat.Scenario
 	for _, c := range codecs {
 		out = append(out, compat.Scenario{Name: "produce-consume-" + c.name, Run: s.produceConsume(c)})
@@ -58,7 +61,8 @@ func Scenarios(log io.Writer, debug bool) []compat.Scenario {
 }
 
 type suite struct {
-	logger kgo.Logger
+	logger   kgo.Logger
+	security compat.Security
 }
 
 // client returns a kgo client for the scenario's broker; the caller closes
@@ -69,7 +73,7 @@ func (s *suite) client(t *compat.T, opts ...kgo.Opt) (*kgo.Client, error) {
 
 // baseOpts are the options every client of a scenario starts from.
 func (s *suite) baseOpts(t *compat.T) []kgo.Opt {
-	return []kgo.Opt{
+	opts := []kgo.Opt{
 		kgo.SeedBrokers(t.Brokers()...),
 		kgo.ClientID(clientID),
 		kgo.WithLogger(s.logger),
@@ -77,6 +81,26 @@ func (s *suite) baseOpts(t *compat.T) []kgo.Opt {
 		// up to this long; the admin scenarios watch changes happen.
 		kgo.MetadataMinAge(250 * time.Millisecond),
 	}
+	return append(opts, s.securityOpts()...)
+}
+
+// securityOpts are the options of the run's security (compat.Security):
+// TLS trusting the lab's CA, plus SCRAM-SHA-512 or the client certificate.
+// A bad CA or key file panics, which the scenario reports as its failure.
+func (s *suite) securityOpts() []kgo.Opt {
+	tc, err := s.security.TLSConfig()
+	if err != nil {
+		panic(err)
+	}
+	if tc == nil {
+		return nil
+	}
+	opts := []kgo.Opt{kgo.DialTLSConfig(tc)}
+	if s.security.Mode == "sasl_ssl" {
+		auth := scram.Auth{User: s.security.User, Pass: s.security.Password}
+		opts = append(opts, kgo.SASL(auth.AsSha512Mechanism()))
+	}
+	return opts
 }
 
 // createTopic creates topic with the given partitions, replication factor

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
+	"github.com/xdg-go/scram"
 
 	"github.com/gregor-io/gregor/compat-tests/go/internal/compat"
 )
@@ -32,6 +33,8 @@ func Scenarios(w io.Writer, debug bool) []compat.Scenario {
 	if debug {
 		sarama.DebugLogger = log.New(w, "[sarama debug] ", log.LstdFlags|log.Lmicroseconds)
 	}
+	// main has checked the environment already.
+	security, _ = compat.SecurityFromEnv()
 	var out []compat.Scenario
 	for _, c := range codecs {
 		out = append(out, compat.Scenario{Name: "produce-consume-" + c.name, Run: produceConsume(c)})
@@ -74,7 +77,58 @@ func config() *sarama.Config {
 	c.Consumer.Offsets.Initial = sarama.OffsetOldest
 	c.Consumer.Offsets.AutoCommit.Enable = false
 	c.Consumer.Group.Rebalance.Retry.Backoff = 100 * time.Millisecond
+	setSecurity(c)
 	return c
+}
+
+// security is the run's client security, read once by Scenarios.
+var security compat.Security
+
+// setSecurity configures c for the run's security: TLS trusting the lab's
+// CA, plus SCRAM-SHA-512 (through xdg-go/scram, as Sarama's examples do) or
+// the client certificate. A bad CA or key file panics, which the scenario
+// reports as its failure.
+func setSecurity(c *sarama.Config) {
+	tc, err := security.TLSConfig()
+	if err != nil {
+		panic(err)
+	}
+	if tc == nil {
+		return
+	}
+	c.Net.TLS.Enable = true
+	c.Net.TLS.Config = tc
+	if security.Mode == "sasl_ssl" {
+		c.Net.SASL.Enable = true
+		c.Net.SASL.Mechanism = sarama.SASLTypeSCRAMSHA512
+		c.Net.SASL.User = security.User
+		c.Net.SASL.Password = security.Password
+		c.Net.SASL.SCRAMClientGeneratorFunc = func() sarama.SCRAMClient { return &scramClient{hash: scram.SHA512} }
+	}
+}
+
+// scramClient is the sarama.SCRAMClient of one authentication: a
+// conversation of xdg-go/scram.
+type scramClient struct {
+	hash scram.HashGeneratorFcn
+	conv *scram.ClientConversation
+}
+
+func (sc *scramClient) Begin(user, password, authzID string) error {
+	cl, err := sc.hash.NewClient(user, password, authzID)
+	if err != nil {
+		return fmt.Errorf("scram client: %w", err)
+	}
+	sc.conv = cl.NewConversation()
+	return nil
+}
+
+func (sc *scramClient) Step(challenge string) (string, error) {
+	return sc.conv.Step(challenge)
+}
+
+func (sc *scramClient) Done() bool {
+	return sc.conv.Done()
 }
 
 // createTopic creates topic with the given partitions and replication

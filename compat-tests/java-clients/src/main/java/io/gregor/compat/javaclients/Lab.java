@@ -69,6 +69,7 @@ final class Lab {
         conf.put(AdminClientConfig.CLIENT_ID_CONFIG, name("admin"));
         conf.put(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, 30_000);
         conf.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, (int) STEP_TIMEOUT.toMillis());
+        Security.apply(conf);
         return Admin.create(conf);
     }
 
@@ -91,6 +92,7 @@ final class Lab {
         conf.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, STEP_TIMEOUT.toMillis());
         conf.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class);
         conf.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class);
+        Security.apply(conf);
         conf.putAll(overrides);
         return new KafkaProducer<>(conf);
     }
@@ -151,6 +153,7 @@ final class Lab {
         conf.put(ConsumerConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, (int) STEP_TIMEOUT.toMillis());
         conf.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class);
         conf.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class);
+        Security.apply(conf);
         return conf;
     }
 
