@@ -55,84 +55,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/gregor-io/gregor/broker/configs"
+	"github.com/gregor-io/gregor/broker/quota"
 	"github.com/gregor-io/gregor/coordinator/cluster"
 )
-
-// rateSample is one sample of a byteRate.
-type rateSample struct {
-	startMs, lastMs int64
-	events          int64
-	bytes           float64
-}
-
-func (s *rateSample) reset(nowMs int64) { *s = rateSample{startMs: nowMs, lastMs: nowMs} }
-
-// byteRate measures a rate of bytes as Kafka's SimpleRate over a
-// WindowedSum does: samples of windowMs each, at most samples of them
-// retained (and one more, overlapping the start of the measured span), a
-// sample not written to for samples windows dropped. It has no clock: the
-// caller passes the time, in milliseconds. The zero value is not usable;
-// see newByteRate.
-type byteRate struct {
-	samples  int
-	windowMs int64
-	list     []rateSample // up to samples+1
-	current  int
-}
-
-func newByteRate(samples int, window time.Duration) byteRate {
-	return byteRate{samples: samples, windowMs: window.Milliseconds(), list: make([]rateSample, 0, samples+1)}
-}
-
-// record adds n bytes at nowMs.
-func (r *byteRate) record(n float64, nowMs int64) {
-	if len(r.list) == 0 {
-		r.list = append(r.list, rateSample{startMs: nowMs, lastMs: nowMs})
-	}
-	s := &r.list[r.current]
-	if nowMs-s.startMs >= r.windowMs {
-		// The current sample is complete: the next one starts now,
-		// reusing the oldest slot once all samples+1 exist.
-		r.current = (r.current + 1) % (r.samples + 1)
-		if r.current >= len(r.list) {
-			r.list = append(r.list, rateSample{})
-		}
-		s = &r.list[r.current]
-		s.reset(nowMs)
-	}
-	s.bytes += n
-	s.events++
-	s.lastMs = nowMs
-}
-
-// purge resets the samples nothing was recorded in for the whole measured
-// span.
-func (r *byteRate) purge(nowMs int64) {
-	expire := int64(r.samples) * r.windowMs
-	for i := range r.list {
-		if nowMs-r.list[i].lastMs >= expire {
-			r.list[i].reset(nowMs)
-		}
-	}
-}
-
-// measure returns the rate at nowMs, in bytes per second: the bytes of the
-// retained samples over the time since the oldest began, and over at least
-// one window.
-func (r *byteRate) measure(nowMs int64) float64 {
-	r.purge(nowMs)
-	if len(r.list) == 0 {
-		r.list = append(r.list, rateSample{startMs: nowMs, lastMs: nowMs})
-	}
-	var total float64
-	oldest := r.list[0].startMs
-	for _, s := range r.list {
-		total += s.bytes
-		oldest = min(oldest, s.startMs)
-	}
-	elapsed := max(nowMs-oldest, r.windowMs)
-	return total / (float64(elapsed) / 1000)
-}
 
 // replicationQuota is one side's throttle on this broker: the configured
 // bound and the measured rate of throttled bytes.
@@ -141,7 +66,7 @@ type replicationQuota struct {
 	bound atomic.Int64
 	mu    struct {
 		sync.Mutex
-		rate byteRate
+		rate quota.Rate // measured with MeasureSimple, as Kafka's SimpleRate
 	}
 	// bytes counts what record was given; heldBack the partitions left out
 	// of a fetch; heldSeconds the time fetches held partitions back.
@@ -151,7 +76,7 @@ type replicationQuota struct {
 func newReplicationQuota(samples int, window time.Duration) *replicationQuota {
 	q := &replicationQuota{}
 	q.bound.Store(configs.Unthrottled)
-	q.mu.rate = newByteRate(samples, window)
+	q.mu.rate = quota.NewRate(samples, window)
 	return q
 }
 
@@ -163,7 +88,7 @@ func (q *replicationQuota) exceeded(now time.Time) bool {
 		return false
 	}
 	q.mu.Lock()
-	rate := q.mu.rate.measure(now.UnixMilli())
+	rate := q.mu.rate.MeasureSimple(now.UnixMilli())
 	q.mu.Unlock()
 	return rate > float64(bound)
 }
@@ -175,7 +100,7 @@ func (q *replicationQuota) record(n int64, now time.Time) {
 		return
 	}
 	q.mu.Lock()
-	q.mu.rate.record(float64(n), now.UnixMilli())
+	q.mu.rate.Record(float64(n), now.UnixMilli())
 	q.mu.Unlock()
 	q.bytes.Add(float64(n))
 }
@@ -184,7 +109,7 @@ func (q *replicationQuota) record(n int64, now time.Time) {
 func (q *replicationQuota) rate(now time.Time) float64 {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return q.mu.rate.measure(now.UnixMilli())
+	return q.mu.rate.MeasureSimple(now.UnixMilli())
 }
 
 // held counts n partitions held back by a fetch (request or response) that

@@ -1,48 +1,11 @@
 package broker
 
 import (
-	"math"
 	"testing"
 	"time"
 
 	"github.com/gregor-io/gregor/broker/configs"
 )
-
-// TestByteRate follows Kafka's SimpleRate over a WindowedSum: the bytes of
-// the retained samples over the time since the oldest began, at least one
-// window; samples not written to for the whole span are dropped.
-func TestByteRate(t *testing.T) {
-	r := newByteRate(11, time.Second)
-	check := func(what string, nowMs int64, want float64) {
-		t.Helper()
-		if got := r.measure(nowMs); math.Abs(got-want) > 1e-9 {
-			t.Errorf("%s: rate at %d ms = %g B/s, want %g", what, nowMs, got, want)
-		}
-	}
-	check("nothing recorded", 0, 0)
-	r.record(1000, 0)
-	check("at once: over one window", 0, 1000)
-	check("within the first window", 500, 1000)
-	check("two seconds on", 2000, 500)
-	r.record(1000, 2000) // a second sample
-	check("two samples over four seconds", 4000, 500)
-	check("the first sample expired (11 windows unwritten)", 11000, 1000.0/9)
-	check("both expired", 13000, 0)
-
-	// A steady 1000 B/s, 100 bytes every 100 ms for a minute, measures
-	// 1000 B/s within a sample's worth (the ring keeps 12 samples, the
-	// oldest overlapping the start of the measured span).
-	r = newByteRate(11, time.Second)
-	for ms := int64(0); ms <= 60_000; ms += 100 {
-		r.record(100, ms)
-	}
-	if got := r.measure(60_000); got < 900 || got > 1100 {
-		t.Errorf("steady 1000 B/s measured as %g", got)
-	}
-	if n := len(r.list); n != 12 {
-		t.Errorf("%d samples retained, want 11+1", n)
-	}
-}
 
 func quotaAt(ms int64) time.Time { return time.UnixMilli(1_700_000_000_000 + ms) }
 

@@ -1,6 +1,7 @@
 package quota
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -198,5 +199,41 @@ func TestRecordConnection(t *testing.T) {
 	}
 	if d := m.RecordConnection("10.0.0.3", now); d != 0 {
 		t.Fatalf("another address throttled %v", d)
+	}
+}
+
+// TestRateSimple follows Kafka's SimpleRate over a WindowedSum: the bytes of
+// the retained samples over the time since the oldest began, at least one
+// window; samples not written to for the whole span are dropped.
+func TestRateSimple(t *testing.T) {
+	r := NewRate(11, time.Second)
+	check := func(what string, nowMs int64, want float64) {
+		t.Helper()
+		if got := r.MeasureSimple(nowMs); math.Abs(got-want) > 1e-9 {
+			t.Errorf("%s: rate at %d ms = %g B/s, want %g", what, nowMs, got, want)
+		}
+	}
+	check("nothing recorded", 0, 0)
+	r.Record(1000, 0)
+	check("at once: over one window", 0, 1000)
+	check("within the first window", 500, 1000)
+	check("two seconds on", 2000, 500)
+	r.Record(1000, 2000) // a second sample
+	check("two samples over four seconds", 4000, 500)
+	check("the first sample expired (11 windows unwritten)", 11000, 1000.0/9)
+	check("both expired", 13000, 0)
+
+	// A steady 1000 B/s, 100 bytes every 100 ms for a minute, measures
+	// 1000 B/s within a sample's worth (the ring keeps 12 samples, the
+	// oldest overlapping the start of the measured span).
+	r = NewRate(11, time.Second)
+	for ms := int64(0); ms <= 60_000; ms += 100 {
+		r.Record(100, ms)
+	}
+	if got := r.MeasureSimple(60_000); got < 900 || got > 1100 {
+		t.Errorf("steady 1000 B/s measured as %g", got)
+	}
+	if n := len(r.list); n != 12 {
+		t.Errorf("%d samples retained, want 11+1", n)
 	}
 }
