@@ -145,7 +145,7 @@ chaos: build ## Fault harness: three brokers in network namespaces under crashes
 	cd compat-tests/go && $(GO) test -count=1 ./internal/lab/ ./cmd/chaos/
 	CHAOS_DURATION=$(CHAOS_DURATION) CHAOS_CYCLES=$(CHAOS_CYCLES) CHAOS_NEMESES=$(CHAOS_NEMESES) CHAOS_TARGET=$(CHAOS_TARGET) CHAOS_ETCD=$(CHAOS_ETCD) bash compat-tests/chaos/run.sh
 
-chaos-broken: ## The checker is not blind: make chaos against a broker built to acknowledge before its followers have a record (tag chaos_unsafe_hw), CHAOS_NEMESES (default partition-minority) for CHAOS_CYCLES (default 4: one cycle may lose nothing, as a run of 2 found on 6772254); passes only if acknowledged records are found lost.
+chaos-broken: ## The checker is not blind: make chaos against a broker built to acknowledge before its followers have a record (tag chaos_unsafe_hw), CHAOS_NEMESES (default partition-minority) for CHAOS_CYCLES (default 4); each cut is held until the other brokers lead the isolated leader's partitions and it acknowledged writes after the cut; passes only if acknowledged records are found lost.
 	CHAOS_BROKEN=1 CHAOS_CYCLES=$(if $(filter 0,$(CHAOS_CYCLES)),4,$(CHAOS_CYCLES)) CHAOS_NEMESES=$(if $(filter all,$(CHAOS_NEMESES)),partition-minority,$(CHAOS_NEMESES)) bash compat-tests/chaos/run.sh
 
 chaos-summary: ## Rewrite the summary table in compat-tests/chaos/README.md from compat-tests/chaos/results/*.json.

@@ -167,7 +167,11 @@ type harness struct {
 	rng  *rand.Rand
 	// hold is how long the current fault is held, when a nemesis asks
 	// for longer than the fault time.
-	hold     time.Duration
+	hold time.Duration
+	// until, set by a nemesis for the current fault, holds it past its
+	// time until it is done (at most untilLimit more).
+	until    *holdUntil
+	cl       *kgo.Client
 	findings []string
 	// disks are the brokers' file systems, by broker index: the data
 	// dirs, or the backing dirs of their lazyfs mounts (lazy).
@@ -426,6 +430,7 @@ func run(ctx context.Context, o options) (failed bool, err error) {
 		return false, err
 	}
 	defer adminCl.Close()
+	h.cl = adminCl
 	h.adm = kadm.NewClient(adminCl)
 	if !lab.Poll(ctx, 2*time.Minute, 200*time.Millisecond, func() bool {
 		v, _ := lab.Metadata(ctx, h.adm, topic)
@@ -658,7 +663,7 @@ func (h *harness) cycle(ctx context.Context, nm nemesis, n int, runStart time.Ti
 	if _, err := h.settled(ctx); err != nil {
 		h.finding("cycle %d (%s): %v before the fault", n, nm.name, err)
 	}
-	h.hold = h.o.faultTime
+	h.hold, h.until = h.o.faultTime, nil
 	at := time.Now()
 	cy.StartMS = at.Sub(runStart).Milliseconds()
 	detail, heal, err := nm.inject(ctx, h, n)
@@ -671,6 +676,10 @@ func (h *harness) cycle(ctx context.Context, nm nemesis, n int, runStart time.Ti
 	select {
 	case <-ctx.Done():
 	case <-time.After(time.Until(at.Add(h.hold))):
+	}
+	if h.until != nil {
+		done := lab.Poll(ctx, untilLimit, 200*time.Millisecond, func() bool { return h.until.done(ctx) })
+		h.logf("cycle %d %s: held %s waiting until %s: %v", n, nm.name, time.Since(at).Round(time.Millisecond), h.until.what, done)
 	}
 	healErr := heal(context.WithoutCancel(ctx))
 	cy.HeldMS = time.Since(at).Milliseconds()

@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/gregor-io/gregor/compat-tests/go/internal/lab"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // nemesis is one kind of fault. inject starts it and returns what it did
@@ -107,6 +109,9 @@ var nemeses = []nemesis{
 					}
 				}
 			}
+			if h.o.expectLoss {
+				h.until = h.ledElsewhere(int32(i+1), led(v, int32(i+1)), time.Now())
+			}
 			return fmt.Sprintf("broker %d (leader of %v) | brokers %v", i+1, led(v, int32(i+1)), others(len(h.net.brokers), i)), h.healNet, nil
 		}},
 	{name: "partition-bridge", network: true, doc: "a random broker sees both others, which do not see each other; clients reach all",
@@ -159,6 +164,76 @@ var nemeses = []nemesis{
 			}
 			return fmt.Sprintf("%s on the links of brokers %v", what, ids), h.healNet, nil
 		}},
+}
+
+// untilLimit bounds how much longer than its time a fault is held
+// waiting for a holdUntil.
+const untilLimit = 30 * time.Second
+
+// holdUntil is a condition a nemesis holds its fault for: what it is,
+// and whether it holds now.
+type holdUntil struct {
+	what string
+	done func(context.Context) bool
+}
+
+// ledElsewhere is, for make chaos-broken, the condition under which a
+// leader cut off from the other brokers loses acknowledged records: the
+// other brokers agree that every partition it led since has another
+// leader, and it has acknowledged writes to one of them after the cut
+// (from then on its followers had none of them). Holding a fault for its
+// time alone left that to chance: the etcd lease, the controller's move
+// and the writers' acks all race the fault time, and in some runs the
+// leader kept its partitions throughout or acknowledged nothing.
+func (h *harness) ledElsewhere(id int32, parts []int32, cut time.Time) *holdUntil {
+	return &holdUntil{
+		what: fmt.Sprintf("brokers %v lead partitions %v elsewhere and broker %d acknowledged writes to them after the cut", others(len(h.c.Brokers), int(id)-1), parts, id),
+		done: func(ctx context.Context) bool {
+			for _, other := range others(len(h.c.Brokers), int(id)-1) {
+				leaders, err := h.leadersSeenBy(ctx, int32(other))
+				if err != nil {
+					return false
+				}
+				for _, p := range parts {
+					if l, ok := leaders[p]; !ok || l < 0 || l == id {
+						return false
+					}
+				}
+			}
+			acks, _ := h.acks.Snapshot()
+			after := cut.Add(time.Second)
+			for _, a := range acks {
+				if a.At.After(after) && slices.Contains(parts, a.Partition) {
+					return true
+				}
+			}
+			return false
+		},
+	}
+}
+
+// leadersSeenBy asks broker id alone for the topic's partition leaders.
+func (h *harness) leadersSeenBy(ctx context.Context, id int32) (map[int32]int32, error) {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	req := kmsg.NewPtrMetadataRequest()
+	t := kmsg.NewMetadataRequestTopic()
+	t.Topic = kmsg.StringPtr(topic)
+	req.Topics = append(req.Topics, t)
+	resp, err := req.RequestWith(ctx, h.cl.Broker(int(id)))
+	if err != nil {
+		return nil, err
+	}
+	leaders := map[int32]int32{}
+	for _, t := range resp.Topics {
+		if t.Topic == nil || *t.Topic != topic {
+			continue
+		}
+		for _, p := range t.Partitions {
+			leaders[p.Partition] = p.Leader
+		}
+	}
+	return leaders, nil
 }
 
 // led lists the partitions broker id leads in view v.
