@@ -37,6 +37,18 @@ def version() -> str:
 # ---------------------------------------------------------------------------
 # Clients
 
+# librdkafka's names for lab.security()'s settings.
+SECURITY_KEYS = {
+    "protocol": "security.protocol",
+    "ca": "ssl.ca.location",
+    "cert": "ssl.certificate.location",
+    "key": "ssl.key.location",
+    "mechanism": "sasl.mechanisms",
+    "user": "sasl.username",
+    "password": "sasl.password",
+}
+
+
 def base_config(ctx: Context) -> dict:
     conf = {
         "bootstrap.servers": ctx.bootstrap,
@@ -47,17 +59,7 @@ def base_config(ctx: Context) -> dict:
     # COMPAT_DEBUG=protocol,broker (librdkafka debug contexts) for diagnosis.
     if os.environ.get("COMPAT_DEBUG"):
         conf["debug"] = os.environ["COMPAT_DEBUG"]
-    sec = lab.security()
-    if sec:
-        conf["security.protocol"] = sec["protocol"]
-        conf["ssl.ca.location"] = sec["ca"]
-        if "cert" in sec:
-            conf["ssl.certificate.location"] = sec["cert"]
-            conf["ssl.key.location"] = sec["key"]
-        else:
-            conf["sasl.mechanisms"] = sec["mechanism"]
-            conf["sasl.username"] = sec["user"]
-            conf["sasl.password"] = sec["password"]
+    conf.update(lab.security_config(SECURITY_KEYS))
     return conf
 
 

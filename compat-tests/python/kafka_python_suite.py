@@ -45,23 +45,25 @@ def version() -> str:
 # ---------------------------------------------------------------------------
 # Clients
 
+# kafka-python's names for lab.security()'s settings.
+SECURITY_KEYS = {
+    "protocol": "security_protocol",
+    "ca": "ssl_cafile",
+    "cert": "ssl_certfile",
+    "key": "ssl_keyfile",
+    "mechanism": "sasl_mechanism",
+    "user": "sasl_plain_username",
+    "password": "sasl_plain_password",
+}
+
+
 def base_config(ctx: Context) -> dict:
     conf = {
         "bootstrap_servers": ctx.bootstrap.split(","),
         "client_id": "compat-python-" + ctx.scenario,
         "request_timeout_ms": 30_000,
     }
-    sec = lab.security()
-    if sec:
-        conf["security_protocol"] = sec["protocol"]
-        conf["ssl_cafile"] = sec["ca"]
-        if "cert" in sec:
-            conf["ssl_certfile"] = sec["cert"]
-            conf["ssl_keyfile"] = sec["key"]
-        else:
-            conf["sasl_mechanism"] = sec["mechanism"]
-            conf["sasl_plain_username"] = sec["user"]
-            conf["sasl_plain_password"] = sec["password"]
+    conf.update(lab.security_config(SECURITY_KEYS))
     return conf
 
 

@@ -480,6 +480,15 @@ def security() -> Dict[str, str]:
     raise SystemExit("COMPAT_SECURITY %r is not sasl_ssl or mtls" % SECURITY)
 
 
+def security_config(keys: Dict[str, str]) -> Dict[str, str]:
+    """The run's client security (security()) as one client's settings:
+    keys maps each neutral name (protocol, ca, cert, key, mechanism, user,
+    password) to that client's setting for it. Only the names the run has
+    are set: cert and key for mtls, mechanism, user and password for
+    sasl_ssl, nothing when the run has no security."""
+    return {keys[name]: value for name, value in security().items()}
+
+
 def _run_driver(client: str, version: str, names: List[str], bootstrap: str) -> int:
     results_path = os.environ.get("COMPAT_RESULTS")
     work = os.environ.get("COMPAT_WORK") or "."

@@ -38,6 +38,10 @@ const (
 	txnID        = "authz-txn"                        // initialized by the admin; bob's requests use its producer id
 	txnIDBob     = "authz-txn-bob"                    // InitProducerId as bob
 	shareMember  = "authzmatrix-share-member-0000000" // the member of groupShare
+	topicAuto    = "authz-topic-auto"                 // created by Metadata-autocreate when allowed
+	topicMissing = "authz-topic-missing"              // never created, nor the two below
+	groupMissing = "authz-group-missing"
+	txnIDMissing = "authz-txn-missing"
 )
 
 // env holds the two clients: the admin's on the super-user listener and
