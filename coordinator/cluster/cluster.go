@@ -9,7 +9,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -410,24 +409,18 @@ func startMember(ctx context.Context, cfg Config, logs *etcdLogs, logger *slog.L
 	case <-ctx.Done():
 		return nil, nil, stop(ctx.Err())
 	}
+	// The client dials this member alone. A broker shares its member's
+	// fate: cut off with it, the member loses its leader, the watch and
+	// the session end (WithRequireLeader), and the broker is fenced, as
+	// it should be. Dialling the other members as well spread requests,
+	// watches and keep-alives over all of them (gRPC round robin), so that
+	// in a partition the brokers of the majority had some on connections
+	// to the cut-off member, which no error ends when packets are dropped:
+	// their sessions lapsed and their metadata watch went silent for as
+	// long as the partition lasted, and no leadership moved.
 	eps := make([]string, 0, len(e.Clients))
 	for _, l := range e.Clients {
 		eps = append(eps, "http://"+dialable(l.Addr()))
-	}
-	// The other members' client URLs after this member's own, so the
-	// client still reaches the cluster while this member cannot.
-	for _, m := range e.Server.Cluster().Members() {
-		if m.ID == e.Server.MemberID() {
-			continue
-		}
-		for _, u := range m.ClientURLs {
-			if pu, err := url.Parse(u); err != nil || pu.Port() == "0" {
-				continue // a member that picked its port: not dialable as told
-			}
-			if !slices.Contains(eps, u) {
-				eps = append(eps, u)
-			}
-		}
 	}
 	return e, eps, nil
 }

@@ -261,9 +261,10 @@ func TestEmbeddedThreeMembers(t *testing.T) {
 	for _, c := range nodes {
 		t.Cleanup(func() { _ = c.Close() })
 	}
-	for _, c := range nodes {
-		if got := len(c.ClientURLs()); got < 1 {
-			t.Fatalf("node %d dials %v", c.cfg.NodeID, c.ClientURLs())
+	for i, c := range nodes {
+		// Its own member alone: see startMember.
+		if eps := c.ClientURLs(); len(eps) != 1 || eps[0] != "http://"+clients[i] {
+			t.Fatalf("node %d dials %v, want its own member at %s only", c.cfg.NodeID, eps, clients[i])
 		}
 	}
 	first := agreedController(t, nodes)
