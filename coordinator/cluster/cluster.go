@@ -110,7 +110,14 @@ func Open(ctx context.Context, cfg Config, logger *slog.Logger) (_ *Cluster, err
 	c.client, err = clientv3.New(clientv3.Config{
 		Endpoints:   c.endpoints,
 		DialTimeout: cfg.DialTimeout,
-		Logger:      logs.lg.Named("client"),
+		// gRPC pings on idle connections, so that a connection to a
+		// member cut off by dropped packets (no reset, no error) is closed
+		// within a few seconds and the client turns to the other
+		// endpoints (external etcd). 5 s is the least interval an etcd
+		// server accepts by default (--grpc-keepalive-min-time).
+		DialKeepAliveTime:    5 * time.Second,
+		DialKeepAliveTimeout: 2 * time.Second,
+		Logger:               logs.lg.Named("client"),
 		// Large topics are created in one transaction; see maxRequestBytes.
 		MaxCallSendMsgSize: maxRequestBytes + 1<<20,
 	})

@@ -30,16 +30,20 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"math/rand/v2"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -650,6 +654,46 @@ func run(ctx context.Context, o options) (failed bool, err error) {
 	return !res.Pass, nil
 }
 
+// sessionsUp reports whether every Gregor broker holds its etcd session
+// (gregor_etcd_session_up 1 on its /metrics); true for Kafka. A broker
+// back in every ISR may still be without one: its etcd member reconnects
+// to the others seconds after a partition heals, and a fault injected
+// meanwhile cuts a second member off, which leaves etcd without a quorum.
+func (h *harness) sessionsUp(ctx context.Context) bool {
+	if h.o.target != "gregor" {
+		return true
+	}
+	for _, b := range h.c.Brokers {
+		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		up, err := sessionUp(rctx, fmt.Sprintf("http://%s/metrics", net.JoinHostPort(b.Host, strconv.Itoa(b.AdminPort))))
+		cancel()
+		if err != nil || !up {
+			return false
+		}
+	}
+	return true
+}
+
+// sessionUp reads gregor_etcd_session_up from a broker's metrics page.
+func sessionUp(ctx context.Context, url string) (bool, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return false, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return false, err
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "gregor_etcd_session_up "); ok {
+			return strings.TrimSpace(v) == "1", nil
+		}
+	}
+	return false, sc.Err()
+}
+
 // fullISR reports whether every partition has a leader and every broker
 // in its ISR.
 func (h *harness) fullISR(ctx context.Context) bool {
@@ -686,7 +730,7 @@ func (h *harness) cycle(ctx context.Context, nm nemesis, n int, runStart time.Ti
 	if healErr != nil {
 		return cy, fmt.Errorf("cycle %d: heal %s: %w", n, nm.name, healErr)
 	}
-	cy.Recovered = lab.Poll(ctx, h.o.healTimeout, 200*time.Millisecond, func() bool { return h.fullISR(ctx) })
+	cy.Recovered = lab.Poll(ctx, h.o.healTimeout, 200*time.Millisecond, func() bool { return h.fullISR(ctx) && h.sessionsUp(ctx) })
 	end := time.Now()
 	cy.RecoveredMS = end.Sub(at).Milliseconds()
 	acks, _ := h.acks.Snapshot()
