@@ -248,7 +248,8 @@ func New(cfg Config) (*Broker, error) {
 	}
 	b.quotas, b.slots = quotas, make(requestSlots, cfg.QueuedMaxRequests)
 	b.replQuotas = newReplicationQuotas(cfg.Registerer, int(cfg.ReplicationQuotaWindowNum), cfg.ReplicationQuotaWindowSize)
-	b.clientQuotas = newClientQuotas(cfg.Registerer, quota.Config{Samples: int(cfg.QuotaWindowNum), Window: cfg.QuotaWindowSize})
+	b.clientQuotas = newClientQuotas(cfg.Registerer, quota.Config{Samples: int(cfg.QuotaWindowNum), Window: cfg.QuotaWindowSize,
+		MutationSamples: int(cfg.ControllerQuotaWindowNum), MutationWindow: cfg.ControllerQuotaWindowSize})
 	b.alterLogDirsRate.Store(configs.Unthrottled)
 	b.groups = newGroupDrivers(b)
 	b.txns = newTxnDrivers(b)

@@ -141,6 +141,13 @@ type Config struct {
 	// quota.window.size.seconds; whole seconds).
 	QuotaWindowNum  int32
 	QuotaWindowSize time.Duration
+	// ControllerQuotaWindowNum and ControllerQuotaWindowSize size the
+	// controller_mutation_rate token bucket: it holds the quota times
+	// that many windows of that length of mutations
+	// (controller.quota.window.num, controller.quota.window.size.seconds;
+	// whole seconds).
+	ControllerQuotaWindowNum  int32
+	ControllerQuotaWindowSize time.Duration
 
 	// NumPartitions is the partition count of auto-created topics and of
 	// CreateTopics requests with -1 (num.partitions).
@@ -402,6 +409,8 @@ func DefaultConfig() Config {
 		ReplicationQuotaWindowSize:   time.Second,
 		QuotaWindowNum:               11,
 		QuotaWindowSize:              time.Second,
+		ControllerQuotaWindowNum:     11,
+		ControllerQuotaWindowSize:    time.Second,
 
 		NumPartitions:            1,
 		DefaultReplicationFactor: 1,
@@ -663,6 +672,10 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: quota.window.num %d below 1", ErrInvalidConfig, c.QuotaWindowNum)
 	case c.QuotaWindowSize < time.Second || c.QuotaWindowSize%time.Second != 0:
 		return fmt.Errorf("%w: quota.window.size.seconds must be a whole number of seconds, at least 1", ErrInvalidConfig)
+	case c.ControllerQuotaWindowNum < 1:
+		return fmt.Errorf("%w: controller.quota.window.num %d below 1", ErrInvalidConfig, c.ControllerQuotaWindowNum)
+	case c.ControllerQuotaWindowSize < time.Second || c.ControllerQuotaWindowSize%time.Second != 0:
+		return fmt.Errorf("%w: controller.quota.window.size.seconds must be a whole number of seconds, at least 1", ErrInvalidConfig)
 	case c.NumPartitions < 1:
 		return fmt.Errorf("%w: num.partitions %d below 1", ErrInvalidConfig, c.NumPartitions)
 	case c.DefaultReplicationFactor < 1:

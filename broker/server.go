@@ -53,10 +53,12 @@ type conn struct {
 	shareSessions map[shareSessionKey]*shareSession
 	// throttledUntil is when the client quota throttle of the connection
 	// ends: no request is read before (client_quotas.go). fetchThrottle is
-	// the consumer_byte_rate throttle the current fetch's handler gave.
-	// Read loop only.
-	throttledUntil time.Time
-	fetchThrottle  time.Duration
+	// the consumer_byte_rate throttle the current fetch's handler gave,
+	// mutationThrottle the controller_mutation_rate one of the current
+	// CreateTopics, CreatePartitions or DeleteTopics. Read loop only.
+	throttledUntil   time.Time
+	fetchThrottle    time.Duration
+	mutationThrottle time.Duration
 
 	closeOnce sync.Once
 }
