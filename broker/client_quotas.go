@@ -36,8 +36,9 @@ package broker
 //     default ip's): a connection accepted beyond the rate is held for
 //     the throttle time (at most one window) and closed unserved, as
 //     Kafka's acceptor delays closing it (KIP-612); it is not counted in
-//     the rate. Kafka's broker-wide max.connection.creation.rate is not
-//     served.
+//     the rate, nor in the broker's and listener's connection creation
+//     rates (max.connection.creation.rate, conn_rates.go), which are
+//     checked before it and delay accepting instead.
 //
 // When a request puts its client over a quota, the response carries
 // throttle_time_ms (the largest of the quotas' throttle times) and goes

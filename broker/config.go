@@ -190,6 +190,15 @@ type Config struct {
 	// MaxConnectionsPerIP (max.connections.per.ip.overrides, written
 	// "host:count,ip:count"); host names are resolved when the broker starts.
 	MaxConnectionsPerIPOverrides map[string]int32
+	// MaxConnectionCreationRate bounds the connections per second the
+	// broker accepts over its listeners, the inter-broker listener left
+	// out when there are several (max.connection.creation.rate); beyond
+	// it the listener's accepting is delayed, as Kafka's acceptor waits. A
+	// listener's own bound is
+	// listener.name.<listener>.max.connection.creation.rate in
+	// ListenerConfigs, else this one (conn_rates.go). Both change
+	// dynamically.
+	MaxConnectionCreationRate int32
 	// ConnectionsMaxIdle closes a connection that has sent nothing for
 	// this long (connections.max.idle.ms).
 	ConnectionsMaxIdle time.Duration
@@ -412,16 +421,17 @@ func DefaultConfig() Config {
 		ControllerQuotaWindowNum:     11,
 		ControllerQuotaWindowSize:    time.Second,
 
-		NumPartitions:            1,
-		DefaultReplicationFactor: 1,
-		AutoCreateTopicsEnable:   true,
-		MessageMaxBytes:          1048588,
-		SocketRequestMaxBytes:    100 << 20,
-		FetchMaxBytes:            55 << 20,
-		MaxConnections:           math.MaxInt32,
-		MaxConnectionsPerIP:      math.MaxInt32,
-		ConnectionsMaxIdle:       10 * time.Minute,
-		QueuedMaxRequests:        500,
+		NumPartitions:             1,
+		DefaultReplicationFactor:  1,
+		AutoCreateTopicsEnable:    true,
+		MessageMaxBytes:           1048588,
+		SocketRequestMaxBytes:     100 << 20,
+		FetchMaxBytes:             55 << 20,
+		MaxConnections:            math.MaxInt32,
+		MaxConnectionsPerIP:       math.MaxInt32,
+		MaxConnectionCreationRate: math.MaxInt32,
+		ConnectionsMaxIdle:        10 * time.Minute,
+		QueuedMaxRequests:         500,
 
 		LogRetentionCheckInterval:  5 * time.Minute,
 		LogCleanerEnable:           true,
@@ -696,6 +706,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: max.connections %d below 0", ErrInvalidConfig, c.MaxConnections)
 	case c.MaxConnectionsPerIP < 0:
 		return fmt.Errorf("%w: max.connections.per.ip %d below 0", ErrInvalidConfig, c.MaxConnectionsPerIP)
+	case c.MaxConnectionCreationRate < 0:
+		return fmt.Errorf("%w: max.connection.creation.rate %d below 0", ErrInvalidConfig, c.MaxConnectionCreationRate)
 	case c.ConnectionsMaxIdle < time.Millisecond:
 		return fmt.Errorf("%w: connections.max.idle.ms below 1", ErrInvalidConfig)
 	case c.QueuedMaxRequests < 1:

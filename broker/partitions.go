@@ -504,6 +504,7 @@ func (b *Broker) syncPartitions(md *cluster.Metadata) error {
 	}
 	b.updateReplicationQuotas(md)
 	b.clientQuotas.mgr.Update(md.ClientQuotas)
+	b.connRates.update(b.cfg, b.listenerNames(), md)
 	b.parts.Store(next)
 	b.markApplied(md.Revision)
 	b.syncFollowers(next)

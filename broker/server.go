@@ -80,6 +80,11 @@ func (b *Broker) serve(ln net.Listener, name string) {
 			}
 			return
 		}
+		if !b.delayAccept(name) { // max.connection.creation.rate (conn_rates.go)
+			b.quotas.release("", false, exempt)
+			nc.Close()
+			return
+		}
 		ip := remoteIP(nc)
 		if !b.quotas.admit(ip) {
 			b.quotas.release(ip, false, exempt)
@@ -88,6 +93,7 @@ func (b *Broker) serve(ln net.Listener, name string) {
 			continue
 		}
 		if b.throttleConnection(nc, ip, exempt) {
+			b.connRates.unrecord(name, time.Now())
 			continue // connection_creation_rate (client_quotas.go)
 		}
 		lt := b.lis.tls[name] // SSL listener: the handshake is in the connection's goroutine
