@@ -125,3 +125,47 @@ func TestConnectionCreationRate(t *testing.T) {
 		t.Error("listener.name.client.max.connection.creation.rate=0 accepted")
 	}
 }
+
+// TestConnRateLimits: a listener's own bound beats the broker-wide one at
+// any level; at each, a broker's dynamic config beats the cluster
+// default, which beats the static config; a listener without its own
+// bound has the broker-wide one.
+func TestConnRateLimits(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.MaxConnectionCreationRate = 100
+	cfg.ListenerConfigs = map[string]string{"listener.name.a.max.connection.creation.rate": "7"}
+	ls := []string{"A", "B"}
+	for _, c := range []struct {
+		name                 string
+		dynamic, clusterDflt map[string]string
+		broker, a, b         float64
+	}{
+		{"static", nil, nil, 100, 7, 100},
+		{"cluster default", nil, map[string]string{"max.connection.creation.rate": "50"}, 50, 7, 50},
+		{"broker over cluster default",
+			map[string]string{"max.connection.creation.rate": "20"},
+			map[string]string{"max.connection.creation.rate": "50", "listener.name.b.max.connection.creation.rate": "9"}, 20, 7, 9},
+		{"dynamic listener bound over static",
+			map[string]string{"listener.name.a.max.connection.creation.rate": "3"}, nil, 100, 3, 100},
+	} {
+		l := connRateLimitsFrom(cfg, ls, c.dynamic, c.clusterDflt)
+		if l.broker != c.broker || l.listeners["A"] != c.a || l.listeners["B"] != c.b {
+			t.Errorf("%s: broker %v, A %v, B %v; want %v, %v, %v", c.name, l.broker, l.listeners["A"], l.listeners["B"], c.broker, c.a, c.b)
+		}
+	}
+	bad := DefaultConfig()
+	bad.MaxConnectionCreationRate = -1
+	if err := bad.Validate(); err == nil {
+		t.Error("max.connection.creation.rate -1 valid")
+	}
+	bad = DefaultConfig()
+	bad.ControllerQuotaWindowNum = 0
+	if err := bad.Validate(); err == nil {
+		t.Error("controller.quota.window.num 0 valid")
+	}
+	bad = DefaultConfig()
+	bad.ControllerQuotaWindowSize = 1500 * time.Millisecond
+	if err := bad.Validate(); err == nil {
+		t.Error("controller.quota.window.size.seconds 1.5 valid")
+	}
+}
