@@ -79,6 +79,7 @@ func TestControllerMutationQuota(t *testing.T) {
 	if got := createTopicsCodes(r); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("m1 (1) and m2 (1) with 0.1 token left: %v, want %v", got, want)
 	}
+	t.Logf("strict CreateTopics v7 at 0.1/s: %v, throttle %d ms", createTopicsCodes(r), r.ThrottleMillis)
 	if r.ThrottleMillis <= 0 || r.ThrottleMillis > 9000 {
 		t.Errorf("throttle %d ms, want (0, 9000]", r.ThrottleMillis)
 	}
@@ -101,6 +102,7 @@ func TestControllerMutationQuota(t *testing.T) {
 	// 4 s that the 8 tokens below zero take.
 	old := wireAs("mutold")
 	r = old.mustRoundTrip(createTopicsReq(5, false, "o1", 30)).(*kmsg.CreateTopicsResponse)
+	t.Logf("permissive CreateTopics v5, 30 partitions at 2/s: %v, throttle %d ms", createTopicsCodes(r), r.ThrottleMillis)
 	if got := createTopicsCodes(r); got[0] != "o1:0" || r.ThrottleMillis <= 0 || r.ThrottleMillis > 4000 {
 		t.Errorf("v5, 30 partitions at 2/s: %v, throttle %d ms; want accepted, throttle (0, 4000]", got, r.ThrottleMillis)
 	}
