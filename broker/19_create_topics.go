@@ -57,6 +57,8 @@ func (b *Broker) handleCreateTopics(ctx context.Context, c *conn, hdr protocol.R
 	// Kafka's controller asks for CREATE on the cluster first, then, without
 	// it, on each topic named once; and for DESCRIBE_CONFIGS on each.
 	clusterCreate := c.authorizedCluster(acl.OpCreate)
+	mutations := c.mutationQuota(hdr, 6)
+	defer c.endMutations(mutations)
 	creatable := map[string]bool{}
 	describable := map[string]bool{}
 	for name, n := range count {
@@ -117,6 +119,9 @@ func (b *Broker) handleCreateTopics(ctx context.Context, c *conn, hdr protocol.R
 		}
 		md := b.cluster.Snapshot()
 		spec, err := b.planTopic(md, treq)
+		if err == nil && !mutations.Record(len(spec.Assignments), time.Now()) {
+			err = errMutationQuota()
+		}
 		if err == nil && !req.ValidateOnly {
 			var t cluster.Topic
 			t, err = b.createTopic(ctx, spec, max(time.Until(syncDeadline), 0))

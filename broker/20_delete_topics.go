@@ -17,10 +17,15 @@ package broker
 // UNKNOWN_TOPIC_ID; one without DELETE TOPIC_AUTHORIZATION_FAILED, with the
 // topic's name only when DESCRIBE allows it. A denied topic's id is never
 // answered for its name.
+//
+// A topic about to be deleted counts its partitions against the
+// controller_mutation_rate quota (client_quotas.go): from v5 a topic met
+// with the quota used up fails with THROTTLING_QUOTA_EXCEEDED and stays.
 
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -51,6 +56,14 @@ func (b *Broker) handleDeleteTopics(ctx context.Context, c *conn, hdr protocol.R
 		msg := "Topic authorization failed."
 		out.ErrorCode, out.ErrorMessage = int16(protocol.TopicAuthorizationFailed), &msg
 	}
+	mutations := c.mutationQuota(hdr, 5)
+	defer c.endMutations(mutations)
+	// quotaRefuses counts a topic's partitions against the controller
+	// mutation quota, as Kafka's controller does for a topic it has; a
+	// topic this view does not have yet has no known count.
+	quotaRefuses := func(t *cluster.Topic) bool {
+		return t != nil && !mutations.Record(len(t.Partitions), time.Now())
+	}
 	deleted := false
 	for _, rt := range topics {
 		out := kmsg.NewDeleteTopicsResponseTopic()
@@ -71,7 +84,11 @@ func (b *Broker) handleDeleteTopics(ctx context.Context, c *conn, hdr protocol.R
 				out.TopicID = t.ID
 			}
 			err = cluster.ErrUnknownTopic
-			if deletable(*rt.Topic) {
+			switch {
+			case !deletable(*rt.Topic):
+			case quotaRefuses(t):
+				err = errMutationQuota()
+			default:
 				// Even when this view does not have it yet.
 				err = b.cluster.DeleteTopic(ctx, *rt.Topic)
 			}
@@ -96,7 +113,11 @@ func (b *Broker) handleDeleteTopics(ctx context.Context, c *conn, hdr protocol.R
 			err = cluster.ErrUnknownTopic
 			// The authorizer decides by name: an id this view does not
 			// have yet is tried only when there is none.
-			if t != nil || b.cfg.AuthorizerClassName == "" {
+			switch {
+			case t == nil && b.cfg.AuthorizerClassName != "":
+			case quotaRefuses(t):
+				err = errMutationQuota()
+			default:
 				err = b.cluster.DeleteTopicByID(ctx, cluster.TopicID(rt.TopicID))
 			}
 			if errors.Is(err, cluster.ErrUnknownTopic) {

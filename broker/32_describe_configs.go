@@ -285,6 +285,7 @@ func (b *Broker) reportedStaticConfigs() map[string]string {
 		"share.coordinator.state.topic.segment.bytes":      fmt.Sprint(b.cfg.ShareStateTopicSegmentBytes),
 		"max.connections":                                  fmt.Sprint(b.cfg.MaxConnections),
 		"max.connections.per.ip":                           fmt.Sprint(b.cfg.MaxConnectionsPerIP),
+		"max.connection.creation.rate":                     fmt.Sprint(b.cfg.MaxConnectionCreationRate),
 		"connections.max.idle.ms":                          fmt.Sprint(b.cfg.ConnectionsMaxIdle.Milliseconds()),
 		"queued.max.requests":                              fmt.Sprint(b.cfg.QueuedMaxRequests),
 	}

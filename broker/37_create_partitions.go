@@ -13,11 +13,17 @@ package broker
 // named once needs ALTER on it, or it gets TOPIC_AUTHORIZATION_FAILED
 // (whether it exists or not) and does not count toward the request's
 // partitions.
+//
+// The new partitions of a topic that passes count against the
+// controller_mutation_rate quota (client_quotas.go), validate_only
+// included, as in Kafka 4: from v3 a topic met with the quota used up
+// fails with THROTTLING_QUOTA_EXCEEDED.
 
 import (
 	"context"
 	"errors"
 	"slices"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -28,9 +34,11 @@ import (
 
 var createPartitionsAPI = handler{key: 37, min: 0, max: 3, handle: (*Broker).handleCreatePartitions}
 
-func (b *Broker) handleCreatePartitions(ctx context.Context, c *conn, _ protocol.RequestHeader, r kmsg.Request) (kmsg.Response, error) {
+func (b *Broker) handleCreatePartitions(ctx context.Context, c *conn, hdr protocol.RequestHeader, r kmsg.Request) (kmsg.Response, error) {
 	req := r.(*kmsg.CreatePartitionsRequest)
 	resp := req.ResponseKind().(*kmsg.CreatePartitionsResponse)
+	mutations := c.mutationQuota(hdr, 3)
+	defer c.endMutations(mutations)
 	count := map[string]int{}
 	for _, t := range req.Topics {
 		count[t.Topic]++
@@ -68,6 +76,9 @@ func (b *Broker) handleCreatePartitions(ctx context.Context, c *conn, _ protocol
 		default:
 			var as [][]int32
 			as, err = b.planPartitions(b.cluster.Snapshot(), rt)
+			if err == nil && !mutations.Record(len(as), time.Now()) {
+				err = errMutationQuota()
+			}
 			if err == nil && !req.ValidateOnly {
 				err = b.cluster.CreatePartitions(ctx, rt.Topic, rt.Count, as)
 				if errors.Is(err, cluster.ErrInvalidPartitions) {

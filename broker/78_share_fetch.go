@@ -27,6 +27,11 @@ package broker
 // acknowledgements are not applied (acknowledge error
 // TOPIC_AUTHORIZATION_FAILED). A topic id that names no topic is
 // UNKNOWN_TOPIC_ID as before: there is no name to check.
+//
+// The record bytes count against the member's consumer_byte_rate, as in
+// Kafka 4 (throttleShareFetch): max_bytes is capped to one measurement's
+// worth of the quota, and a fetch that goes over it is answered with no
+// records, the throttle time and its acknowledgement results.
 
 import (
 	"context"
@@ -34,6 +39,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/gregor-io/gregor/broker/quota"
 	"github.com/gregor-io/gregor/coordinator/acl"
 	"github.com/gregor-io/gregor/coordinator/cluster"
 	"github.com/gregor-io/gregor/coordinator/share"
@@ -143,6 +149,7 @@ func (b *Broker) handleShareFetch(ctx context.Context, c *conn, _ protocol.Reque
 				}
 			}
 			rp.AcknowledgeErrorCode = int16(code)
+			out.acked[tp] = true
 			b.setShareLeaderHint(&rp.CurrentLeader.LeaderID, &rp.CurrentLeader.LeaderEpoch, tp, code)
 		}
 	}
@@ -176,6 +183,12 @@ func (b *Broker) handleShareFetch(ctx context.Context, c *conn, _ protocol.Reque
 	if maxBytes <= 0 {
 		maxBytes = 50 << 20
 	}
+	// As a consumer fetch's: capped to what consumer_byte_rate allows in
+	// one measurement, so that a fetch is not bound to be throttled.
+	if most, ok := b.clientQuotas.mgr.MaxWindowValue(quota.Fetch, quota.UserOf(c.principal), c.clientID); ok && most < float64(maxBytes) {
+		maxBytes = max(int64(most), 1)
+	}
+	acquiredOn := map[shareTP]acquiredRuns{}
 	wait := min(time.Duration(max(req.MaxWaitMillis, 0))*time.Millisecond, maxShareFetchWait)
 	deadline := now.Add(wait)
 	var parkedAt time.Time
@@ -208,6 +221,7 @@ func (b *Broker) handleShareFetch(ctx context.Context, c *conn, _ protocol.Reque
 			}
 			rp := out.partition(tp)
 			rp.Records = recs
+			acquiredOn[tp] = acquiredRuns{sp, acquired}
 			maxBytes -= int64(len(recs))
 			for _, a := range acquired {
 				ar := kmsg.NewShareFetchResponseTopicPartitionAcquiredRecord()
@@ -260,6 +274,9 @@ func (b *Broker) handleShareFetch(ctx context.Context, c *conn, _ protocol.Reque
 	if !parkedAt.IsZero() {
 		c.addParked(time.Since(parkedAt))
 	}
+	if d := b.throttleShareFetch(ctx, c, memberID, out, acquiredOn); d > 0 {
+		return out.done(), nil
+	}
 	if req.ShareSessionEpoch == 0 {
 		// The answer that opens a session lists every partition of it,
 		// those with nothing to acquire too, as Kafka's full share
@@ -269,6 +286,60 @@ func (b *Broker) handleShareFetch(ctx context.Context, c *conn, _ protocol.Reque
 		}
 	}
 	return out.done(), nil
+}
+
+// acquiredRuns are the records a ShareFetch acquired on one share
+// partition.
+type acquiredRuns struct {
+	sp   *sharePart
+	runs []share.AcquiredRun
+}
+
+// throttleShareFetch records the record bytes a ShareFetch is about to
+// send against the connection's consumer_byte_rate, as Kafka's
+// handleShareFetchRequest records the response's, and returns the
+// throttle time. A throttled fetch's bytes are taken back and, as Kafka
+// answers it, its response carries no records, only the acknowledgement
+// results and the throttle time (applyClientQuotas sets it and mutes the
+// connection). Its records are released at once, where Kafka leaves them
+// acquired until their locks expire: either way they are offered again
+// with the delivery counts they had.
+func (b *Broker) throttleShareFetch(ctx context.Context, c *conn, memberID string, out *shareFetchOut, acquiredOn map[shareTP]acquiredRuns) time.Duration {
+	if len(acquiredOn) == 0 || !b.clientQuotas.mgr.Enabled(quota.Fetch) {
+		return 0
+	}
+	var n int
+	for tp := range acquiredOn {
+		n += len(out.parts[tp].Records)
+	}
+	user, now := quota.UserOf(c.principal), time.Now()
+	d := b.clientQuotas.mgr.Record(quota.Fetch, user, c.clientID, float64(n), now)
+	if d <= 0 {
+		return 0
+	}
+	b.clientQuotas.mgr.Unrecord(quota.Fetch, user, c.clientID, float64(n), now)
+	for _, a := range acquiredOn {
+		release := make([]share.Ack, 0, len(a.runs))
+		for _, r := range a.runs {
+			release = append(release, share.Ack{First: r.First, Last: r.Last, Types: []int8{share.AckRelease}})
+		}
+		b.shares.acknowledge(ctx, a.sp, memberID, release)
+	}
+	// Only the acknowledgement results stay, as Kafka adds them to its
+	// empty throttled response.
+	order := out.order[:0]
+	for _, tp := range out.order {
+		rp := out.parts[tp]
+		if !out.acked[tp] {
+			delete(out.parts, tp)
+			continue
+		}
+		rp.ErrorCode, rp.Records, rp.AcquiredRecords = 0, []byte{}, nil
+		order = append(order, tp)
+	}
+	out.order = order
+	c.fetchThrottle = d
+	return d
 }
 
 // shareTopicsUnreadable returns whether a topic id of md names a topic
@@ -315,10 +386,12 @@ type shareFetchOut struct {
 	resp  *kmsg.ShareFetchResponse
 	parts map[shareTP]*kmsg.ShareFetchResponseTopicPartition
 	order []shareTP
+	// acked are the partitions that carry an acknowledgement result.
+	acked map[shareTP]bool
 }
 
 func newShareFetchOut(resp *kmsg.ShareFetchResponse) *shareFetchOut {
-	return &shareFetchOut{resp: resp, parts: map[shareTP]*kmsg.ShareFetchResponseTopicPartition{}}
+	return &shareFetchOut{resp: resp, parts: map[shareTP]*kmsg.ShareFetchResponseTopicPartition{}, acked: map[shareTP]bool{}}
 }
 
 func (o *shareFetchOut) partition(tp shareTP) *kmsg.ShareFetchResponseTopicPartition {

@@ -168,6 +168,8 @@ type Broker struct {
 	replQuotas replicationQuotas
 	// clientQuotas enforce the client quotas (client_quotas.go).
 	clientQuotas clientQuotas
+	// connRates are the connection creation rates (conn_rates.go).
+	connRates *connRates
 	// alterLogDirsRate is replica.alter.log.dirs.io.max.bytes.per.second;
 	// dirMoves the moves between log dirs running (log_dir_moves.go).
 	alterLogDirsRate atomic.Int64
@@ -248,7 +250,9 @@ func New(cfg Config) (*Broker, error) {
 	}
 	b.quotas, b.slots = quotas, make(requestSlots, cfg.QueuedMaxRequests)
 	b.replQuotas = newReplicationQuotas(cfg.Registerer, int(cfg.ReplicationQuotaWindowNum), cfg.ReplicationQuotaWindowSize)
-	b.clientQuotas = newClientQuotas(cfg.Registerer, quota.Config{Samples: int(cfg.QuotaWindowNum), Window: cfg.QuotaWindowSize})
+	b.clientQuotas = newClientQuotas(cfg.Registerer, quota.Config{Samples: int(cfg.QuotaWindowNum), Window: cfg.QuotaWindowSize,
+		MutationSamples: int(cfg.ControllerQuotaWindowNum), MutationWindow: cfg.ControllerQuotaWindowSize})
+	b.connRates = newConnRates(cfg.Registerer, cfg, b.listenerNames(), lis.interBroker)
 	b.alterLogDirsRate.Store(configs.Unthrottled)
 	b.groups = newGroupDrivers(b)
 	b.txns = newTxnDrivers(b)

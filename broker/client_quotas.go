@@ -20,14 +20,25 @@ package broker
 //     Kafka's. Follower fetches, WriteTxnMarkers and the share state
 //     requests between brokers are exempt, as Kafka exempts cluster
 //     actions, and so is an acks=0 produce.
-//   - controller_mutation_rate is stored and described but not enforced:
-//     Gregor has no controller request queue to hold mutations in.
+//   - controller_mutation_rate (KIP-599): CreateTopics, CreatePartitions
+//     and DeleteTopics count the partitions each topic creates or deletes,
+//     topic by topic, once the topic has passed every other check, in a
+//     token bucket of the quota times controller.quota.window.num windows
+//     (quota.Mutations). From CreateTopics v6, CreatePartitions v3 and
+//     DeleteTopics v5 the quota is strict: a topic met with the bucket
+//     below zero fails with THROTTLING_QUOTA_EXCEEDED and is not created
+//     or deleted, and the response's throttle time is the time the bucket
+//     takes to refill to zero; older versions are let through and
+//     throttled, as Kafka's controller does. CreateTopics validate_only
+//     counts as well, as in Kafka 4 (its controller takes the quota while
+//     validating and drops only the records).
 //   - connection_creation_rate (ip entities, an address's own or else the
 //     default ip's): a connection accepted beyond the rate is held for
 //     the throttle time (at most one window) and closed unserved, as
 //     Kafka's acceptor delays closing it (KIP-612); it is not counted in
-//     the rate. Kafka's broker-wide max.connection.creation.rate is not
-//     served.
+//     the rate, nor in the broker's and listener's connection creation
+//     rates (max.connection.creation.rate, conn_rates.go), which are
+//     checked before it and delay accepting instead.
 //
 // When a request puts its client over a quota, the response carries
 // throttle_time_ms (the largest of the quotas' throttle times) and goes
@@ -61,11 +72,11 @@ type clientQuotas struct {
 func newClientQuotas(reg prometheus.Registerer, cfg quota.Config) clientQuotas {
 	hist := prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "gregor_client_quota_throttle_seconds",
-		Help:    "Throttle times given to clients over a client quota, by the quota that set them (produce: producer_byte_rate, fetch: consumer_byte_rate, request: request_percentage; the connection reads nothing for that long) or connection: connection_creation_rate (a new connection held that long, then closed unserved).",
+		Help:    "Throttle times given to clients over a client quota, by the quota that set them (produce: producer_byte_rate, fetch: consumer_byte_rate, request: request_percentage; the connection reads nothing for that long) controller_mutation: controller_mutation_rate, likewise; or connection: connection_creation_rate (a new connection held that long, then closed unserved).",
 		Buckets: []float64{0.001, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30},
 	}, []string{"type"})
 	cq := clientQuotas{mgr: quota.NewManager(cfg)}
-	for _, k := range []quota.Kind{quota.Produce, quota.Fetch, quota.Request, quota.Connection} {
+	for _, k := range []quota.Kind{quota.Produce, quota.Fetch, quota.Request, quota.Connection, quota.ControllerMutation} {
 		cq.throttle[k] = hist.WithLabelValues(k.String())
 	}
 	if reg != nil {
@@ -77,12 +88,16 @@ func newClientQuotas(reg prometheus.Registerer, cfg quota.Config) clientQuotas {
 // applyClientQuotas records a handled request against the produce and
 // request quotas of the connection's user and client id, and throttles
 // the connection (and says so in resp) for the longest time any quota,
-// the fetch quota checked by the handler (c.fetchThrottle) included, asks
+// the fetch and controller mutation quotas checked by the handler
+// (c.fetchThrottle, c.mutationThrottle) included, asks
 // for. size is the request frame's, local the handler's own time.
 func (c *conn) applyClientQuotas(hdr protocol.RequestHeader, req kmsg.Request, resp kmsg.Response, size int, local time.Duration) {
 	cq := &c.b.clientQuotas
 	worst, kind := c.fetchThrottle, quota.Fetch
-	c.fetchThrottle = 0
+	if c.mutationThrottle > worst {
+		worst, kind = c.mutationThrottle, quota.ControllerMutation
+	}
+	c.fetchThrottle, c.mutationThrottle = 0, 0
 	produce, request := cq.mgr.Enabled(quota.Produce) && hdr.APIKey == produceAPI.key, cq.mgr.Enabled(quota.Request)
 	if !produce && !request && worst == 0 {
 		return
@@ -111,6 +126,25 @@ func (c *conn) applyClientQuotas(hdr protocol.RequestHeader, req kmsg.Request, r
 		tr.SetThrottle(int32(worst.Milliseconds()))
 	}
 	c.throttledUntil = now.Add(worst)
+}
+
+// mutationQuota returns the controller_mutation_rate quota of a request
+// from c, nil when none applies: strict from version strictSince, which
+// can carry THROTTLING_QUOTA_EXCEEDED, permissive before, as Kafka's
+// ControllerMutationQuotaManager.newQuotaFor.
+func (c *conn) mutationQuota(hdr protocol.RequestHeader, strictSince int16) *quota.Mutations {
+	return c.b.clientQuotas.mgr.Mutations(quota.UserOf(c.principal), c.clientID, hdr.APIVersion >= strictSince)
+}
+
+// endMutations hands the throttle q gave the request to applyClientQuotas.
+func (c *conn) endMutations(q *quota.Mutations) {
+	c.mutationThrottle = q.Throttle(time.Now())
+}
+
+// errMutationQuota is a topic's error when the controller mutation quota
+// refuses it, with Kafka's message.
+func errMutationQuota() error {
+	return newTopicError(protocol.ThrottlingQuotaExceeded, "The throttling quota has been exceeded.")
 }
 
 // requestQuotaExempt reports whether a request is left out of the request

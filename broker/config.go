@@ -141,6 +141,13 @@ type Config struct {
 	// quota.window.size.seconds; whole seconds).
 	QuotaWindowNum  int32
 	QuotaWindowSize time.Duration
+	// ControllerQuotaWindowNum and ControllerQuotaWindowSize size the
+	// controller_mutation_rate token bucket: it holds the quota times
+	// that many windows of that length of mutations
+	// (controller.quota.window.num, controller.quota.window.size.seconds;
+	// whole seconds).
+	ControllerQuotaWindowNum  int32
+	ControllerQuotaWindowSize time.Duration
 
 	// NumPartitions is the partition count of auto-created topics and of
 	// CreateTopics requests with -1 (num.partitions).
@@ -183,6 +190,15 @@ type Config struct {
 	// MaxConnectionsPerIP (max.connections.per.ip.overrides, written
 	// "host:count,ip:count"); host names are resolved when the broker starts.
 	MaxConnectionsPerIPOverrides map[string]int32
+	// MaxConnectionCreationRate bounds the connections per second the
+	// broker accepts over its listeners, the inter-broker listener left
+	// out when there are several (max.connection.creation.rate); beyond
+	// it the listener's accepting is delayed, as Kafka's acceptor waits. A
+	// listener's own bound is
+	// listener.name.<listener>.max.connection.creation.rate in
+	// ListenerConfigs, else this one (conn_rates.go). Both change
+	// dynamically.
+	MaxConnectionCreationRate int32
 	// ConnectionsMaxIdle closes a connection that has sent nothing for
 	// this long (connections.max.idle.ms).
 	ConnectionsMaxIdle time.Duration
@@ -402,17 +418,20 @@ func DefaultConfig() Config {
 		ReplicationQuotaWindowSize:   time.Second,
 		QuotaWindowNum:               11,
 		QuotaWindowSize:              time.Second,
+		ControllerQuotaWindowNum:     11,
+		ControllerQuotaWindowSize:    time.Second,
 
-		NumPartitions:            1,
-		DefaultReplicationFactor: 1,
-		AutoCreateTopicsEnable:   true,
-		MessageMaxBytes:          1048588,
-		SocketRequestMaxBytes:    100 << 20,
-		FetchMaxBytes:            55 << 20,
-		MaxConnections:           math.MaxInt32,
-		MaxConnectionsPerIP:      math.MaxInt32,
-		ConnectionsMaxIdle:       10 * time.Minute,
-		QueuedMaxRequests:        500,
+		NumPartitions:             1,
+		DefaultReplicationFactor:  1,
+		AutoCreateTopicsEnable:    true,
+		MessageMaxBytes:           1048588,
+		SocketRequestMaxBytes:     100 << 20,
+		FetchMaxBytes:             55 << 20,
+		MaxConnections:            math.MaxInt32,
+		MaxConnectionsPerIP:       math.MaxInt32,
+		MaxConnectionCreationRate: math.MaxInt32,
+		ConnectionsMaxIdle:        10 * time.Minute,
+		QueuedMaxRequests:         500,
 
 		LogRetentionCheckInterval:  5 * time.Minute,
 		LogCleanerEnable:           true,
@@ -663,6 +682,10 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: quota.window.num %d below 1", ErrInvalidConfig, c.QuotaWindowNum)
 	case c.QuotaWindowSize < time.Second || c.QuotaWindowSize%time.Second != 0:
 		return fmt.Errorf("%w: quota.window.size.seconds must be a whole number of seconds, at least 1", ErrInvalidConfig)
+	case c.ControllerQuotaWindowNum < 1:
+		return fmt.Errorf("%w: controller.quota.window.num %d below 1", ErrInvalidConfig, c.ControllerQuotaWindowNum)
+	case c.ControllerQuotaWindowSize < time.Second || c.ControllerQuotaWindowSize%time.Second != 0:
+		return fmt.Errorf("%w: controller.quota.window.size.seconds must be a whole number of seconds, at least 1", ErrInvalidConfig)
 	case c.NumPartitions < 1:
 		return fmt.Errorf("%w: num.partitions %d below 1", ErrInvalidConfig, c.NumPartitions)
 	case c.DefaultReplicationFactor < 1:
@@ -683,6 +706,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%w: max.connections %d below 0", ErrInvalidConfig, c.MaxConnections)
 	case c.MaxConnectionsPerIP < 0:
 		return fmt.Errorf("%w: max.connections.per.ip %d below 0", ErrInvalidConfig, c.MaxConnectionsPerIP)
+	case c.MaxConnectionCreationRate < 0:
+		return fmt.Errorf("%w: max.connection.creation.rate %d below 0", ErrInvalidConfig, c.MaxConnectionCreationRate)
 	case c.ConnectionsMaxIdle < time.Millisecond:
 		return fmt.Errorf("%w: connections.max.idle.ms below 1", ErrInvalidConfig)
 	case c.QueuedMaxRequests < 1:

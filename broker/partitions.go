@@ -350,6 +350,8 @@ func (b *Broker) staticConfigs() map[string]string {
 		"replication.quota.window.size.seconds":   fmt.Sprint(int64(b.cfg.ReplicationQuotaWindowSize / time.Second)),
 		"quota.window.num":                        fmt.Sprint(b.cfg.QuotaWindowNum),
 		"quota.window.size.seconds":               fmt.Sprint(int64(b.cfg.QuotaWindowSize / time.Second)),
+		"controller.quota.window.num":             fmt.Sprint(b.cfg.ControllerQuotaWindowNum),
+		"controller.quota.window.size.seconds":    fmt.Sprint(int64(b.cfg.ControllerQuotaWindowSize / time.Second)),
 
 		"log.retention.check.interval.ms": fmt.Sprint(b.cfg.LogRetentionCheckInterval.Milliseconds()),
 		"log.cleaner.enable":              fmt.Sprint(b.cfg.LogCleanerEnable),
@@ -502,6 +504,7 @@ func (b *Broker) syncPartitions(md *cluster.Metadata) error {
 	}
 	b.updateReplicationQuotas(md)
 	b.clientQuotas.mgr.Update(md.ClientQuotas)
+	b.connRates.update(b.cfg, b.listenerNames(), md)
 	b.parts.Store(next)
 	b.markApplied(md.Revision)
 	b.syncFollowers(next)

@@ -53,10 +53,12 @@ type conn struct {
 	shareSessions map[shareSessionKey]*shareSession
 	// throttledUntil is when the client quota throttle of the connection
 	// ends: no request is read before (client_quotas.go). fetchThrottle is
-	// the consumer_byte_rate throttle the current fetch's handler gave.
-	// Read loop only.
-	throttledUntil time.Time
-	fetchThrottle  time.Duration
+	// the consumer_byte_rate throttle the current fetch's handler gave,
+	// mutationThrottle the controller_mutation_rate one of the current
+	// CreateTopics, CreatePartitions or DeleteTopics. Read loop only.
+	throttledUntil   time.Time
+	fetchThrottle    time.Duration
+	mutationThrottle time.Duration
 
 	closeOnce sync.Once
 }
@@ -78,6 +80,11 @@ func (b *Broker) serve(ln net.Listener, name string) {
 			}
 			return
 		}
+		if !b.delayAccept(name) { // max.connection.creation.rate (conn_rates.go)
+			b.quotas.release("", false, exempt)
+			nc.Close()
+			return
+		}
 		ip := remoteIP(nc)
 		if !b.quotas.admit(ip) {
 			b.quotas.release(ip, false, exempt)
@@ -86,6 +93,7 @@ func (b *Broker) serve(ln net.Listener, name string) {
 			continue
 		}
 		if b.throttleConnection(nc, ip, exempt) {
+			b.connRates.unrecord(name, time.Now())
 			continue // connection_creation_rate (client_quotas.go)
 		}
 		lt := b.lis.tls[name] // SSL listener: the handshake is in the connection's goroutine

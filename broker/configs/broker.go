@@ -243,6 +243,10 @@ var brokerDefs = []*Def{
 		Doc: "Most connections the broker accepts from one IP address; new connections beyond it are closed.",
 	},
 	{
+		Name: "max.connection.creation.rate", Type: TypeInt, Default: maxInt32, check: atLeast(0), Update: UpdateClusterWide,
+		Doc: "Most connections per second the broker accepts over its listeners but the inter-broker one; beyond it accepting is delayed. listener.name.<listener>.max.connection.creation.rate bounds one listener, which otherwise has this bound of its own too.",
+	},
+	{
 		Name: "num.network.threads", Type: TypeInt, Default: "3", check: atLeast(1), Update: UpdateClusterWide,
 		Doc: "Threads a Kafka broker uses to read requests and write responses. Gregor serves each connection on its own goroutine: the value is accepted and not used.",
 	},

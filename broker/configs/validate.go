@@ -1,6 +1,7 @@
 package configs
 
 import (
+	"fmt"
 	"sort"
 	"strconv"
 	"strings"
@@ -131,6 +132,9 @@ func ValidateBroker(configs map[string]string, scope Scope) error {
 				return err
 			}
 		}
+		if err := validateListenerConfig(name, configs[name]); err != nil {
+			return err
+		}
 	}
 	if scope == ScopeClusterDefault {
 		var perBroker []string
@@ -143,6 +147,36 @@ func ValidateBroker(configs map[string]string, scope Scope) error {
 			return newError(ErrReadOnly, strings.Join(perBroker, ","),
 				"Cannot update these configs at default cluster level, broker id must be specified: "+javaSet(perBroker))
 		}
+	}
+	return nil
+}
+
+// ListenerConnectionCreationRate is the key of a listener's own
+// max.connection.creation.rate; listener is the listener's name in any
+// case (Kafka's config prefix takes it in lower case).
+func ListenerConnectionCreationRate(listener string) string {
+	return "listener.name." + strings.ToLower(listener) + ".max.connection.creation.rate"
+}
+
+// validateListenerConfig checks a listener's max.connection.creation.rate
+// (listener.name.<listener>.max.connection.creation.rate) as Kafka's
+// ListenerConnectionQuota does: an int above 0. Other listener-prefixed
+// names are left alone, as custom configs.
+func validateListenerConfig(name, value string) error {
+	rest, ok := strings.CutPrefix(name, "listener.name.")
+	if !ok {
+		return nil
+	}
+	const key = "max.connection.creation.rate"
+	if _, base, ok := strings.Cut(rest, "."); !ok || base != key {
+		return nil
+	}
+	p, err := brokerByName[key].parse(value)
+	if err != nil {
+		return newError(ErrInvalidConfig, name, fmt.Sprintf("Invalid value %s for configuration %s: Not a number of type INT", value, name))
+	}
+	if p.i <= 0 {
+		return newError(ErrInvalidConfig, name, fmt.Sprintf("Invalid %s %d", key, p.i))
 	}
 	return nil
 }

@@ -110,6 +110,11 @@ func TestValidateBroker(t *testing.T) {
 			"Cannot update these configs dynamically: [advertised.listeners]", ErrReadOnly},
 		{"dynamic bad value", map[string]string{"min.insync.replicas": "0"}, ScopePerBroker, "Invalid value 0 for configuration min.insync.replicas: Value must be at least 1", nil},
 		{"per-broker config at broker", map[string]string{"listeners": "PLAINTEXT://:9093"}, ScopePerBroker, "", nil},
+		{"connection creation rate", map[string]string{"max.connection.creation.rate": "0", "listener.name.client.max.connection.creation.rate": "5"}, ScopeClusterDefault, "", nil},
+		{"listener connection creation rate 0", map[string]string{"listener.name.client.max.connection.creation.rate": "0"}, ScopePerBroker,
+			"Invalid max.connection.creation.rate 0", nil},
+		{"listener connection creation rate not a number", map[string]string{"listener.name.client.max.connection.creation.rate": "x"}, ScopePerBroker,
+			"Invalid value x for configuration listener.name.client.max.connection.creation.rate: Not a number of type INT", nil},
 		{"per-broker config as default", map[string]string{"listeners": "PLAINTEXT://:9093", "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT"}, ScopeClusterDefault,
 			"Cannot update these configs at default cluster level, broker id must be specified: [listeners, listener.security.protocol.map]", ErrReadOnly},
 	}

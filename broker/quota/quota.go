@@ -40,6 +40,14 @@
 //
 // The package has no clock and starts no goroutine: the caller passes the
 // time.
+//
+// # Controller mutations
+//
+// controller_mutation_rate (KIP-599) is measured as Kafka's
+// ControllerMutationQuotaManager measures it: a TokenBucket of
+// (controller.quota.window.num, 11) x (controller.quota.window.size.seconds,
+// 1 s) x the bound tokens, one taken per partition created or deleted.
+// Mutations checks a request's topics one by one (see Mutations).
 package quota
 
 import (
@@ -55,13 +63,13 @@ import (
 // Kind is a quota enforced per (user, client id).
 type Kind int
 
-// The kinds of quota enforced. controller_mutation_rate is stored but not
-// enforced, so it is not a Kind.
+// The kinds of quota enforced.
 const (
-	Produce    Kind = iota // producer_byte_rate: bytes of produce requests per second
-	Fetch                  // consumer_byte_rate: bytes of consumer fetch responses per second
-	Request                // request_percentage: percent of one handler's time, per second
-	Connection             // connection_creation_rate: connections accepted per second, per IP address
+	Produce            Kind = iota // producer_byte_rate: bytes of produce requests per second
+	Fetch                          // consumer_byte_rate: bytes of consumer fetch responses per second
+	Request                        // request_percentage: percent of one handler's time, per second
+	Connection                     // connection_creation_rate: connections accepted per second, per IP address
+	ControllerMutation             // controller_mutation_rate: partitions created or deleted per second
 	numKinds
 )
 
@@ -88,6 +96,8 @@ func (k Kind) Key() string {
 		return RequestPercentage
 	case Connection:
 		return ConnectionCreationRate
+	case ControllerMutation:
+		return ControllerMutationRate
 	}
 	return ""
 }
@@ -103,6 +113,8 @@ func (k Kind) String() string {
 		return "request"
 	case Connection:
 		return "connection"
+	case ControllerMutation:
+		return "controller_mutation"
 	}
 	return "unknown"
 }
@@ -114,10 +126,18 @@ type Config struct {
 	// (quota.window.size.seconds).
 	Samples int
 	Window  time.Duration
+	// MutationSamples and MutationWindow size the controller mutation
+	// token bucket (controller.quota.window.num,
+	// controller.quota.window.size.seconds): it holds the bound times
+	// MutationSamples windows of tokens.
+	MutationSamples int
+	MutationWindow  time.Duration
 }
 
-// DefaultConfig is Kafka's: 11 windows of 1 s.
-func DefaultConfig() Config { return Config{Samples: 11, Window: time.Second} }
+// DefaultConfig is Kafka's: 11 windows of 1 s, for both.
+func DefaultConfig() Config {
+	return Config{Samples: 11, Window: time.Second, MutationSamples: 11, MutationWindow: time.Second}
+}
 
 // Quotas are the stored quotas, by entity and key, as the registry holds
 // them.
@@ -202,7 +222,8 @@ type sensorKey struct {
 // sensor is one measured rate.
 type sensor struct {
 	rate     Rate
-	lastUsed int64 // ms
+	bucket   TokenBucket // ControllerMutation's
+	lastUsed int64       // ms
 }
 
 // idleSensorMs is how long a rate nothing was recorded in is kept
@@ -330,6 +351,75 @@ func (m *Manager) RecordConnection(ip string, now time.Time) time.Duration {
 	return min(ThrottleTime(rate, bound, span), m.cfg.Window)
 }
 
+// Mutations is one request's controller mutation quota, as Kafka's
+// ControllerMutationQuota: each topic's partitions created or deleted are
+// recorded with Record as the request handles the topic. A strict quota
+// (CreateTopics v6+, CreatePartitions v3+, DeleteTopics v5+, which can
+// carry THROTTLING_QUOTA_EXCEEDED) refuses a topic while the bucket is
+// below zero, and otherwise takes all of its partitions, however many: a
+// request never gets a throttle for mutations it was allowed. A permissive
+// quota (older versions) takes every topic and throttles once the bucket
+// goes below zero. The nil Mutations, which Manager.Mutations returns when no quota
+// applies, allows everything.
+type Mutations struct {
+	m      *Manager
+	key    sensorKey
+	bound  float64
+	strict bool
+	// throttleMs is the last throttle given, at atMs.
+	throttleMs, atMs int64
+}
+
+// Mutations returns the controller mutation quota of a request of user and
+// clientID, nil when none applies.
+func (m *Manager) Mutations(user, clientID string, strict bool) *Mutations {
+	t := m.quotas.Load()
+	if !t.enabled[ControllerMutation] {
+		return nil
+	}
+	id, bound, ok := Resolve(t.q, ControllerMutation, user, clientID)
+	if !ok {
+		return nil
+	}
+	return &Mutations{m: m, key: sensorKey{ControllerMutation, id}, bound: bound, strict: strict}
+}
+
+// Record counts n partitions of one topic at now and reports whether the
+// topic may go ahead; false (strict quotas only) is Kafka's
+// THROTTLING_QUOTA_EXCEEDED, with Throttle the time to wait.
+func (q *Mutations) Record(n int, now time.Time) bool {
+	if q == nil {
+		return true
+	}
+	nowMs := now.UnixMilli()
+	q.m.mu.Lock()
+	defer q.m.mu.Unlock()
+	s := q.m.sensorLocked(q.key, nowMs)
+	if q.strict {
+		if tokens := s.bucket.Tokens(q.bound, nowMs); tokens < 0 {
+			q.throttleMs, q.atMs = BucketThrottleTime(tokens, q.bound).Milliseconds(), nowMs
+			return false
+		}
+		s.bucket.Record(float64(n), q.bound, nowMs)
+		return true
+	}
+	s.bucket.Record(float64(n), q.bound, nowMs)
+	if tokens := s.bucket.Tokens(q.bound, nowMs); tokens < 0 {
+		q.throttleMs, q.atMs = BucketThrottleTime(tokens, q.bound).Milliseconds(), nowMs
+	}
+	return true
+}
+
+// Throttle is the request's throttle time at now: the last one Record gave
+// less the time since, as Kafka's throttleTime (a request may answer
+// well after its last topic was counted).
+func (q *Mutations) Throttle(now time.Time) time.Duration {
+	if q == nil || q.throttleMs == 0 {
+		return 0
+	}
+	return time.Duration(max(q.throttleMs-(now.UnixMilli()-q.atMs), 0)) * time.Millisecond
+}
+
 // MaxWindowValue is the most a client may take of kind k in one
 // measurement without being throttled, had it taken nothing before: its
 // bound times samples-1 windows (Kafka caps consumer fetches' max bytes
@@ -361,6 +451,9 @@ func (m *Manager) sensorLocked(key sensorKey, nowMs int64) *sensor {
 	s := m.mu.sensors[key]
 	if s == nil {
 		s = &sensor{rate: NewRate(m.cfg.Samples, m.cfg.Window)}
+		if key.kind == ControllerMutation {
+			s.rate, s.bucket = Rate{}, NewTokenBucket(m.cfg.MutationSamples, m.cfg.MutationWindow)
+		}
 		m.mu.sensors[key] = s
 	}
 	s.lastUsed = nowMs

@@ -237,3 +237,77 @@ func TestRateSimple(t *testing.T) {
 		t.Errorf("%d samples retained, want 11+1", n)
 	}
 }
+
+// TestTokenBucket: a new bucket is full (bound x samples windows), it
+// refills at the bound up to that, and may go below zero.
+func TestTokenBucket(t *testing.T) {
+	tb := NewTokenBucket(10, time.Second)
+	if got := tb.Tokens(5, 1000); got != 50 {
+		t.Fatalf("new bucket holds %v tokens, want 50 (5/s x 10 windows)", got)
+	}
+	tb.Record(60, 5, 1000)
+	if got := tb.Tokens(5, 1000); got != -10 {
+		t.Fatalf("after taking 60: %v tokens, want -10", got)
+	}
+	if got := tb.Tokens(5, 3000); got != 0 {
+		t.Fatalf("2 s later: %v tokens, want 0", got)
+	}
+	if got := tb.Tokens(5, 60000); got != 50 {
+		t.Fatalf("a minute later: %v tokens, want the burst, 50", got)
+	}
+	if d := BucketThrottleTime(-10, 5); d != 2*time.Second {
+		t.Errorf("throttle for -10 tokens at 5/s: %v, want 2s", d)
+	}
+	if d := BucketThrottleTime(3, 5); d != 0 {
+		t.Errorf("throttle for a bucket above zero: %v, want 0", d)
+	}
+}
+
+// TestMutations: a strict quota takes a topic while the bucket is not
+// negative, however many partitions it has, and refuses the next with
+// the time the refill takes; a permissive one takes everything and
+// throttles once the bucket is below zero; no quota allows all.
+func TestMutations(t *testing.T) {
+	m := NewManager(Config{Samples: 11, Window: time.Second, MutationSamples: 10, MutationWindow: time.Second})
+	m.Update(Quotas{{ClientID: c}: {ControllerMutationRate: 10}})
+	t0 := time.UnixMilli(1_000_000)
+
+	q := m.Mutations("alice", "c1", true)
+	if !q.Record(30, t0) || !q.Record(80, t0) {
+		t.Fatal("strict: topics of 30 then 80 partitions with 100 tokens: refused, want both taken (the bucket was not negative)")
+	}
+	if d := q.Throttle(t0); d != 0 {
+		t.Fatalf("strict: throttle %v after allowed mutations, want 0", d)
+	}
+	if q.Record(1, t0) {
+		t.Fatal("strict: a topic taken with the bucket at -10")
+	}
+	if d := q.Throttle(t0); d != time.Second {
+		t.Fatalf("strict: throttle %v with the bucket at -10 and 10/s, want 1s", d)
+	}
+	if d := q.Throttle(t0.Add(400 * time.Millisecond)); d != 600*time.Millisecond {
+		t.Fatalf("strict: throttle 400 ms later %v, want 600ms", d)
+	}
+	// A later request of the same client id shares the bucket.
+	q2 := m.Mutations("bob", "c1", true)
+	if q2.Record(1, t0.Add(500*time.Millisecond)) {
+		t.Fatal("strict: a second request taken 500 ms later with the bucket at -5")
+	}
+	if !q2.Record(5, t0.Add(time.Second)) {
+		t.Fatal("strict: refused once the bucket is back at 0")
+	}
+
+	// Permissive, another client id: its own bucket.
+	m.Update(Quotas{{ClientID: c}: {ControllerMutationRate: 10}, {ClientID: cluster.Named("c2")}: {ControllerMutationRate: 10}})
+	p := m.Mutations("alice", "c2", false)
+	if !p.Record(110, t0) || !p.Record(10, t0) {
+		t.Fatal("permissive: refused a topic")
+	}
+	if d := p.Throttle(t0); d != 2*time.Second {
+		t.Fatalf("permissive: throttle %v with the bucket at -20 and 10/s, want 2s", d)
+	}
+
+	if n := m.Mutations("alice", "other", true); n != nil || !n.Record(1000, t0) || n.Throttle(t0) != 0 {
+		t.Fatal("a client id without a quota is limited")
+	}
+}
