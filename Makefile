@@ -156,6 +156,15 @@ PROPERTY_DURATION ?= 150s
 property-test: ## The storage data-safety property test for PROPERTY_DURATION (default 150s); GREGOR_PROPERTY_SEED replays a run.
 	GREGOR_PROPERTY_DURATION=$(PROPERTY_DURATION) $(GO) test -count=1 -timeout 60m -run '^TestDataSafetyProperty$$' -v ./storage/
 
+.PHONY: dashboard-check alerts-check
+dashboard-check: build ## Three brokers under a small load and Prometheus (Debian's package, installed if missing as root): every Grafana dashboard query and every alert's series must return data; then alerts-check.
+	bash deploy/check-dashboard.sh bin/gregor
+	@$(MAKE) --no-print-directory alerts-check
+
+alerts-check: ## promtool check rules and test rules on deploy/prometheus/alerts.yml.
+	promtool check rules deploy/prometheus/alerts.yml
+	promtool test rules deploy/prometheus/alerts_test.yml
+
 .PHONY: console-test
 console-test: ## Kafka 4.x Java console tools and kcat against bin/gregor (compat-tests/console).
 	bash compat-tests/console/run.sh
