@@ -156,6 +156,22 @@ PROPERTY_DURATION ?= 150s
 property-test: ## The storage data-safety property test for PROPERTY_DURATION (default 150s); GREGOR_PROPERTY_SEED replays a run.
 	GREGOR_PROPERTY_DURATION=$(PROPERTY_DURATION) $(GO) test -count=1 -timeout 60m -run '^TestDataSafetyProperty$$' -v ./storage/
 
+.PHONY: image
+IMAGE ?= gregor:dev
+IMAGE_VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+# The first container engine that can build here: podman, buildah, or a
+# docker whose daemon answers.
+CONTAINER_ENGINE ?= $(shell if command -v podman >/dev/null; then echo podman; \
+	elif command -v buildah >/dev/null; then echo buildah; \
+	elif command -v docker >/dev/null && docker info >/dev/null 2>&1; then echo docker; fi)
+image: ## Container image $(IMAGE) (deploy/image/Containerfile): a static bin/gregor on scratch, with podman, buildah or docker (CONTAINER_ENGINE).
+	@if [ -z "$(CONTAINER_ENGINE)" ]; then echo "make image: no podman, buildah or running docker (apt-get install podman)" >&2; exit 1; fi
+	rm -rf bin/image && mkdir -p bin/image/data
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -X main.version=$(IMAGE_VERSION)" -o bin/image/gregor ./cmd/gregor
+	cp deploy/image/passwd deploy/image/group bin/image/
+	$(if $(filter buildah,$(CONTAINER_ENGINE)),buildah bud,$(CONTAINER_ENGINE) build) $(if $(filter docker,$(CONTAINER_ENGINE)),,--format docker) \
+		-f deploy/image/Containerfile -t $(IMAGE) bin/image
+
 .PHONY: dashboard-check alerts-check
 dashboard-check: build ## Three brokers under a small load and Prometheus (Debian's package, installed if missing as root): every Grafana dashboard query and every alert's series must return data; then alerts-check.
 	bash deploy/check-dashboard.sh bin/gregor
