@@ -172,6 +172,10 @@ image: ## Container image $(IMAGE) (deploy/image/Containerfile): a static bin/gr
 	$(if $(filter buildah,$(CONTAINER_ENGINE)),buildah bud,$(CONTAINER_ENGINE) build) $(if $(filter docker,$(CONTAINER_ENGINE)),,--format docker) \
 		-f deploy/image/Containerfile -t $(IMAGE) bin/image
 
+.PHONY: image-check
+image-check: ## Run a broker from $(IMAGE) (its HEALTHCHECK, a clean stop) and the compatibility lab's franz-go scenarios against it.
+	bash deploy/image/check.sh $(IMAGE)
+
 .PHONY: dashboard-check alerts-check
 dashboard-check: build ## Three brokers under a small load and Prometheus (Debian's package, installed if missing as root): every Grafana dashboard query and every alert's series must return data; then alerts-check.
 	bash deploy/check-dashboard.sh bin/gregor
