@@ -177,6 +177,10 @@ image: ## Container image $(IMAGE) (deploy/image/Containerfile): a static bin/gr
 image-check: ## Run a broker from $(IMAGE) (its HEALTHCHECK, a clean stop) and the compatibility lab's franz-go scenarios against it.
 	bash deploy/image/check.sh $(IMAGE)
 
+.PHONY: systemd-verify
+systemd-verify: build ## systemd-analyze verify (and security) on deploy/systemd/gregor.service.
+	bash deploy/systemd/verify.sh bin/gregor
+
 .PHONY: dashboard-check alerts-check
 dashboard-check: build ## Three brokers under a small load and Prometheus (Debian's package, installed if missing as root): every Grafana dashboard query and every alert's series must return data; then alerts-check.
 	bash deploy/check-dashboard.sh bin/gregor
