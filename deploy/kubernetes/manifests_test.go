@@ -11,9 +11,9 @@
 package kubernetes
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/url"
 	"os"
@@ -425,7 +425,7 @@ func TestManifests(t *testing.T) {
 			t.Errorf("PodDisruptionBudget selects %s=%s, which the pods do not carry", k, v)
 		}
 	}
-	if !bytes.Equal([]byte(fmt.Sprint(sts.Spec.Selector.MatchLabels)), []byte(fmt.Sprint(pdb.Spec.Selector.MatchLabels))) {
+	if !maps.Equal(sts.Spec.Selector.MatchLabels, pdb.Spec.Selector.MatchLabels) {
 		t.Errorf("PodDisruptionBudget selector %v differs from the StatefulSet's %v", pdb.Spec.Selector.MatchLabels, sts.Spec.Selector.MatchLabels)
 	}
 }
