@@ -50,12 +50,12 @@ run: ## Run a single-node broker on localhost:9092 with its data in ./data (Ctrl
 cluster: ## Run three brokers on localhost:9092-9094 (data in ./data/1..3), etcd embedded in all three (Ctrl-C stops them).
 	$(GO) build -o bin/gregor ./cmd/gregor && DATA_DIR=$(DATA_DIR) bash deploy/local/cluster.sh bin/gregor
 
-test: ## go vet, the unit tests with -race, the Kubernetes manifests' test (deploy/kubernetes, a module of its own), then lint.
+test: ## go vet, the unit tests with -race, the tests of the Kubernetes manifests and compose files (deploy/, a module of its own), then lint.
 	$(GO) vet ./...
 	@if [ -z "$(RACE)" ]; then echo "warning: cgo is off (no C compiler?), so the tests run WITHOUT -race" >&2; fi
 	$(GO) test $(RACE) -count=1 -timeout $(TEST_TIMEOUT) ./...
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -run '^(TestConnectionLoad|TestHostileRSS|TestSASLFloodRSS)$$' ./broker/
-	cd deploy/kubernetes && $(GO) vet ./... && $(GO) test -count=1 ./...
+	cd deploy && $(GO) vet ./... && $(GO) test -count=1 ./...
 	@$(MAKE) --no-print-directory lint
 
 vet: ## go vet only.

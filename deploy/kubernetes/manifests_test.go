@@ -6,8 +6,8 @@
 // admin listener, the per-pod advertised listeners and etcd members and
 // the headless Service, the grace period and the controlled shutdown.
 //
-// It is a Go module of its own so that the Kubernetes API packages stay
-// out of the broker's go.mod; `make test` runs it.
+// deploy/ is a Go module of its own so that the Kubernetes API packages
+// stay out of the broker's go.mod; `make test` runs its tests.
 package kubernetes
 
 import (

@@ -1,4 +1,4 @@
-module github.com/gregor-io/gregor/deploy/kubernetes
+module github.com/gregor-io/gregor/deploy
 
 go 1.26.8
 
