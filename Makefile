@@ -177,6 +177,10 @@ image: ## Container image $(IMAGE) (deploy/image/Containerfile): a static bin/gr
 image-check: ## Run a broker from $(IMAGE) (its HEALTHCHECK, a clean stop) and the compatibility lab's franz-go scenarios against it.
 	bash deploy/image/check.sh $(IMAGE)
 
+.PHONY: compose-check
+compose-check: ## The brokers of deploy/compose (embedded and external etcd) under podman-compose, healthy, with the franz-go scenarios and a clean stop (needs gregor:dev: make image).
+	bash deploy/compose/check.sh
+
 .PHONY: systemd-verify
 systemd-verify: build ## systemd-analyze verify (and security) on deploy/systemd/gregor.service.
 	bash deploy/systemd/verify.sh bin/gregor
