@@ -165,7 +165,7 @@ IMAGE_VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || ech
 CONTAINER_ENGINE ?= $(shell if command -v podman >/dev/null; then echo podman; \
 	elif command -v buildah >/dev/null; then echo buildah; \
 	elif command -v docker >/dev/null && docker info >/dev/null 2>&1; then echo docker; fi)
-image: ## Container image $(IMAGE) (deploy/image/Containerfile): a static bin/gregor on scratch, with podman, buildah or docker (CONTAINER_ENGINE).
+image: ## Container image gregor:dev, or IMAGE (deploy/image/Containerfile): a static bin/gregor on scratch, with podman, buildah or docker (CONTAINER_ENGINE).
 	@if [ -z "$(CONTAINER_ENGINE)" ]; then echo "make image: no podman, buildah or running docker (apt-get install podman)" >&2; exit 1; fi
 	rm -rf bin/image && mkdir -p bin/image/data
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -X main.version=$(IMAGE_VERSION)" -o bin/image/gregor ./cmd/gregor
@@ -174,7 +174,7 @@ image: ## Container image $(IMAGE) (deploy/image/Containerfile): a static bin/gr
 		-f deploy/image/Containerfile -t $(IMAGE) bin/image
 
 .PHONY: image-check
-image-check: ## Run a broker from $(IMAGE) (its HEALTHCHECK, a clean stop) and the compatibility lab's franz-go scenarios against it.
+image-check: ## Run a broker from the image (gregor:dev, or IMAGE; its HEALTHCHECK, a clean stop) and the compatibility lab's franz-go scenarios against it.
 	bash deploy/image/check.sh $(IMAGE)
 
 .PHONY: compose-check
