@@ -7,10 +7,10 @@
 // the alert rules expect, the files mounted exist, and the stop grace
 // period covers a controlled shutdown.
 //
-// The images (prom/prometheus, grafana/grafana, etcd) cannot be pulled on
-// the machines the tests run on, so this reads the files rather than
-// running them; compose.yaml's brokers were run under podman-compose when
-// it was written (see the commit that added it).
+// This reads the files rather than running them: the images of
+// Prometheus, Grafana and etcd cannot be pulled on the machines the tests
+// run on. `make compose-check` (check.sh here) runs the brokers of both
+// files under podman-compose.
 package compose
 
 import (
