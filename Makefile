@@ -50,11 +50,12 @@ run: ## Run a single-node broker on localhost:9092 with its data in ./data (Ctrl
 cluster: ## Run three brokers on localhost:9092-9094 (data in ./data/1..3), etcd embedded in all three (Ctrl-C stops them).
 	$(GO) build -o bin/gregor ./cmd/gregor && DATA_DIR=$(DATA_DIR) bash deploy/local/cluster.sh bin/gregor
 
-test: ## go vet, the unit tests with -race, then lint.
+test: ## go vet, the unit tests with -race, the tests of the Kubernetes manifests and compose files (deploy/, a module of its own), then lint.
 	$(GO) vet ./...
 	@if [ -z "$(RACE)" ]; then echo "warning: cgo is off (no C compiler?), so the tests run WITHOUT -race" >&2; fi
 	$(GO) test $(RACE) -count=1 -timeout $(TEST_TIMEOUT) ./...
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -run '^(TestConnectionLoad|TestHostileRSS|TestSASLFloodRSS)$$' ./broker/
+	cd deploy && $(GO) vet ./... && $(GO) test -count=1 ./...
 	@$(MAKE) --no-print-directory lint
 
 vet: ## go vet only.
@@ -155,6 +156,43 @@ chaos-summary: ## Rewrite the summary table in compat-tests/chaos/README.md from
 PROPERTY_DURATION ?= 150s
 property-test: ## The storage data-safety property test for PROPERTY_DURATION (default 150s); GREGOR_PROPERTY_SEED replays a run.
 	GREGOR_PROPERTY_DURATION=$(PROPERTY_DURATION) $(GO) test -count=1 -timeout 60m -run '^TestDataSafetyProperty$$' -v ./storage/
+
+.PHONY: image
+IMAGE ?= gregor:dev
+IMAGE_VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+# The first container engine that can build here: podman, buildah, or a
+# docker whose daemon answers.
+CONTAINER_ENGINE ?= $(shell if command -v podman >/dev/null; then echo podman; \
+	elif command -v buildah >/dev/null; then echo buildah; \
+	elif command -v docker >/dev/null && docker info >/dev/null 2>&1; then echo docker; fi)
+image: ## Container image gregor:dev, or IMAGE (deploy/image/Containerfile): a static bin/gregor on scratch, with podman, buildah or docker (CONTAINER_ENGINE).
+	@if [ -z "$(CONTAINER_ENGINE)" ]; then echo "make image: no podman, buildah or running docker (apt-get install podman)" >&2; exit 1; fi
+	rm -rf bin/image && mkdir -p bin/image/data
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -X main.version=$(IMAGE_VERSION)" -o bin/image/gregor ./cmd/gregor
+	cp deploy/image/passwd deploy/image/group bin/image/
+	$(if $(filter buildah,$(CONTAINER_ENGINE)),buildah bud,$(CONTAINER_ENGINE) build) $(if $(filter docker,$(CONTAINER_ENGINE)),,--format docker) \
+		-f deploy/image/Containerfile -t $(IMAGE) bin/image
+
+.PHONY: image-check
+image-check: ## Run a broker from the image (gregor:dev, or IMAGE; its HEALTHCHECK, a clean stop) and the compatibility lab's franz-go scenarios against it.
+	bash deploy/image/check.sh $(IMAGE)
+
+.PHONY: compose-check
+compose-check: ## The brokers of deploy/compose (embedded and external etcd) under podman-compose, healthy, with the franz-go scenarios and a clean stop (needs gregor:dev: make image).
+	bash deploy/compose/check.sh
+
+.PHONY: systemd-verify
+systemd-verify: build ## systemd-analyze verify (and security) on deploy/systemd/gregor.service.
+	bash deploy/systemd/verify.sh bin/gregor
+
+.PHONY: dashboard-check alerts-check
+dashboard-check: build ## Three brokers under a small load and Prometheus (Debian's package, installed if missing as root): every Grafana dashboard query and every alert's series must return data; then alerts-check.
+	bash deploy/check-dashboard.sh bin/gregor
+	@$(MAKE) --no-print-directory alerts-check
+
+alerts-check: ## promtool check rules and test rules on deploy/prometheus/alerts.yml.
+	promtool check rules deploy/prometheus/alerts.yml
+	promtool test rules deploy/prometheus/alerts_test.yml
 
 .PHONY: console-test
 console-test: ## Kafka 4.x Java console tools and kcat against bin/gregor (compat-tests/console).

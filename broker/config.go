@@ -104,6 +104,8 @@ type Config struct {
 	EtcdPeerAddr   string
 	// EtcdInitialCluster makes the embedded member one of several that
 	// brokers embed (etcd.initial.cluster, etcd's initial-cluster form).
+	// With EtcdPeerAddr on every interface, this broker's entry may name
+	// it by a host name, which it is advertised at (cluster.Config).
 	EtcdInitialCluster string
 	// SessionTimeout bounds how long a dead broker stays registered
 	// (broker.session.timeout.ms).

@@ -1,7 +1,9 @@
 package broker
 
 import (
+	"path/filepath"
 	"strconv"
+	"syscall"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -14,6 +16,10 @@ type logCollector struct {
 	size, segments, start, end, hwDesc *prometheus.Desc
 	lsoLag                             *prometheus.Desc
 	dirOffline, partsOffline, strays   *prometheus.Desc
+	// The size and free space of each log dir's file system, as
+	// DescribeLogDirs reports them (TotalBytes, UsableBytes), for the
+	// alert that a disk is filling up before it takes a dir offline.
+	dirTotal, dirUsable *prometheus.Desc
 
 	// Replication: counts over the partitions this broker leads, the lag
 	// of each of their followers, and the cluster's leaderless partitions
@@ -40,6 +46,11 @@ func newLogCollector(b *Broker) *logCollector {
 			"Records between a partition log's last stable offset and its high watermark: held back from read_committed consumers by open transactions (or markers not yet replicated).", labels, nil),
 		dirOffline: prometheus.NewDesc("gregor_log_dir_offline",
 			"1 when a log dir failed (an I/O error took it offline until the next start), 0 while it is online.",
+			[]string{"dir"}, nil),
+		dirTotal: prometheus.NewDesc("gregor_log_dir_total_bytes",
+			"Size of the file system a log dir is on (statfs, read at scrape).", []string{"dir"}, nil),
+		dirUsable: prometheus.NewDesc("gregor_log_dir_usable_bytes",
+			"Bytes of the file system a log dir is on that the broker can still write (statfs: blocks available to unprivileged users, read at scrape).",
 			[]string{"dir"}, nil),
 		partsOffline: prometheus.NewDesc("gregor_partitions_offline",
 			"Partitions this broker holds in a log dir that failed.", nil, nil),
@@ -70,6 +81,8 @@ func (lc *logCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- lc.hwDesc
 	ch <- lc.lsoLag
 	ch <- lc.dirOffline
+	ch <- lc.dirTotal
+	ch <- lc.dirUsable
 	ch <- lc.partsOffline
 	ch <- lc.strays
 	ch <- lc.leaders
@@ -90,6 +103,7 @@ func (lc *logCollector) Collect(ch chan<- prometheus.Metric) {
 				v = 1
 			}
 			ch <- prometheus.MustNewConstMetric(lc.dirOffline, prometheus.GaugeValue, v, d)
+			lc.collectDirSpace(ch, d)
 		}
 		ch <- prometheus.MustNewConstMetric(lc.strays, prometheus.GaugeValue, float64(len(lc.b.logs.Strays())))
 	}
@@ -156,4 +170,20 @@ func (lc *logCollector) Collect(ch chan<- prometheus.Metric) {
 			}
 		}
 	}
+}
+
+// collectDirSpace exports the size and usable space of dir's file system,
+// labelled with dir as configured (as gregor_log_dir_offline is). A dir
+// statfs fails on exports neither: gregor_log_dir_offline tells of it.
+func (lc *logCollector) collectDirSpace(ch chan<- prometheus.Metric, dir string) {
+	var st syscall.Statfs_t
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		abs = dir
+	}
+	if err := syscall.Statfs(abs, &st); err != nil {
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(lc.dirTotal, prometheus.GaugeValue, float64(st.Blocks)*float64(st.Bsize), dir)
+	ch <- prometheus.MustNewConstMetric(lc.dirUsable, prometheus.GaugeValue, float64(st.Bavail)*float64(st.Bsize), dir)
 }

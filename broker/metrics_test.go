@@ -229,6 +229,15 @@ func TestMetricsWorkload(t *testing.T) {
 		if got, found := s.sum("gregor_etcd_session_up", nil); !found || got != 1 {
 			return fmt.Errorf("etcd session up: got %v (exported: %v), want 1", got, found)
 		}
+		// The log dir's file system: its size and what is left of it.
+		dl := map[string]string{"dir": b.cfg.LogDirs[0]}
+		total, found := s.sum("gregor_log_dir_total_bytes", dl)
+		if !found || total <= 0 {
+			return fmt.Errorf("log dir total bytes: got %v (exported: %v), want > 0", total, found)
+		}
+		if usable, found := s.sum("gregor_log_dir_usable_bytes", dl); !found || usable <= 0 || usable > total {
+			return fmt.Errorf("log dir usable bytes: got %v (exported: %v), want in (0, %v]", usable, found, total)
+		}
 		// A single broker is its cluster's controller.
 		if got, found := s.sum("gregor_controller_active", nil); !found || got != 1 {
 			return fmt.Errorf("controller active: got %v (exported: %v), want 1", got, found)

@@ -129,7 +129,7 @@ var keys = []key{
 		"peer listen address of the embedded etcd member; port 0 picks a free port",
 		func(c *serveConfig) *string { return &c.broker.EtcdPeerAddr }),
 	stringField("etcd.initial.cluster", "NAME=URL,...",
-		"the embedded etcd members of a cluster that embeds etcd in several brokers, as etcd's initial-cluster: gregor-<node.id>=http://<etcd.peer.addr>,...; empty runs a member of its own",
+		"the embedded etcd members of a cluster that embeds etcd in several brokers, as etcd's initial-cluster: gregor-<node.id>=http://<etcd.peer.addr>,...; with etcd.peer.addr on every interface (0.0.0.0:2380), this broker's entry may name it by a host name at that port, which it is then advertised at (its client URL too, when etcd.client.addr is on every interface); empty runs a member of its own",
 		func(c *serveConfig) *string { return &c.broker.EtcdInitialCluster }),
 	msField("broker.session.timeout.ms", 64, "how long a broker that stopped sending heartbeats stays registered",
 		func(c *serveConfig) *time.Duration { return &c.broker.SessionTimeout }),

@@ -69,6 +69,7 @@ a cluster shares its metadata through etcd.`,
 		newGroupCmd(),
 		newClusterCmd(),
 		newBenchCmd(),
+		newHealthCmd(),
 		newVersionCmd(),
 	)
 	return root

@@ -355,8 +355,9 @@ func startMember(ctx context.Context, cfg Config, logs *etcdLogs, logger *slog.L
 	ec.Dir = filepath.Join(cfg.DataDir, "etcd")
 	curl := url.URL{Scheme: "http", Host: cfg.ClientListenAddr}
 	purl := url.URL{Scheme: "http", Host: cfg.PeerListenAddr}
-	ec.ListenClientUrls, ec.AdvertiseClientUrls = []url.URL{curl}, []url.URL{curl}
-	ec.ListenPeerUrls, ec.AdvertisePeerUrls = []url.URL{purl}, []url.URL{purl}
+	apurl, acurl := cfg.advertisedURLs()
+	ec.ListenClientUrls, ec.AdvertiseClientUrls = []url.URL{curl}, []url.URL{acurl}
+	ec.ListenPeerUrls, ec.AdvertisePeerUrls = []url.URL{purl}, []url.URL{apurl}
 	ec.InitialCluster = ec.InitialClusterFromName(ec.Name)
 	if cfg.InitialCluster != "" {
 		ec.InitialCluster = cfg.InitialCluster

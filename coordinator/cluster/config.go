@@ -33,7 +33,14 @@ type Config struct {
 	// of a multi-member etcd cluster embedded in several brokers, in etcd's
 	// initial-cluster form: "gregor-1=http://10.0.0.1:2380,gregor-2=...".
 	// Each member is named gregor-<node id>; this node's entry must name
-	// the peer address it listens on (PeerListenAddr, a fixed port). The
+	// the peer address it listens on (PeerListenAddr, a fixed port), or,
+	// when PeerListenAddr's host is unspecified (0.0.0.0:2380, [::]:2380,
+	// :2380), a host name or address at the same port: the member listens
+	// on every interface and its peers reach it at that name (a pod's or
+	// container's DNS name, whose address is not known beforehand; etcd
+	// listens on IP addresses only). Its client URL is then advertised at
+	// the same host, on ClientListenAddr's port, when ClientListenAddr's
+	// host is unspecified too. The
 	// members form the cluster once a majority of them have started, and
 	// the list is read only then: a member that has its data ignores it.
 	// Empty: a single member of its own.
@@ -216,8 +223,59 @@ func (c Config) checkInitialCluster() error {
 	case mine == "":
 		return fmt.Errorf("initial etcd cluster %q has no member %s for node %d; a broker that is not an etcd member takes etcd endpoints instead",
 			c.InitialCluster, c.memberName(), c.NodeID)
-	case mine != c.PeerListenAddr:
+	case mine != c.PeerListenAddr && !advertisable(c.PeerListenAddr, mine):
 		return fmt.Errorf("initial etcd cluster gives %s the peer address %s, but it listens on %s", c.memberName(), mine, c.PeerListenAddr)
 	}
 	return nil
+}
+
+// advertisable reports whether a member listening on listen can be
+// reached at peer: listen's host is unspecified (every interface) and the
+// ports are the same.
+func advertisable(listen, peer string) bool {
+	lh, lp, err := net.SplitHostPort(listen)
+	if err != nil || !unspecifiedHost(lh) {
+		return false
+	}
+	_, pp, err := net.SplitHostPort(peer)
+	return err == nil && pp == lp && lp != "0"
+}
+
+// unspecifiedHost reports whether host, of a listen address, means every
+// interface.
+func unspecifiedHost(host string) bool {
+	if host == "" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsUnspecified()
+}
+
+// advertisedURLs returns the peer and client URLs the embedded member
+// advertises: the addresses it listens on, or, when it listens on every
+// interface for peers and the initial cluster names it elsewhere, that
+// name (see InitialCluster), for peers and, when the client listen
+// address is unspecified too, for clients.
+func (c Config) advertisedURLs() (peer, client url.URL) {
+	peer = url.URL{Scheme: "http", Host: c.PeerListenAddr}
+	client = url.URL{Scheme: "http", Host: c.ClientListenAddr}
+	if c.InitialCluster == "" {
+		return peer, client
+	}
+	for _, entry := range strings.Split(c.InitialCluster, ",") {
+		name, raw, _ := strings.Cut(strings.TrimSpace(entry), "=")
+		if name != c.memberName() {
+			continue
+		}
+		u, err := url.Parse(raw)
+		if err != nil || u.Host == c.PeerListenAddr || !advertisable(c.PeerListenAddr, u.Host) {
+			return peer, client
+		}
+		peer = *u
+		if ch, cp, err := net.SplitHostPort(c.ClientListenAddr); err == nil && unspecifiedHost(ch) && cp != "0" {
+			client.Host = net.JoinHostPort(u.Hostname(), cp)
+		}
+		return peer, client
+	}
+	return peer, client
 }

@@ -288,3 +288,31 @@ func TestEmbeddedThreeMembers(t *testing.T) {
 		return ""
 	})
 }
+
+// TestEmbeddedMemberAdvertisedName: a member listening on every interface
+// is advertised to its peers and clients at the name its initial cluster
+// entry gives (as a pod's DNS name in Kubernetes), and serves there.
+func TestEmbeddedMemberAdvertisedName(t *testing.T) {
+	addrs := freeAddrs(t, 2)
+	_, peerPort, _ := net.SplitHostPort(addrs[0])
+	_, clientPort, _ := net.SplitHostPort(addrs[1])
+	cfg := embeddedConfig(t.TempDir(), 1)
+	cfg.PeerListenAddr, cfg.ClientListenAddr = "0.0.0.0:"+peerPort, "0.0.0.0:"+clientPort
+	cfg.InitialCluster = "gregor-1=http://localhost:" + peerPort
+	c, err := Open(t.Context(), cfg, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	members := c.member.Server.Cluster().Members()
+	if len(members) != 1 {
+		t.Fatalf("members: %v, want 1", members)
+	}
+	wantPeer, wantClient := "http://localhost:"+peerPort, "http://localhost:"+clientPort
+	if m := members[0]; fmt.Sprint(m.PeerURLs) != "["+wantPeer+"]" || fmt.Sprint(m.ClientURLs) != "["+wantClient+"]" {
+		t.Fatalf("member advertises peer URLs %v and client URLs %v, want [%s] and [%s]", m.PeerURLs, m.ClientURLs, wantPeer, wantClient)
+	}
+	if err := c.Register(testCtx(t), BrokerInfo{NodeID: 1, Host: "h", Port: 9092}); err != nil {
+		t.Fatalf("register through the member: %v", err)
+	}
+}

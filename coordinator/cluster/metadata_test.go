@@ -44,6 +44,11 @@ func TestConfigValidate(t *testing.T) {
 		}, "with etcd endpoints give none"},
 		{"initial cluster without this node", func(c *Config) { c.InitialCluster = "gregor-1=http://127.0.0.1:2380" }, "no member gregor-0"},
 		{"initial cluster at another peer address", func(c *Config) { c.InitialCluster = "gregor-0=http://127.0.0.1:2390" }, "listens on 127.0.0.1:2380"},
+		{"initial cluster at a name, listening on one address", func(c *Config) { c.InitialCluster = "gregor-0=http://broker-0.gregor:2380" }, "listens on 127.0.0.1:2380"},
+		{"initial cluster at a name on another port, listening on all", func(c *Config) {
+			c.PeerListenAddr = "0.0.0.0:2380"
+			c.InitialCluster = "gregor-0=http://broker-0.gregor:2390"
+		}, "listens on 0.0.0.0:2380"},
 		{"initial cluster entry without url", func(c *Config) { c.InitialCluster = "gregor-0=http://127.0.0.1:2380,gregor-1" }, "not name=peer-url"},
 		{"initial cluster bad url", func(c *Config) { c.InitialCluster = "gregor-0=127.0.0.1:2380" }, "not http://host:port"},
 		{"initial cluster names this node twice", func(c *Config) {
@@ -64,6 +69,31 @@ func TestConfigValidate(t *testing.T) {
 	three.InitialCluster = "gregor-0=http://127.0.0.1:2380,gregor-1=http://10.0.0.2:2380,gregor-2=https://h3:2380"
 	if err := three.Validate(); err != nil {
 		t.Errorf("an initial cluster of three: %v", err)
+	}
+
+	// Listening on every interface, the member is advertised at the name
+	// the initial cluster gives it (its client URL too when the client
+	// listen address is unspecified), and at its listen addresses otherwise.
+	for _, tc := range []struct {
+		peer, client, initial, wantPeer, wantClient string
+	}{
+		{"0.0.0.0:2380", "0.0.0.0:2379", "gregor-0=http://gregor-0.gregor.ns.svc:2380,gregor-1=http://gregor-1.gregor.ns.svc:2380",
+			"http://gregor-0.gregor.ns.svc:2380", "http://gregor-0.gregor.ns.svc:2379"},
+		{"[::]:2380", "127.0.0.1:2379", "gregor-0=http://b0:2380", "http://b0:2380", "http://127.0.0.1:2379"},
+		{":2380", ":2379", "gregor-0=http://10.1.2.3:2380", "http://10.1.2.3:2380", "http://10.1.2.3:2379"},
+		{"127.0.0.1:2380", "127.0.0.1:2379", "gregor-0=http://127.0.0.1:2380", "http://127.0.0.1:2380", "http://127.0.0.1:2379"},
+		{"0.0.0.0:2380", "0.0.0.0:2379", "", "http://0.0.0.0:2380", "http://0.0.0.0:2379"},
+	} {
+		cfg := good
+		cfg.PeerListenAddr, cfg.ClientListenAddr, cfg.InitialCluster = tc.peer, tc.client, tc.initial
+		if err := cfg.Validate(); err != nil {
+			t.Errorf("listening on %s with initial cluster %q: %v", tc.peer, tc.initial, err)
+		}
+		peer, client := cfg.advertisedURLs()
+		if peer.String() != tc.wantPeer || client.String() != tc.wantClient {
+			t.Errorf("listening on %s and %s with initial cluster %q: advertised %s and %s, want %s and %s",
+				tc.peer, tc.client, tc.initial, peer.String(), client.String(), tc.wantPeer, tc.wantClient)
+		}
 	}
 
 	cfg := good
