@@ -493,7 +493,7 @@ def tls(g, envs):
         plain_env = [e for e in envs if e.get("security", "plaintext") == "plaintext" and e.get("session") in plain_sessions]
         plain_text = "".join(f" (Linux {e.get('kernel')}, load average at start {e.get('loadavg_start')})" for e in plain_env)
         L += [f"### {w} over SSL", "", WORKLOAD_TEXT[w], "",
-              f"Session {', '.join(sessions)}, {len({r.get('duration_s') for _, rs in rows for r in rs}) == 1 and rows[0][1][0].get('duration_s')} s per phase. "
+              f"Session {', '.join(sessions)}, {', '.join(str(d) for d in sorted({r.get('duration_s') for _, rs in rows for r in rs}, key=str))} s per phase. "
               f"The plaintext figures of the TLS cost table are {w}'s records above, from session {', '.join(plain_sessions)}{plain_text}: "
               "another session on this shared machine, so the cost ratios carry both sessions' noise (machine load, kernel build); "
               "ratios within about 10% of 1 say little.", ""]
