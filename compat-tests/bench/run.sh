@@ -43,6 +43,10 @@
 #                     Kafka's perf tools connect with TLS (--command-config); topic creation and
 #                     the readiness checks use a PLAINTEXT listener beside it. W1 and W2 only
 #                     (no probe); records go to results/<workload>-ssl-<target>.jsonl
+#   BENCH_TLS_BASELINE=1  with BENCH_SECURITY=plaintext: W1/W2 as the TLS section's plaintext
+#                     baseline, run in the SSL session's conditions (same machine load, kernel),
+#                     into results/<workload>-tlsbase-<target>.jsonl (no probe); the plaintext
+#                     records of the workload tables are left as they are
 #   KEEP_WORK=1       keep the work dir (logs, data) afterwards; KEEP_WORK=logs keeps it
 #                     without the brokers' data (a W6 run writes gigabytes per broker)
 #
@@ -61,6 +65,7 @@ TARGETS=${BENCH_TARGETS:-gregor kafka}
 TOOLS=${BENCH_TOOLS:-gregor-bench kafka-perf}
 MODES=${BENCH_MODES:-}
 SECURITY=${BENCH_SECURITY:-plaintext}
+TLS_BASELINE=${BENCH_TLS_BASELINE:-}
 export KAFKA_HEAP=${KAFKA_HEAP:-4g}
 KAFKA_CLUSTER_HEAP=${KAFKA_CLUSTER_HEAP:-1g}
 # Kafka restarting with 10,000 partitions can take minutes (kafka.sh's
@@ -97,6 +102,12 @@ ssl)
 	;;
 *) die "unknown BENCH_SECURITY $SECURITY (plaintext or ssl)" ;;
 esac
+if [[ -n $TLS_BASELINE ]]; then
+	[[ $SECURITY == plaintext ]] || die "BENCH_TLS_BASELINE is a plaintext run"
+	for w in $WORKLOADS; do
+		[[ $w == W1 || $w == W2 ]] || die "BENCH_TLS_BASELINE runs W1 and W2 only, not $w"
+	done
+fi
 
 mkdir -p "$here/results"
 work=$(mktemp -d "${TMPDIR:-/tmp}/gregor-bench.XXXXXX")
@@ -187,6 +198,7 @@ fi
 env_name=env-$(hostname -s 2>/dev/null || echo host)
 [[ $WORKLOADS == "W1 W2 W3 W4 W5" ]] || env_name+=-$(echo $WORKLOADS | tr ' ' -)
 [[ $SECURITY == plaintext ]] || env_name+=-$SECURITY
+[[ -z $TLS_BASELINE ]] || env_name+=-tlsbase
 cat >"$here/results/$env_name.json" <<EOF
 {"session": "$session", "nproc": $(nproc), "mem_kib": $(awk '/MemTotal/{print $2}' /proc/meminfo),
  "cpu": "$(sed -nE 's/^model name\s*:\s*//p' /proc/cpuinfo | head -n1)", "kernel": "$(uname -r)",
@@ -194,7 +206,7 @@ cat >"$here/results/$env_name.json" <<EOF
  "go": "$(go env GOVERSION)", "java": "$(java -version 2>&1 | head -n1 | tr -d '"')",
  "gregor_commit": "$commit",
  "kafka_heap": "$KAFKA_HEAP", "kafka_cluster_heap": "$KAFKA_CLUSTER_HEAP", "workloads": "$WORKLOADS",
- "security": "$SECURITY", "runs": $RUNS, "duration_s": $DUR}
+ "security": "$SECURITY", "tls_baseline": "$TLS_BASELINE", "runs": $RUNS, "duration_s": $DUR}
 EOF
 
 # BENCH_SECURITY=ssl: one CA and broker certificate for both brokers, and
@@ -681,6 +693,7 @@ run_workload() {
 	fi
 	local stem=$w
 	[[ $SECURITY == plaintext ]] || stem+=-$SECURITY
+	[[ -z $TLS_BASELINE ]] || stem+=-tlsbase
 	for TARGET in $TARGETS; do
 		OUT=$work/$stem-$TARGET.jsonl
 		: >"$OUT"
@@ -688,7 +701,7 @@ run_workload() {
 			for ((RUN = 1; RUN <= RUNS; RUN++)); do
 				for TOOL in $tools; do
 					say "$w $TARGET $MODE $TOOL run $RUN/$RUNS"
-					BASE=(session="$session" workload="$w" security="$SECURITY" target="$TARGET" mode="$MODE" run="$RUN"
+					BASE=(session="$session" workload="$w" security="$SECURITY" ${TLS_BASELINE:+baseline=tls} target="$TARGET" mode="$MODE" run="$RUN"
 						duration_s="$DUR" partitions="$PARTS" record_size="$SIZE" acks="$ACKS"
 						batch_bytes="$BATCH" linger_ms="$LINGER_MS")
 					if ((BROKERS > 1)); then
@@ -737,7 +750,7 @@ for w in $WORKLOADS; do
 		continue
 	fi
 	run_workload "$w"
-	[[ $w == W1 && $SECURITY == plaintext ]] && run_probe
+	[[ $w == W1 && $SECURITY == plaintext && -z $TLS_BASELINE ]] && run_probe
 done
 say "done in $((SECONDS - t_start))s; rendering RESULTS.md"
 python3 "$here/report.py" render
