@@ -235,6 +235,10 @@ def wkey(r):
     for a run over a security protocol other than plaintext, so that the
     TLS runs never mix with the plaintext ones."""
     sec = r.get("security") or "plaintext"
+    if r.get("baseline") == "tls":
+        # BENCH_TLS_BASELINE: plaintext runs taken as the TLS section's
+        # baseline, outside the workload tables.
+        return f"{r.get('workload')}-tlsbase"
     return r.get("workload") if sec == "plaintext" else f"{r.get('workload')}-{sec}"
 
 
@@ -337,6 +341,8 @@ def render():
         for e in envs:
             # Sessions before env records named their workloads ran make bench's default set.
             sec = "" if e.get("security", "plaintext") == "plaintext" else f" over {e['security'].upper()}"
+            if e.get("tls_baseline"):
+                sec = " over PLAINTEXT, the TLS section's baseline"
             L.append(f"- {e.get('workloads') or 'W1 W2 W3 W4 W5'}{sec}: {e.get('nproc')} CPUs ({e.get('cpu')}), {e.get('mem_kib', 0) // 1048576} GiB RAM, Linux {e.get('kernel')}, "
                      f"data on {e.get('fs')}; {e.get('go')}, {e.get('java')}; Gregor {e.get('gregor_commit')}; "
                      f"Kafka heap -Xms/-Xmx {e.get('kafka_heap')}"
@@ -489,14 +495,29 @@ def tls(g, envs):
                              f"({e.get('nproc')} CPUs, shared with other jobs).")
             L.append("")
         sessions = sorted({str(r.get("session")) for _, rs in rows for r in rs})
-        plain_sessions = sorted({str(r.get("session")) for k, rs in g.items() if k[0] == w for r in rs})
+        # The baseline: plaintext runs made for it (BENCH_TLS_BASELINE) when
+        # there are any, else the workload's own plaintext records.
+        base = f"{w}-tlsbase" if any(k[0] == f"{w}-tlsbase" for k in g) else w
+        plain_recs = [r for k, rs in g.items() if k[0] == base for r in rs]
+        plain_sessions = sorted({str(r.get("session")) for r in plain_recs})
         plain_env = [e for e in envs if e.get("security", "plaintext") == "plaintext" and e.get("session") in plain_sessions]
         plain_text = "".join(f" (Linux {e.get('kernel')}, load average at start {e.get('loadavg_start')})" for e in plain_env)
+        ssl_recs = [r for _, rs in rows for r in rs]
+        load_ssl, load_plain = median(ssl_recs, "loadavg"), median(plain_recs, "loadavg")
         L += [f"### {w} over SSL", "", WORKLOAD_TEXT[w], "",
-              f"Session {', '.join(sessions)}, {', '.join(str(d) for d in sorted({r.get('duration_s') for _, rs in rows for r in rs}, key=str))} s per phase. "
-              f"The plaintext figures of the TLS cost table are {w}'s records above, from session {', '.join(plain_sessions)}{plain_text}: "
-              "another session on this shared machine, so the cost ratios carry both sessions' noise (machine load, kernel build); "
-              "ratios within about 10% of 1 say little.", ""]
+              f"Session {', '.join(sessions)}, {', '.join(str(d) for d in sorted({r.get('duration_s') for _, rs in rows for r in rs}, key=str))} s per phase."]
+        if base == w:
+            L[-1] += (f" The plaintext figures of the TLS cost table are {w}'s records above, from session {', '.join(plain_sessions)}{plain_text}: "
+                      "another session on this shared machine, so the cost ratios carry both sessions' noise (machine load, kernel build); "
+                      "ratios within about 10% of 1 say little.")
+        else:
+            L[-1] += (f" The plaintext figures of the TLS cost table come from runs made as its baseline (`BENCH_TLS_BASELINE=1`), "
+                      f"session {', '.join(plain_sessions)}{plain_text}, with the same settings right after the SSL runs; "
+                      f"{w}'s table above keeps its own plaintext records.")
+        if load_ssl is not None and load_plain is not None:
+            L[-1] += (f" Median 1-minute load average at the end of a measured phase: {load_ssl:.1f} over SSL, "
+                      f"{load_plain:.1f} over plaintext (2 CPUs shared with other jobs); a busier machine slows either side.")
+        L.append("")
         L += table(rows, COLS)
         phases = ("produce", "consume") if w == "W1" else ("produce",)
         L += [""] + ratios(g, ws, phases)
@@ -505,7 +526,7 @@ def tls(g, envs):
               "| broker | mode | tool | phase | MiB/s plaintext | MiB/s SSL | throughput SSL/plaintext | CPU s/GiB plaintext | CPU s/GiB SSL | CPU s/GiB SSL/plaintext |",
               "|---|---|---|---|---|---|---|---|---|---|"]
         for (_, ph, t, m, tool), rs in rows:
-            prs = g.get((w, ph, t, m, tool))
+            prs = g.get((base, ph, t, m, tool))
             st, sc = median(rs, "mib_s"), median(rs, "cpu_per_gib")
             pt, pc = (median(prs, "mib_s"), median(prs, "cpu_per_gib")) if prs else (None, None)
             rt = f"{st / pt:.2f}" if st and pt else "–"
