@@ -487,7 +487,8 @@ def tls(g, envs):
                   "the same RSA-2048 certificate and CA (`compat-tests/lib/certs.sh`) for both brokers, given as a PEM key store "
                   "(`ssl.keystore.type=PEM`). gregor bench and Kafka's perf tools read `security.protocol=SSL` and a PEM trust "
                   "store from `--command-config`. Topic creation and the readiness checks go to a PLAINTEXT listener beside it; "
-                  "the warm-up load goes over SSL. The Kafka JVM picks its own TLS 1.3 cipher suite, as Go does; neither is pinned.", ""]
+                  "the warm-up load goes over SSL. The Kafka JVM picks its own TLS 1.3 cipher suite, as Go does; neither is pinned. "
+                  "Over TLS Kafka cannot send log segments to consumers with sendfile (zero copy): it reads and encrypts them in the JVM.", ""]
             for e in envs:
                 if e.get("security") == "ssl":
                     L.append(f"Session {e.get('session')}: {e.get('runs')} run(s) of {e.get('duration_s')} s per phase, "
