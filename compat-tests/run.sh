@@ -241,21 +241,11 @@ EOF
 }
 
 # make_certs DIR: a CA (ca.pem), the broker's key and chain in one PEM file
-# (broker.pem, SAN 127.0.0.1 and localhost) and a client's key and
-# certificate (client.key, client.pem, CN=client), all signed by the CA.
+# (broker-store.pem, SAN 127.0.0.1 and localhost) and a client's key and
+# certificate (client.key, client.pem, CN=client), all signed by the CA
+# (lib/certs.sh, which the benchmark's SSL runs use too).
 make_certs() {
-	local d=$1 name subj san
-	mkdir -p "$d"
-	openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=compat-lab-ca \
-		-keyout "$d/ca.key" -out "$d/ca.pem" 2>/dev/null
-	for name in broker client; do
-		subj=/CN=localhost san="subjectAltName=IP:127.0.0.1,DNS:localhost"
-		[[ $name == broker ]] || subj=/CN=client san="extendedKeyUsage=clientAuth"
-		openssl req -newkey rsa:2048 -nodes -subj "$subj" -keyout "$d/$name.key" -out "$d/$name.csr" 2>/dev/null
-		openssl x509 -req -in "$d/$name.csr" -CA "$d/ca.pem" -CAkey "$d/ca.key" -CAcreateserial -days 2 \
-			-extfile <(echo "$san") -out "$d/$name.pem" 2>/dev/null
-	done
-	cat "$d/broker.key" "$d/broker.pem" >"$d/broker-store.pem"
+	"$here/lib/certs.sh" "$1"
 }
 
 # configure_security PORT CONTROLLER_PORT: the secure listener on PORT

@@ -230,10 +230,22 @@ COLS = [  # header, field, transform
 TOOL_NAMES = {"gregor-bench": "gregor bench", "kafka-perf": "Kafka perf tools", "tcpfile": "tcpfile"}
 
 
+def wkey(r):
+    """The workload a record is grouped under: its name, with -ssl (say)
+    for a run over a security protocol other than plaintext, so that the
+    TLS runs never mix with the plaintext ones."""
+    sec = r.get("security") or "plaintext"
+    if r.get("baseline") == "tls":
+        # BENCH_TLS_BASELINE: plaintext runs taken as the TLS section's
+        # baseline, outside the workload tables.
+        return f"{r.get('workload')}-tlsbase"
+    return r.get("workload") if sec == "plaintext" else f"{r.get('workload')}-{sec}"
+
+
 def groups(recs):
     g = {}
     for r in recs:
-        key = (r.get("workload"), r.get("phase"), r.get("target"), r.get("mode"), r.get("tool"))
+        key = (wkey(r), r.get("phase"), r.get("target"), r.get("mode"), r.get("tool"))
         g.setdefault(key, []).append(r)
     return g
 
@@ -328,7 +340,10 @@ def render():
         L += ["Machine and settings:", ""]
         for e in envs:
             # Sessions before env records named their workloads ran make bench's default set.
-            L.append(f"- {e.get('workloads') or 'W1 W2 W3 W4 W5'}: {e.get('nproc')} CPUs ({e.get('cpu')}), {e.get('mem_kib', 0) // 1048576} GiB RAM, Linux {e.get('kernel')}, "
+            sec = "" if e.get("security", "plaintext") == "plaintext" else f" over {e['security'].upper()}"
+            if e.get("tls_baseline"):
+                sec = " over PLAINTEXT, the TLS section's baseline"
+            L.append(f"- {e.get('workloads') or 'W1 W2 W3 W4 W5'}{sec}: {e.get('nproc')} CPUs ({e.get('cpu')}), {e.get('mem_kib', 0) // 1048576} GiB RAM, Linux {e.get('kernel')}, "
                      f"data on {e.get('fs')}; {e.get('go')}, {e.get('java')}; Gregor {e.get('gregor_commit')}; "
                      f"Kafka heap -Xms/-Xmx {e.get('kafka_heap')}"
                      + (f" (W6: {e['kafka_cluster_heap']} per JVM)" if "W6" in str(e.get("workloads", "")) else "")
@@ -413,6 +428,7 @@ def render():
                 L.append(f"- {r.get('target')} {r.get('mode')} {TOOL_NAMES.get(r.get('tool'), r.get('tool'))} run {r.get('run')} {r.get('phase')}: "
                          f"`{str(r['error']).replace('`', chr(39))[:300]}`")
         L.append("")
+    L += tls(g, envs)
     probe = [(k, v) for k, v in g.items() if k[0] == "probe"]
     if probe:
         L += ["## Machine limit: TCP -> file probe", "",
@@ -450,6 +466,80 @@ def ratios(g, w, phases=("produce",)):
                 rt = f"{gt / kt:.2f}" if gt and kt else "–"
                 rc = f"{gc / kc:.2f}" if gc and kc else "–"
                 L.append(f"| {ph} | {gm} | {km} | {what} | {TOOL_NAMES.get(tool, tool)} | {fmt(gt)} | {fmt(kt)} | {rt} | {fmt(gc)} | {fmt(kc)} | {rc} |")
+    return L
+
+
+def tls(g, envs):
+    """The TLS section: W1 and W2 over SSL (BENCH_SECURITY=ssl), their
+    Gregor/Kafka ratios, and what TLS costs each broker against its own
+    plaintext records of the same workload, mode, tool and phase."""
+    L = []
+    for w in ("W1", "W2"):
+        ws = f"{w}-ssl"
+        rows = sorted(((k, v) for k, v in g.items() if k[0] == ws and k[1] not in ("startup", "start")),
+                      key=lambda kv: (kv[0][1] != "produce", kv[0][1], kv[0][2] != "gregor", kv[0][3], kv[0][4]))
+        if not rows:
+            continue
+        if not L:
+            L += ["## TLS (W1 and W2 over SSL)", "",
+                  "`BENCH_SECURITY=ssl`: the same workloads with the load generators connected to an SSL listener: TLS 1.3 "
+                  "only (`ssl.enabled.protocols=TLSv1.3` on both sides), server authentication only (`ssl.client.auth=none`), "
+                  "the same RSA-2048 certificate and CA (`compat-tests/lib/certs.sh`) for both brokers, given as a PEM key store "
+                  "(`ssl.keystore.type=PEM`). gregor bench and Kafka's perf tools read `security.protocol=SSL` and a PEM trust "
+                  "store from `--command-config`. Topic creation and the readiness checks go to a PLAINTEXT listener beside it; "
+                  "the warm-up load goes over SSL. The Kafka JVM picks its own TLS 1.3 cipher suite, as Go does; neither is pinned. "
+                  "Over TLS Kafka cannot send log segments to consumers with sendfile (zero copy): it reads and encrypts them in the JVM.", ""]
+            for e in envs:
+                if e.get("security") == "ssl":
+                    L.append(f"Session {e.get('session')}: {e.get('runs')} run(s) of {e.get('duration_s')} s per phase, "
+                             f"Gregor {e.get('gregor_commit')}, load average at start {e.get('loadavg_start')} "
+                             f"({e.get('nproc')} CPUs, shared with other jobs).")
+            L.append("")
+        sessions = sorted({str(r.get("session")) for _, rs in rows for r in rs})
+        # The baseline: plaintext runs made for it (BENCH_TLS_BASELINE) when
+        # there are any, else the workload's own plaintext records.
+        base = f"{w}-tlsbase" if any(k[0] == f"{w}-tlsbase" for k in g) else w
+        plain_recs = [r for k, rs in g.items() if k[0] == base for r in rs]
+        plain_sessions = sorted({str(r.get("session")) for r in plain_recs})
+        plain_env = [e for e in envs if e.get("security", "plaintext") == "plaintext" and e.get("session") in plain_sessions]
+        plain_text = "".join(f" (Linux {e.get('kernel')}, load average at start {e.get('loadavg_start')})" for e in plain_env)
+        ssl_recs = [r for _, rs in rows for r in rs]
+        load_ssl, load_plain = median(ssl_recs, "loadavg"), median(plain_recs, "loadavg")
+        L += [f"### {w} over SSL", "", WORKLOAD_TEXT[w], "",
+              f"Session {', '.join(sessions)}, {', '.join(str(d) for d in sorted({r.get('duration_s') for _, rs in rows for r in rs}, key=str))} s per phase."]
+        if base == w:
+            L[-1] += (f" The plaintext figures of the TLS cost table are {w}'s records above, from session {', '.join(plain_sessions)}{plain_text}: "
+                      "another session on this shared machine, so the cost ratios carry both sessions' noise (machine load, kernel build); "
+                      "ratios within about 10% of 1 say little.")
+        else:
+            L[-1] += (f" The plaintext figures of the TLS cost table come from runs made as its baseline (`BENCH_TLS_BASELINE=1`), "
+                      f"session {', '.join(plain_sessions)}{plain_text}, with the same settings right after the SSL runs; "
+                      f"{w}'s table above keeps its own plaintext records.")
+        if load_ssl is not None and load_plain is not None:
+            L[-1] += (f" Median 1-minute load average at the end of a measured phase: {load_ssl:.1f} over SSL, "
+                      f"{load_plain:.1f} over plaintext (2 CPUs shared with other jobs); a busier machine slows either side.")
+        L.append("")
+        L += table(rows, COLS)
+        phases = ("produce", "consume") if w == "W1" else ("produce",)
+        L += [""] + ratios(g, ws, phases)
+        L += ["", "TLS cost per broker: SSL / plaintext, ratios of medians, same broker, mode, tool and phase "
+              "(throughput: below 1 is slower over TLS; CPU s/GiB: above 1 costs more CPU over TLS):", "",
+              "| broker | mode | tool | phase | MiB/s plaintext | MiB/s SSL | throughput SSL/plaintext | CPU s/GiB plaintext | CPU s/GiB SSL | CPU s/GiB SSL/plaintext |",
+              "|---|---|---|---|---|---|---|---|---|---|"]
+        for (_, ph, t, m, tool), rs in rows:
+            prs = g.get((base, ph, t, m, tool))
+            st, sc = median(rs, "mib_s"), median(rs, "cpu_per_gib")
+            pt, pc = (median(prs, "mib_s"), median(prs, "cpu_per_gib")) if prs else (None, None)
+            rt = f"{st / pt:.2f}" if st and pt else "–"
+            rc = f"{sc / pc:.2f}" if sc and pc else "–"
+            L.append(f"| {t} | {m} | {TOOL_NAMES.get(tool, tool)} | {ph} | {fmt(pt)} | {fmt(st)} | {rt} | {fmt(pc)} | {fmt(sc)} | {rc} |")
+        errs = [r for _, rs in rows for r in rs if "error" in r]
+        if errs:
+            L += ["", "Failed runs:", ""]
+            for r in errs:
+                L.append(f"- {r.get('target')} {r.get('mode')} {TOOL_NAMES.get(r.get('tool'), r.get('tool'))} run {r.get('run')} {r.get('phase')}: "
+                         f"`{str(r['error']).replace('`', chr(39))[:300]}`")
+        L.append("")
     return L
 
 

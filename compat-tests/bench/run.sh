@@ -37,6 +37,16 @@
 #   BENCH_W3_LOAD_S   seconds of ProducerPerformance load beside it (default 80)
 #   KAFKA_HEAP        Kafka's -Xms/-Xmx (default 4g, for a 24 GiB machine)
 #   KAFKA_CLUSTER_HEAP  -Xms/-Xmx of each of W6's three Kafka JVMs (default 1g)
+#   BENCH_SECURITY    plaintext (default) or ssl: both brokers serve the load generators on an
+#                     SSL listener (TLS 1.3, server authentication only, one certificate from
+#                     compat-tests/lib/certs.sh for both, PEM key store), and gregor bench and
+#                     Kafka's perf tools connect with TLS (--command-config); topic creation and
+#                     the readiness checks use a PLAINTEXT listener beside it. W1 and W2 only
+#                     (no probe); records go to results/<workload>-ssl-<target>.jsonl
+#   BENCH_TLS_BASELINE=1  with BENCH_SECURITY=plaintext: W1/W2 as the TLS section's plaintext
+#                     baseline, run in the SSL session's conditions (same machine load, kernel),
+#                     into results/<workload>-tlsbase-<target>.jsonl (no probe); the plaintext
+#                     records of the workload tables are left as they are
 #   KEEP_WORK=1       keep the work dir (logs, data) afterwards; KEEP_WORK=logs keeps it
 #                     without the brokers' data (a W6 run writes gigabytes per broker)
 #
@@ -54,6 +64,8 @@ WORKLOADS=${BENCH_WORKLOADS:-W1 W2 W3 W4 W5}
 TARGETS=${BENCH_TARGETS:-gregor kafka}
 TOOLS=${BENCH_TOOLS:-gregor-bench kafka-perf}
 MODES=${BENCH_MODES:-}
+SECURITY=${BENCH_SECURITY:-plaintext}
+TLS_BASELINE=${BENCH_TLS_BASELINE:-}
 export KAFKA_HEAP=${KAFKA_HEAP:-4g}
 KAFKA_CLUSTER_HEAP=${KAFKA_CLUSTER_HEAP:-1g}
 # Kafka restarting with 10,000 partitions can take minutes (kafka.sh's
@@ -81,13 +93,31 @@ W3_LOAD_S=${BENCH_W3_LOAD_S:-80}
 say() { printf 'bench: %s\n' "$*" >&2; }
 die() { say "$*"; exit 1; }
 
+case $SECURITY in
+plaintext) ;;
+ssl)
+	for w in $WORKLOADS; do
+		[[ $w == W1 || $w == W2 ]] || die "BENCH_SECURITY=ssl runs W1 and W2 only, not $w"
+	done
+	;;
+*) die "unknown BENCH_SECURITY $SECURITY (plaintext or ssl)" ;;
+esac
+if [[ -n $TLS_BASELINE ]]; then
+	[[ $SECURITY == plaintext ]] || die "BENCH_TLS_BASELINE is a plaintext run"
+	for w in $WORKLOADS; do
+		[[ $w == W1 || $w == W2 ]] || die "BENCH_TLS_BASELINE runs W1 and W2 only, not $w"
+	done
+fi
+
 mkdir -p "$here/results"
 work=$(mktemp -d "${TMPDIR:-/tmp}/gregor-bench.XXXXXX")
 session=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 # The broker (or cluster) running: B_PID is its first process, B_PIDS all
 # of them, B_PORT the first one's port, B_BOOT every broker's host:port,
-# comma-separated, as the load generators take it.
-B_TARGET="" B_DIR="" B_PID="" B_PIDS=() B_PORT="" B_BOOT="" B_ADMIN=""
+# comma-separated, as the load generators take it; B_PLAIN the same over
+# PLAINTEXT, for topic creation and the readiness checks (B_BOOT itself
+# unless BENCH_SECURITY=ssl).
+B_TARGET="" B_DIR="" B_PID="" B_PIDS=() B_PORT="" B_BOOT="" B_PLAIN="" B_ADMIN=""
 # Brokers of the current workload (3 for W6) and its topic's replication
 # factor and min.insync.replicas; set by run_workload.
 BROKERS=1 RF=1 MIN_ISR=""
@@ -167,6 +197,8 @@ fi
 # of one workload does not overwrite what the others were measured on.
 env_name=env-$(hostname -s 2>/dev/null || echo host)
 [[ $WORKLOADS == "W1 W2 W3 W4 W5" ]] || env_name+=-$(echo $WORKLOADS | tr ' ' -)
+[[ $SECURITY == plaintext ]] || env_name+=-$SECURITY
+[[ -z $TLS_BASELINE ]] || env_name+=-tlsbase
 cat >"$here/results/$env_name.json" <<EOF
 {"session": "$session", "nproc": $(nproc), "mem_kib": $(awk '/MemTotal/{print $2}' /proc/meminfo),
  "cpu": "$(sed -nE 's/^model name\s*:\s*//p' /proc/cpuinfo | head -n1)", "kernel": "$(uname -r)",
@@ -174,8 +206,31 @@ cat >"$here/results/$env_name.json" <<EOF
  "go": "$(go env GOVERSION)", "java": "$(java -version 2>&1 | head -n1 | tr -d '"')",
  "gregor_commit": "$commit",
  "kafka_heap": "$KAFKA_HEAP", "kafka_cluster_heap": "$KAFKA_CLUSTER_HEAP", "workloads": "$WORKLOADS",
- "runs": $RUNS, "duration_s": $DUR}
+ "security": "$SECURITY", "tls_baseline": "$TLS_BASELINE", "runs": $RUNS, "duration_s": $DUR}
 EOF
+
+# BENCH_SECURITY=ssl: one CA and broker certificate for both brokers, and
+# the client properties both load generators read (--command-config).
+GB_SEC=() KP_SEC=() SSL_PROPS=()
+if [[ $SECURITY == ssl ]]; then
+	"$root/compat-tests/lib/certs.sh" "$work/certs"
+	cat >"$work/client-ssl.properties" <<EOF
+security.protocol=SSL
+ssl.truststore.type=PEM
+ssl.truststore.location=$work/certs/ca.pem
+ssl.enabled.protocols=TLSv1.3
+ssl.protocol=TLSv1.3
+EOF
+	GB_SEC=(--command-config "$work/client-ssl.properties")
+	KP_SEC=(--command-config "$work/client-ssl.properties")
+	# The broker's SSL settings in Kafka's keys: server.properties lines
+	# for Kafka, flags for Gregor. No client certificates.
+	SSL_PROPS=(
+		ssl.keystore.type=PEM "ssl.keystore.location=$work/certs/broker-store.pem"
+		ssl.truststore.type=PEM "ssl.truststore.location=$work/certs/ca.pem"
+		ssl.client.auth=none ssl.enabled.protocols=TLSv1.3
+	)
+fi
 
 # start_broker TARGET MODE DIR: starts a broker on free ports with its data
 # in DIR (kept when it exists: a restart). Sets B_*; B_SETTINGS holds the
@@ -183,24 +238,40 @@ EOF
 # reports free pages to a hypervisor, which they follow from (its log), as
 # record fields.
 start_broker() {
-	local target=$1 mode=$2 dir=$3 deadline
+	local target=$1 mode=$2 dir=$3 deadline plain ctrl listeners k
 	B_TARGET=$target B_DIR=$dir B_PORT=$(free_port) B_SETTINGS=()
-	B_BOOT=127.0.0.1:$B_PORT
+	B_BOOT=127.0.0.1:$B_PORT B_PLAIN=127.0.0.1:$B_PORT
 	mkdir -p "$dir"
 	if ((BROKERS > 1)); then
 		start_cluster "$target" "$mode" "$dir"
 		return
 	fi
+	plain=$B_PORT listeners=PLAINTEXT://127.0.0.1:$B_PORT
+	local extra=() kafka_props=""
+	if [[ $SECURITY == ssl ]]; then
+		# The load generators' listener (B_PORT) is SSL; PLAINTEXT beside it.
+		read -r plain B_PORT ctrl <<<"$(free_ports 3)"
+		B_BOOT=127.0.0.1:$B_PORT B_PLAIN=127.0.0.1:$plain
+		listeners=PLAINTEXT://127.0.0.1:$plain,SSL://127.0.0.1:$B_PORT
+		if [[ $target == kafka ]]; then
+			kafka_props=$(printf '%s\n' "listeners=$listeners,CONTROLLER://127.0.0.1:$ctrl" \
+				"advertised.listeners=$listeners" \
+				listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SSL:SSL "${SSL_PROPS[@]}")
+		else
+			extra=(--listener.security.protocol.map PLAINTEXT:PLAINTEXT,SSL:SSL)
+			for k in "${SSL_PROPS[@]}"; do extra+=("--${k%%=*}" "${k#*=}"); done
+		fi
+	fi
 	if [[ $target == kafka ]]; then
-		"$root/compat-tests/kafka/kafka.sh" start "$dir" "$B_PORT" 2>>"$dir/bench.log" || return 1
+		KAFKA_CONTROLLER_PORT=${ctrl:-} KAFKA_EXTRA_PROPERTIES=$kafka_props \
+			"$root/compat-tests/kafka/kafka.sh" start "$dir" "$plain" 2>>"$dir/bench.log" || return 1
 		B_PID=$(cat "$dir/kafka.pid")
 		B_PIDS=("$B_PID")
 	else
 		B_ADMIN=$(free_port)
-		local extra=()
-		[[ $mode == pagecache ]] && extra=(--log.flush.interval.messages 9223372036854775807)
+		[[ $mode == pagecache ]] && extra+=(--log.flush.interval.messages 9223372036854775807)
 		"$GREGOR" serve --log.dirs "$dir/data" \
-			--listeners "PLAINTEXT://127.0.0.1:$B_PORT" --admin.listener "127.0.0.1:$B_ADMIN" \
+			--listeners "$listeners" --admin.listener "127.0.0.1:$B_ADMIN" \
 			--etcd.client.addr 127.0.0.1:0 --etcd.peer.addr 127.0.0.1:0 \
 			--offsets.topic.replication.factor 1 --group.initial.rebalance.delay.ms 0 \
 			"${extra[@]}" </dev/null >>"$dir/gregor.log" 2>&1 &
@@ -239,7 +310,7 @@ start_cluster() {
 	read -r -a ports <<<"$(free_ports "$BROKERS")"
 	B_PORT=${ports[0]}
 	B_BOOT=$(printf '127.0.0.1:%s,' "${ports[@]}")
-	B_BOOT=${B_BOOT%,}
+	B_BOOT=${B_BOOT%,} B_PLAIN=${B_BOOT%,}
 	B_PIDS=()
 	if [[ $target == kafka ]]; then
 		local list=${ports[*]}
@@ -314,14 +385,14 @@ create_topic() {
 	((first <= step)) || first=$step
 	# A large create can outlast the client's request timeout; its retry
 	# then finds the topic there, so the wait for leaders below decides.
-	"$GREGOR" topic create "$1" -p "$first" -r "$RF" "${cfg[@]}" -b "$B_BOOT" --timeout 600s >/dev/null ||
+	"$GREGOR" topic create "$1" -p "$first" -r "$RF" "${cfg[@]}" -b "$B_PLAIN" --timeout 600s >/dev/null ||
 		say "topic create $1 -p $first failed (above); going on"
 	for ((have = first; have < $2; have += step)); do
-		python3 "$here/ready.py" "$B_BOOT" --topic "$1" --partitions "$have" --timeout 600 >/dev/null || true
+		python3 "$here/ready.py" "$B_PLAIN" --topic "$1" --partitions "$have" --timeout 600 >/dev/null || true
 		"$GREGOR" topic add-partitions "$1" --count $(($2 - have < step ? $2 - have : step)) \
-			-b "$B_BOOT" --timeout 600s >/dev/null || say "topic add-partitions $1 failed (above); going on"
+			-b "$B_PLAIN" --timeout 600s >/dev/null || say "topic add-partitions $1 failed (above); going on"
 	done
-	python3 "$here/ready.py" "$B_BOOT" --topic "$1" --partitions "$2" --isr "$RF" --offsets --since "$t0" --timeout 600
+	python3 "$here/ready.py" "$B_PLAIN" --topic "$1" --partitions "$2" --isr "$RF" --offsets --since "$t0" --timeout 600
 }
 
 # phase NAME TOOL-KIND TIMEOUT CMD...: runs CMD against the current broker,
@@ -367,13 +438,13 @@ PARTS=1 SIZE=1024 ACKS=1
 gb_produce() {
 	CMD=("$GREGOR" bench produce -b "$B_BOOT" --topic "$TOPIC" --partitions "$PARTS"
 		--record-size "$SIZE" --acks "$ACKS" --batch-max-bytes "$BATCH" --linger "${LINGER_MS}ms"
-		--duration "${DUR}s" --progress 0 --json "$@")
+		--duration "${DUR}s" --progress 0 --json "${GB_SEC[@]}" "$@")
 }
 # kp_produce NUM THROUGHPUT [TOPIC]: sets CMD to ProducerPerformance likewise.
 kp_produce() {
 	CMD=("${KJAVA[@]}" org.apache.kafka.tools.ProducerPerformance --bootstrap-server "$B_BOOT"
 		--topic "${3:-$TOPIC}" --num-records "$1" --record-size "$SIZE" --throughput "$2"
-		--command-property acks="$ACKS" batch.size="$BATCH" linger.ms="$LINGER_MS" buffer.memory=134217728)
+		"${KP_SEC[@]}" --command-property acks="$ACKS" batch.size="$BATCH" linger.ms="$LINGER_MS" buffer.memory=134217728)
 }
 
 # W3 records/s per tool; set by run_workload.
@@ -409,7 +480,7 @@ warm_up() {
 	((WARMUP > 0)) || return 0
 	"$GREGOR" bench produce -b "$B_BOOT" --topic "$1" --partitions "$PARTS" \
 		--record-size "$SIZE" --acks "$ACKS" --batch-max-bytes "$BATCH" --linger "${LINGER_MS}ms" \
-		--duration "${WARMUP}s" --progress 0 >/dev/null 2>&1 || say "warm-up load failed; going on"
+		--duration "${WARMUP}s" --progress 0 "${GB_SEC[@]}" >/dev/null 2>&1 || say "warm-up load failed; going on"
 	REC+=(warmup_s="$WARMUP")
 }
 
@@ -435,7 +506,7 @@ run_one() {
 		phase produce gregor-bench $((DUR * 3 + 60)) "${CMD[@]}"
 		LAST_RPS[$key]=$(last_rps)
 		phase consume gregor-bench $((DUR * 3 + 60)) "$GREGOR" bench consume -b "127.0.0.1:$B_PORT" \
-			--topic "$TOPIC" --offset start --drain --duration "${DUR}s" --progress 0 --json
+			--topic "$TOPIC" --offset start --drain --duration "${DUR}s" --progress 0 --json "${GB_SEC[@]}"
 		;;
 	W1/kafka-perf)
 		kp_produce "$(est_records "$key")" -1
@@ -444,7 +515,7 @@ run_one() {
 		n=$(python3 "$here/report.py" last --file "$OUT" --field records)
 		phase consume kafka-consumer-perf $((DUR * 5 + 60)) "${KJAVA[@]}" org.apache.kafka.tools.ConsumerPerformance \
 			--bootstrap-server "127.0.0.1:$B_PORT" --topic "$TOPIC" --num-records "${n:-1}" \
-			--group "bench-$RANDOM" --timeout 30000
+			--group "bench-$RANDOM" --timeout 30000 "${KP_SEC[@]}"
 		;;
 	W2/gregor-bench | W4/gregor-bench | W6/gregor-bench)
 		gb_produce
@@ -620,14 +691,17 @@ run_workload() {
 			W3_RATE[$t]=$r
 		done
 	fi
+	local stem=$w
+	[[ $SECURITY == plaintext ]] || stem+=-$SECURITY
+	[[ -z $TLS_BASELINE ]] || stem+=-tlsbase
 	for TARGET in $TARGETS; do
-		OUT=$work/$w-$TARGET.jsonl
+		OUT=$work/$stem-$TARGET.jsonl
 		: >"$OUT"
 		for MODE in $(modes_of "$TARGET" "$w"); do
 			for ((RUN = 1; RUN <= RUNS; RUN++)); do
 				for TOOL in $tools; do
 					say "$w $TARGET $MODE $TOOL run $RUN/$RUNS"
-					BASE=(session="$session" workload="$w" target="$TARGET" mode="$MODE" run="$RUN"
+					BASE=(session="$session" workload="$w" security="$SECURITY" ${TLS_BASELINE:+baseline=tls} target="$TARGET" mode="$MODE" run="$RUN"
 						duration_s="$DUR" partitions="$PARTS" record_size="$SIZE" acks="$ACKS"
 						batch_bytes="$BATCH" linger_ms="$LINGER_MS")
 					if ((BROKERS > 1)); then
@@ -645,7 +719,7 @@ run_workload() {
 				done
 			done
 		done
-		python3 "$here/report.py" merge --into "$here/results/$w-$TARGET.jsonl" --new "$OUT" \
+		python3 "$here/report.py" merge --into "$here/results/$stem-$TARGET.jsonl" --new "$OUT" \
 			--modes "$(modes_of "$TARGET" "$w")" --tools "$tools"
 	done
 }
@@ -676,7 +750,7 @@ for w in $WORKLOADS; do
 		continue
 	fi
 	run_workload "$w"
-	[[ $w == W1 ]] && run_probe
+	[[ $w == W1 && $SECURITY == plaintext && -z $TLS_BASELINE ]] && run_probe
 done
 say "done in $((SECONDS - t_start))s; rendering RESULTS.md"
 python3 "$here/report.py" render
