@@ -252,7 +252,7 @@ func New(cfg Config) (*Broker, error) {
 	b.replQuotas = newReplicationQuotas(cfg.Registerer, int(cfg.ReplicationQuotaWindowNum), cfg.ReplicationQuotaWindowSize)
 	b.clientQuotas = newClientQuotas(cfg.Registerer, quota.Config{Samples: int(cfg.QuotaWindowNum), Window: cfg.QuotaWindowSize,
 		MutationSamples: int(cfg.ControllerQuotaWindowNum), MutationWindow: cfg.ControllerQuotaWindowSize})
-	b.connRates = newConnRates(cfg.Registerer, cfg, b.listenerNames(), lis.interBroker)
+	b.connRates = newConnRates(cfg.Registerer, cfg, b.listenerNames(), lis.protected)
 	b.alterLogDirsRate.Store(configs.Unthrottled)
 	b.groups = newGroupDrivers(b)
 	b.txns = newTxnDrivers(b)

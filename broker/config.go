@@ -553,6 +553,12 @@ type listenerSetup struct {
 	protocols map[string]string
 	// interBroker names the inter-broker listener.
 	interBroker string
+	// protected is the listener the broker-wide connection limits
+	// (max.connections, max.connection.creation.rate) leave out: the
+	// inter-broker one when there are several listeners, as Kafka's
+	// ConnectionQuotas protects it; "" with a single listener, whose
+	// connections all count.
+	protected string
 	// tls serves the SSL listeners, by name (tls.go).
 	tls map[string]*listenerTLS
 	// sasl holds the authentication setup of each SASL listener, by name.
@@ -616,6 +622,9 @@ func (c *Config) resolveListeners() (listenerSetup, error) {
 		ls.interBroker = ls.listeners[0].Name
 	case !names[ls.interBroker]:
 		return ls, fmt.Errorf("%w: inter.broker.listener.name %s is not the name of a listener in listeners", ErrInvalidConfig, ls.interBroker)
+	}
+	if len(ls.listeners) > 1 {
+		ls.protected = ls.interBroker
 	}
 	if err := c.tlsListeners(&ls); err != nil {
 		return ls, err

@@ -42,8 +42,8 @@ import (
 type connRates struct {
 	samples int
 	window  time.Duration
-	// protected is the listener left out of the broker-wide rate: the
-	// inter-broker one, when there are several; "" otherwise.
+	// protected is the listener left out of the broker-wide rate
+	// (listenerSetup.protected).
 	protected string
 	limits    atomic.Pointer[connRateLimits]
 	mu        struct {
@@ -63,11 +63,8 @@ type connRateLimits struct {
 	listeners map[string]float64
 }
 
-func newConnRates(reg prometheus.Registerer, cfg Config, listeners []string, interBroker string) *connRates {
-	r := &connRates{samples: int(cfg.QuotaWindowNum), window: cfg.QuotaWindowSize}
-	if len(listeners) > 1 {
-		r.protected = interBroker
-	}
+func newConnRates(reg prometheus.Registerer, cfg Config, listeners []string, protected string) *connRates {
+	r := &connRates{samples: int(cfg.QuotaWindowNum), window: cfg.QuotaWindowSize, protected: protected}
 	r.mu.broker = quota.NewRate(r.samples, r.window)
 	r.mu.listeners = map[string]*quota.Rate{}
 	throttled := prometheus.NewCounterVec(prometheus.CounterOpts{

@@ -5,10 +5,11 @@ package broker
 //   - max.connections: the listeners stop accepting while the broker holds
 //     that many connections, as Kafka's acceptor waits for a free slot. New
 //     connections wait in the kernel's accept backlog (and may be refused by
-//     it once the backlog is full). Kafka exempts its inter-broker listener
-//     by closing the least recently used connection of another listener;
-//     Gregor does not yet, though it now has one (inter.broker.listener.name),
-//     so nothing is exempt.
+//     it once the backlog is full). With more than one listener, the
+//     inter-broker listener's connections are not counted, as Kafka
+//     protects that listener (listenerSetup.protected); Kafka also closes
+//     the least recently used connection of another listener to make room
+//     for one of them, which Gregor does not need to.
 //   - max.connections.per.ip and max.connections.per.ip.overrides: a
 //     connection beyond its address's limit is closed as soon as it is
 //     accepted, without a response, as Kafka does.
@@ -69,7 +70,7 @@ func newConnQuotas(cfg Config) (*connQuotas, error) {
 }
 
 // reserve takes a broker-wide connection slot, waiting while there is
-// none. It returns false when ctx ends first. The inter-broker listener
+// none. It returns false when ctx ends first. The protected listener
 // (exempt) takes none: as in Kafka, max.connections does not stop
 // brokers from reaching each other.
 func (q *connQuotas) reserve(ctx context.Context, exempt bool) bool {

@@ -67,7 +67,7 @@ type conn struct {
 // limits.go describes.
 func (b *Broker) serve(ln net.Listener, name string) {
 	created, closed := b.metrics.connCreated.WithLabelValues(name), b.metrics.connClosed.WithLabelValues(name)
-	exempt := name == b.lis.interBroker
+	exempt := name == b.lis.protected
 	for {
 		if !b.quotas.reserve(b.ctx, exempt) {
 			return
