@@ -393,6 +393,21 @@ func TestLimitConnections(t *testing.T) {
 	if _, err := waiting.readFrame(10 * time.Second); err != nil {
 		t.Fatalf("the waiting connection once the first closed: %v", err)
 	}
+
+	// A single listener is not protected, though it is the inter-broker
+	// one: its connections count, as in Kafka.
+	b3 := startBroker(t, func(c *Config) {
+		c.MaxConnections = 1
+		c.MaxConnectionsPerIPOverrides = map[string]int32{"127.0.0.1": 5}
+	})
+	dialWire(t, b3).mustRoundTrip(metadataV12())
+	second := dialWire(t, b3)
+	if err := second.writeRaw(second.fmt.AppendRequest(nil, metadataV12(), 1)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := second.readFrame(300 * time.Millisecond); err == nil {
+		t.Fatal("a second connection to a single listener with max.connections 1 was served while the first is open")
+	}
 }
 
 // connections.max.idle.ms closes a silent connection; one that keeps
