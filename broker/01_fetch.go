@@ -144,9 +144,9 @@ func (b *Broker) handleFetch(ctx context.Context, c *conn, hdr protocol.RequestH
 	denied, anyAllowed := b.fetchDenied(c, items, byID, replicaID)
 	fetchQuota := replicaID < 0 && b.clientQuotas.mgr.Enabled(quota.Fetch)
 	if fetchQuota {
-		// Never ask for more than the quota lets through in one
-		// measurement (client_quotas.go).
-		if most, ok := b.clientQuotas.mgr.MaxWindowValue(quota.Fetch, quota.UserOf(c.principal), c.clientID); ok && most < float64(req.MaxBytes) {
+		// Never ask for more than the consumer_byte_rate bucket lets
+		// through (quota.Manager.MaxFetch).
+		if most, ok := b.clientQuotas.mgr.MaxFetch(quota.UserOf(c.principal), c.clientID, time.Now()); ok && most < float64(req.MaxBytes) {
 			req.MaxBytes = int32(max(most, 1))
 			req.MinBytes = min(req.MinBytes, req.MaxBytes)
 		}

@@ -183,9 +183,9 @@ func (b *Broker) handleShareFetch(ctx context.Context, c *conn, _ protocol.Reque
 	if maxBytes <= 0 {
 		maxBytes = 50 << 20
 	}
-	// As a consumer fetch's: capped to what consumer_byte_rate allows in
-	// one measurement, so that a fetch is not bound to be throttled.
-	if most, ok := b.clientQuotas.mgr.MaxWindowValue(quota.Fetch, quota.UserOf(c.principal), c.clientID); ok && most < float64(maxBytes) {
+	// As a consumer fetch's: capped to what the consumer_byte_rate bucket
+	// lets through (quota.Manager.MaxFetch).
+	if most, ok := b.clientQuotas.mgr.MaxFetch(quota.UserOf(c.principal), c.clientID, time.Now()); ok && most < float64(maxBytes) {
 		maxBytes = max(int64(most), 1)
 	}
 	acquiredOn := map[shareTP]acquiredRuns{}

@@ -11,8 +11,8 @@ import (
 )
 
 // TestShareFetchConsumerByteRate: ShareFetch record bytes count against
-// consumer_byte_rate, as in Kafka 4. max_bytes is capped to one
-// measurement's worth of the quota; a fetch that goes over it carries no
+// consumer_byte_rate, as in Kafka 4. max_bytes is capped to what the
+// quota's bucket holds; a fetch that goes over it carries no
 // records and the throttle time, and its records are released at once
 // (another member acquires them, delivered a second time); a client id
 // without the quota is not throttled.
@@ -21,7 +21,7 @@ func TestShareFetchConsumerByteRate(t *testing.T) {
 	b := startBroker(t)
 	w := dialWire(t, b)
 	id := w.createTopic("sq", 1, nil)
-	const quota = 32 << 10 // x 10 windows: 320 KiB per measurement
+	const quota = 256 << 10 // a new bucket holds one window: 256 KiB
 	if got := w.alterQuotas(1, false, quotaEntry([]string{"client-id=shq"}, fmt.Sprintf("consumer_byte_rate=%d", quota))); got[0] != "client-id=shq:0" {
 		t.Fatalf("alter: %v", got)
 	}
@@ -61,12 +61,13 @@ func TestShareFetchConsumerByteRate(t *testing.T) {
 			t.Fatalf("produce %d: error %d, base offset %d", i, rp.ErrorCode, rp.BaseOffset)
 		}
 	}
-	// Capped at 320 KiB: the first batch, within the quota.
+	// Capped at 256 KiB: the first batch, within the quota.
 	r := fetch(slow, "m1", 1)
 	if n, runs := acquired(r); r.ThrottleMillis != 0 || fmt.Sprint(runs) != "[0-0/1]" || n < 200000 {
 		t.Fatalf("first fetch: throttle %d ms, %d bytes, acquired %v; want offset 0 alone, unthrottled", r.ThrottleMillis, n, runs)
 	}
-	// The second puts 400 kB in the 10 s span: throttled, no records.
+	// The second: the bucket holds about 60 kB, the next batch is 200 kB:
+	// throttled, no records.
 	r = fetch(slow, "m1", 2)
 	if n, runs := acquired(r); r.ThrottleMillis <= 0 || n != 0 || len(runs) != 0 || r.ErrorCode != 0 {
 		t.Fatalf("second fetch: throttle %d ms, %d bytes, acquired %v, error %d; want a throttle and nothing", r.ThrottleMillis, n, runs, r.ErrorCode)

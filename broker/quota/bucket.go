@@ -6,15 +6,17 @@ import (
 )
 
 // TokenBucket measures controller mutations as Kafka's TokenBucket stat
-// does (KIP-599): a bucket of up to burst tokens, burst being the bound
-// times samples windows, refilled at the bound per second and emptied by
-// what is recorded. It may go below zero: a mutation is let through while
-// the bucket is not negative, whatever its size. A new bucket is full. It
-// has no clock: the caller passes the time, in milliseconds, and the bound
-// in force, which may change between calls.
+// does (KIP-599), and produced bytes: a bucket of up to burst tokens,
+// burst being the bound times samples windows, refilled at the bound per
+// second and emptied by what is recorded. It may go below zero: a
+// mutation is let through while the bucket is not negative, whatever its
+// size. A new bucket is full, or holds the windows NewTokenBucketHolding
+// says. It has no clock: the caller passes the time, in milliseconds, and
+// the bound in force, which may change between calls.
 type TokenBucket struct {
 	samples  int
 	windowMs int64
+	start    int // windows of tokens a new bucket holds
 	tokens   float64
 	lastMs   int64
 	started  bool
@@ -22,7 +24,13 @@ type TokenBucket struct {
 
 // NewTokenBucket returns a full bucket of samples windows of window each.
 func NewTokenBucket(samples int, window time.Duration) TokenBucket {
-	return TokenBucket{samples: samples, windowMs: window.Milliseconds()}
+	return NewTokenBucketHolding(samples, window, samples)
+}
+
+// NewTokenBucketHolding returns a bucket of samples windows of window
+// each that holds start windows of tokens at first (at most samples).
+func NewTokenBucketHolding(samples int, window time.Duration, start int) TokenBucket {
+	return TokenBucket{samples: samples, windowMs: window.Milliseconds(), start: min(start, samples)}
 }
 
 // Tokens refills the bucket to nowMs at bound per second and returns the
@@ -45,7 +53,7 @@ func (tb *TokenBucket) burst(bound float64) float64 {
 func (tb *TokenBucket) refill(bound float64, nowMs int64) {
 	burst := tb.burst(bound)
 	if !tb.started {
-		tb.started, tb.tokens, tb.lastMs = true, burst, nowMs
+		tb.started, tb.tokens, tb.lastMs = true, float64(tb.start)*float64(tb.windowMs)/1000*bound, nowMs
 		return
 	}
 	tb.tokens = min(burst, tb.tokens+bound*float64(nowMs-tb.lastMs)/1000)

@@ -28,15 +28,38 @@
 //
 // # Measurement and throttling
 //
-// Each rate is measured as Kafka's quota sensors measure it (a Rate over
-// a WindowedSum): samples (quota.window.num, 11) of window
-// (quota.window.size.seconds, 1 s), the rate being the sum of the retained
-// samples over the time since the oldest began, counted as at least
-// samples-1 whole windows. A request is recorded first and checked after:
-// when the rate O is then above the bound T, the client is throttled for
-// the time that brings the rate back to the bound if nothing more came,
-// (O-T)/T times the measured span, rounded to milliseconds. Request time
-// throttles are capped at one window, as Kafka caps them.
+// producer_byte_rate and consumer_byte_rate are held with a token bucket
+// (TokenBucket) per measured rate: it holds up to the bound times samples
+// (quota.window.num, 11) windows (quota.window.size.seconds, 1 s) of
+// bytes, refills at the bound, and a new one holds one window. A produce
+// request's bytes are taken out whatever the bucket holds (they have
+// arrived), and a bucket below zero throttles its client for the time the
+// refill takes to bring it back to zero, rounded to milliseconds. A
+// consumer fetch asks for no more than the bucket holds, at least one
+// window's worth and at most samples-1 windows' (Kafka's cap); when its
+// records would take the bucket below zero they are neither sent nor
+// taken out, as Kafka sends a throttled fetch no records, and the client
+// is throttled for the time the bucket takes to refill to them.
+//
+// Kafka measures these bytes with the windowed rate below, which lets a
+// client that always has more to send alternate between a burst of about
+// samples-1 windows of quota and a near stop, a cycle about samples
+// windows long: a burst holds the measured rate above the bound until its
+// sample leaves the span, and the next burst comes when it has (the
+// weakness KIP-599 gave controller mutations a token bucket for). Over
+// 30 s such a producer gets from about 0.75 to 1.15 times its quota; the
+// bucket holds it at the quota from its first window. What the client
+// sees, throttle_time_ms and a muted connection, is Kafka's.
+//
+// The other rates are measured as Kafka's quota sensors measure them (a
+// Rate over a WindowedSum): samples of window, the rate being the sum of
+// the retained samples over the time since the oldest began, counted as
+// at least samples-1 whole windows. A request is recorded first and
+// checked after: when the rate O is then above the bound T, the client is
+// throttled for the time that brings the rate back to the bound if
+// nothing more came, (O-T)/T times the measured span, rounded to
+// milliseconds. Request time throttles are capped at one window, as Kafka
+// caps them.
 //
 // The package has no clock and starts no goroutine: the caller passes the
 // time.
@@ -222,7 +245,7 @@ type sensorKey struct {
 // sensor is one measured rate.
 type sensor struct {
 	rate     Rate
-	bucket   TokenBucket // ControllerMutation's
+	bucket   TokenBucket // Produce's, Fetch's and ControllerMutation's
 	lastUsed int64       // ms
 }
 
@@ -293,6 +316,10 @@ func (m *Manager) Record(k Kind, user, clientID string, value float64, now time.
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	s := m.sensorLocked(sensorKey{k, id}, nowMs)
+	if k == Produce || k == Fetch {
+		s.bucket.Record(value, bound, nowMs)
+		return BucketThrottleTime(s.bucket.Tokens(bound, nowMs), bound)
+	}
 	s.rate.Record(value, nowMs)
 	rate, span := s.rate.Measure(nowMs)
 	if rate <= bound {
@@ -312,13 +339,19 @@ func (m *Manager) Unrecord(k Kind, user, clientID string, value float64, now tim
 	if !t.enabled[k] {
 		return
 	}
-	id, _, ok := Resolve(t.q, k, user, clientID)
+	id, bound, ok := Resolve(t.q, k, user, clientID)
 	if !ok {
 		return
 	}
+	nowMs := now.UnixMilli()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.sensorLocked(sensorKey{k, id}, now.UnixMilli()).rate.Record(-value, now.UnixMilli())
+	s := m.sensorLocked(sensorKey{k, id}, nowMs)
+	if k == Produce || k == Fetch {
+		s.bucket.Record(-value, bound, nowMs)
+		return
+	}
+	s.rate.Record(-value, nowMs)
 }
 
 // RecordConnection counts a connection accepted from ip at now against
@@ -420,21 +453,26 @@ func (q *Mutations) Throttle(now time.Time) time.Duration {
 	return time.Duration(max(q.throttleMs-(now.UnixMilli()-q.atMs), 0)) * time.Millisecond
 }
 
-// MaxWindowValue is the most a client may take of kind k in one
-// measurement without being throttled, had it taken nothing before: its
-// bound times samples-1 windows (Kafka caps consumer fetches' max bytes
-// with it, so a fetch cannot be bound to be throttled). ok is false when
-// no quota applies.
-func (m *Manager) MaxWindowValue(k Kind, user, clientID string) (float64, bool) {
+// MaxFetch is the most a consumer fetch of user and clientID may carry at
+// now, what its consumer_byte_rate bucket holds, but at least one window
+// of the quota and at most samples-1 windows (Kafka's cap), so that a
+// fetch is neither bound to be throttled nor cut to a trickle while the
+// bucket refills. ok is false when no quota applies.
+func (m *Manager) MaxFetch(user, clientID string, now time.Time) (float64, bool) {
 	t := m.quotas.Load()
-	if !t.enabled[k] {
+	if !t.enabled[Fetch] {
 		return 0, false
 	}
-	_, bound, ok := Resolve(t.q, k, user, clientID)
+	id, bound, ok := Resolve(t.q, Fetch, user, clientID)
 	if !ok {
 		return 0, false
 	}
-	return bound * float64(m.cfg.Samples-1) * m.cfg.Window.Seconds(), true
+	nowMs := now.UnixMilli()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	tokens := m.sensorLocked(sensorKey{Fetch, id}, nowMs).bucket.Tokens(bound, nowMs)
+	window := bound * m.cfg.Window.Seconds()
+	return min(max(tokens, window), window*float64(max(m.cfg.Samples-1, 1))), true
 }
 
 // sensorLocked returns the sensor of key, made on first use, and drops
@@ -451,7 +489,10 @@ func (m *Manager) sensorLocked(key sensorKey, nowMs int64) *sensor {
 	s := m.mu.sensors[key]
 	if s == nil {
 		s = &sensor{rate: NewRate(m.cfg.Samples, m.cfg.Window)}
-		if key.kind == ControllerMutation {
+		switch key.kind {
+		case Produce, Fetch:
+			s.rate, s.bucket = Rate{}, NewTokenBucketHolding(m.cfg.Samples, m.cfg.Window, 1)
+		case ControllerMutation:
 			s.rate, s.bucket = Rate{}, NewTokenBucket(m.cfg.MutationSamples, m.cfg.MutationWindow)
 		}
 		m.mu.sensors[key] = s
