@@ -223,6 +223,21 @@ func lookupOffset(buf []byte, base, target int64) int64 {
 	return int64(pos)
 }
 
+// lookupPosition returns the position of the last indexed batch that
+// starts at or below limit, or position 0 when there is none.
+func lookupPosition(buf []byte, limit int64) int64 {
+	n := len(buf) / offsetEntrySize
+	i := sort.Search(n, func(i int) bool {
+		_, pos := readOffsetEntry(buf, i)
+		return int64(pos) > limit
+	})
+	if i == 0 {
+		return 0
+	}
+	_, pos := readOffsetEntry(buf, i-1)
+	return int64(pos)
+}
+
 // Time index: entries (timestamp, relative offset), both strictly increasing.
 // An entry (t, o) says that no record at an offset up to o has a timestamp
 // above t.

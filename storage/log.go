@@ -1164,6 +1164,10 @@ type ReadOptions struct {
 	// MinOneBatch returns the whole first batch even when it is larger than
 	// MaxBytes (KIP-74), so a consumer always makes progress.
 	MinOneBatch bool
+	// WholeBatches ends the slice at the end of a batch, never inside one
+	// (a fetch whose bytes count against a quota: a partial last batch,
+	// which the client drops, would be counted all the same).
+	WholeBatches bool
 	// ReadCommitted bounds the read at the last stable offset too, taken
 	// with the high watermark at the start of the read (a read_committed
 	// fetch; the aborted transactions in what it returns come from
@@ -1330,6 +1334,14 @@ func (l *Log) readFrom(segs []*segment, opts ReadOptions, res ReadResult, hw *of
 				return res, false, fmt.Errorf("read segment: %w", err)
 			}
 			n = max(n, min(record.Size(hdr[:]), end-pos))
+		}
+		if opts.WholeBatches && n > 0 && n < end-pos {
+			e, err := s.wholeBatchEnd(f, pos, pos+n, end)
+			if err != nil {
+				s.release()
+				return res, false, err
+			}
+			n = e - pos
 		}
 		if n == 0 {
 			s.release()

@@ -92,6 +92,73 @@ func TestReadBounds(t *testing.T) {
 	res.Release()
 }
 
+// TestReadWholeBatches: a read with WholeBatches returns whole batches
+// only, as many of them from the one holding the offset as fit MaxBytes
+// within its segment (the first alone, whatever its size, with
+// MinOneBatch; none without), whatever the index interval.
+func TestReadWholeBatches(t *testing.T) {
+	t.Parallel()
+	for seed := uint64(0); seed < 4; seed++ {
+		rng := rand.New(rand.NewPCG(seed, 7))
+		cfg := testConfig()
+		cfg.IndexIntervalBytes = int64(rng.IntN(3000))
+		l := openTestLog(t, t.TempDir(), cfg, OpenState{})
+		var a appended
+		for _, b := range randomBatches(t, rng, 200) {
+			a.add(t, l, b)
+		}
+		segBase := map[int64]bool{}
+		for _, s := range *l.segs.Load() {
+			segBase[s.base] = true
+		}
+		for range 400 {
+			off := rng.Int64N(l.LogEndOffset())
+			maxBytes := rng.Int64N(6000)
+			minOne := rng.IntN(2) == 0
+			res, err := l.Read(ReadOptions{Offset: off, MaxBytes: maxBytes, MinOneBatch: minOne, WholeBatches: true})
+			if err != nil {
+				t.Fatalf("read %d max %d: %v", off, maxBytes, err)
+			}
+			buf, err := res.AppendTo(nil)
+			res.Release()
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The batches of the log from the one holding off.
+			first, _ := a.batchFor(off)
+			i := 0
+			for a.batches[i].BaseOffset() != first.BaseOffset() {
+				i++
+			}
+			n, rest := 0, buf
+			for len(rest) > 0 {
+				b, tail, err := record.Parse(rest)
+				if err != nil {
+					t.Fatalf("read %d max %d: %d bytes, not whole batches: %v", off, maxBytes, len(buf), err)
+				}
+				if string(b) != string(a.batches[i+n]) {
+					t.Fatalf("read %d max %d: batch %d is not the log's", off, maxBytes, n)
+				}
+				n, rest = n+1, tail
+			}
+			switch {
+			case n == 0 && (minOne || int64(len(first)) <= maxBytes):
+				t.Fatalf("read %d max %d min one %v: nothing, first batch %d bytes", off, maxBytes, minOne, len(first))
+			case int64(len(buf)) > maxBytes && n > 1:
+				t.Fatalf("read %d max %d: %d batches, %d bytes", off, maxBytes, n, len(buf))
+			case n > 0 && i+n < len(a.batches):
+				next := a.batches[i+n]
+				if int64(len(buf)+len(next)) <= maxBytes && !segBase[next.BaseOffset()] {
+					t.Fatalf("read %d max %d: %d bytes; the next batch (%d) fits and is in the same segment", off, maxBytes, len(buf), len(next))
+				}
+			}
+		}
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 func TestIndexLookupMatchesScan(t *testing.T) {
 	t.Parallel()
 	for seed := uint64(0); seed < 5; seed++ {

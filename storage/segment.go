@@ -360,6 +360,28 @@ func (s *segment) findPosition(f io.ReaderAt, target, end int64) (pos, base int6
 	return end, -1, nil
 }
 
+// wholeBatchEnd returns where the last whole batch that starts at or after
+// pos and ends at or below limit ends, pos when the batch at pos ends
+// beyond limit. pos must be where a batch starts, and the indexes loaded
+// (findPosition loads them). It scans from the last indexed batch at or
+// below limit, so at most an index interval and a batch.
+func (s *segment) wholeBatchEnd(f io.ReaderAt, pos, limit, end int64) (int64, error) {
+	p := max(pos, lookupPosition(s.idx.entries(), limit))
+	hs := newHeaderScanner(f, end)
+	for p < limit {
+		h, err := hs.header(p)
+		if err != nil {
+			return 0, fmt.Errorf("scan %s at %d: %w", s.logPath, p, err)
+		}
+		size := record.Size(h)
+		if p+size > limit {
+			break
+		}
+		p += size
+	}
+	return p, nil
+}
+
 // scanResult is what a scan of a segment's log file found.
 type scanResult struct {
 	validBytes int64 // bytes of valid batches from the start
