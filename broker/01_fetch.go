@@ -143,12 +143,19 @@ func (b *Broker) handleFetch(ctx context.Context, c *conn, hdr protocol.RequestH
 
 	denied, anyAllowed := b.fetchDenied(c, items, byID, replicaID)
 	fetchQuota := replicaID < 0 && b.clientQuotas.mgr.Enabled(quota.Fetch)
+	// wholeBatches: under a consumer_byte_rate, reads end on a batch
+	// boundary, as a partial last batch would count against the quota
+	// and be dropped by the client.
+	wholeBatches := false
 	if fetchQuota {
 		// Never ask for more than the consumer_byte_rate bucket lets
 		// through (quota.Manager.MaxFetch).
-		if most, ok := b.clientQuotas.mgr.MaxFetch(quota.UserOf(c.principal), c.clientID, time.Now()); ok && most < float64(req.MaxBytes) {
-			req.MaxBytes = int32(max(most, 1))
-			req.MinBytes = min(req.MinBytes, req.MaxBytes)
+		if most, ok := b.clientQuotas.mgr.MaxFetch(quota.UserOf(c.principal), c.clientID, time.Now()); ok {
+			wholeBatches = true
+			if most < float64(req.MaxBytes) {
+				req.MaxBytes = int32(max(most, 1))
+				req.MinBytes = min(req.MinBytes, req.MaxBytes)
+			}
 		}
 	}
 
@@ -176,7 +183,7 @@ func (b *Broker) handleFetch(ctx context.Context, c *conn, hdr protocol.RequestH
 		var total int64
 		var failed bool
 		releaseReads(results)
-		results, total, failed = b.fetchRound(items, denied, req, byID, replicaID)
+		results, total, failed = b.fetchRound(items, denied, req, byID, replicaID, wholeBatches)
 		if total >= int64(req.MinBytes) || failed || wake == nil {
 			break
 		}
@@ -195,7 +202,7 @@ func (b *Broker) handleFetch(ctx context.Context, c *conn, hdr protocol.RequestH
 		case <-ctx.Done():
 		}
 		releaseReads(results)
-		results, _, _ = b.fetchRound(items, denied, req, byID, replicaID)
+		results, _, _ = b.fetchRound(items, denied, req, byID, replicaID, wholeBatches)
 		break
 	}
 	var waited time.Duration
@@ -404,10 +411,11 @@ func (b *Broker) fetchDenied(c *conn, items []*sessionPartition, byID bool, repl
 }
 
 // fetchRound reads every item once, but for those denied (by index; nil
-// for none), which get TOPIC_AUTHORIZATION_FAILED. total is the bytes read;
+// for none), which get TOPIC_AUTHORIZATION_FAILED; with wholeBatches each
+// read ends on a batch boundary. total is the bytes read;
 // failed is set when a partition has an error, a diverging epoch or a
 // preferred read replica, any of which answers the fetch at once.
-func (b *Broker) fetchRound(items []*sessionPartition, denied []bool, req *kmsg.FetchRequest, byID bool, replicaID int32) ([]fetchResult, int64, bool) {
+func (b *Broker) fetchRound(items []*sessionPartition, denied []bool, req *kmsg.FetchRequest, byID bool, replicaID int32, wholeBatches bool) ([]fetchResult, int64, bool) {
 	results := make([]fetchResult, len(items))
 	var total int64
 	failed := false
@@ -493,7 +501,7 @@ func (b *Broker) fetchRound(items []*sessionPartition, denied []bool, req *kmsg.
 		limit := min(int64(max(it.maxBytes, 0)), budget)
 		committed := req.IsolationLevel == 1 && replicaID < 0
 		opts := storage.ReadOptions{Offset: it.fetchOffset, MaxBytes: limit, MaxOffset: maxOffset, MinOneBatch: minOne,
-			ReadCommitted: committed}
+			ReadCommitted: committed, WholeBatches: wholeBatches}
 		rr, err := l.Read(opts)
 		if nl := p.movedLog(l, err); nl != nil {
 			l = nl

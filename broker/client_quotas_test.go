@@ -322,14 +322,14 @@ func TestClientQuotaFetchThrottle(t *testing.T) {
 	}
 	slow := dialWire(t, b)
 	slow.fmt = kmsg.NewRequestFormatter(kmsg.FormatterClientID("slowc"))
-	// First fetch: capped at 256 KiB (a batch and part of the next),
-	// within the quota.
+	// First fetch: capped at 256 KiB, within the quota, and ended on a
+	// batch boundary: the first batch alone, not part of the next.
 	r := fetch(slow, 0)
 	if r.ThrottleMillis != 0 || len(r.Topics) != 1 {
 		t.Fatalf("first fetch: throttle %d, %d topics", r.ThrottleMillis, len(r.Topics))
 	}
-	if n := len(r.Topics[0].Partitions[0].RecordBatches); n < 200000 || n > 256<<10 {
-		t.Fatalf("first fetch carried %d bytes, want at least the first batch, capped at 256 KiB", n)
+	if n := len(r.Topics[0].Partitions[0].RecordBatches); n < 200000 || n > 201000 {
+		t.Fatalf("first fetch carried %d bytes, want the first batch alone (about 200 kB)", n)
 	}
 	// Second, at once: a window's cap again, but the bucket holds about
 	// 60 kB and the next batch is 200 kB.

@@ -5,7 +5,7 @@
 // a quota, and prints each one's acknowledged produce rate. Against any
 // Kafka-compatible broker, so Gregor and Apache Kafka can be compared.
 //
-//	quotarate -bootstrap HOST:PORT [-quota 1048576] [-duration 30s] [-record 16384] [-batch-max 1048576] [-free-rate 16777216] [-timeline]
+//	quotarate -bootstrap HOST:PORT [-quota 1048576] [-duration 30s] [-record 16384] [-batch-max 1048576] [-free-rate 16777216] [-timeline] [-consume]
 //
 // The client id without a quota is paced by the client at -free-rate
 // (0: as fast as it can), so that the run does not fill the disk or take
@@ -20,6 +20,11 @@
 // 10 s of quota, then almost nothing for 11 s, then the next burst;
 // Gregor's token bucket gives the quota every second after a first
 // window. The rate after -warmup (default 10 s) is printed as well.
+//
+// -consume measures consumer_byte_rate instead: the topic is first given
+// a backlog of twice -duration of quota, then two franz-go consumers
+// (no group), one with the quota'd client id, read it from the start for
+// -duration; the rates are of the record values they polled.
 package main
 
 import (
@@ -47,15 +52,16 @@ func main() {
 		batchMax  = flag.Int("batch-max", 1<<20, "producer batch max bytes (franz-go's default 1 MiB); smaller batches make the measurement finer")
 		freeRate  = flag.Int64("free-rate", 16<<20, "client-side pace of the client id without a quota, bytes per second (0: none)")
 		timeline  = flag.Bool("timeline", false, "print the quota'd client's acknowledged bytes second by second")
+		consume   = flag.Bool("consume", false, "measure consumer_byte_rate instead: produce a backlog of twice -duration of quota, then run two consumers reading it from the start")
 	)
 	flag.Parse()
-	if err := run(*bootstrap, *topic, *quota, *freeRate, *duration, *warmup, *size, *batchMax, *timeline); err != nil {
+	if err := run(*bootstrap, *topic, *quota, *freeRate, *duration, *warmup, *size, *batchMax, *timeline, *consume); err != nil {
 		fmt.Fprintf(os.Stderr, "quotarate: %v\n", err)
 		os.Exit(1)
 	}
 }
 
-func run(bootstrap, topic string, quota, freeRate int64, duration, warmup time.Duration, size, batchMax int, timeline bool) error {
+func run(bootstrap, topic string, quota, freeRate int64, duration, warmup time.Duration, size, batchMax int, timeline, consume bool) error {
 	ctx, cancel := context.WithTimeout(context.Background(), duration+2*time.Minute)
 	defer cancel()
 	admin, err := kgo.NewClient(kgo.SeedBrokers(bootstrap))
@@ -75,9 +81,16 @@ func run(bootstrap, topic string, quota, freeRate int64, duration, warmup time.D
 	slowID := fmt.Sprintf("quotarate-limited-%d", time.Now().UnixNano())
 	fastID := fmt.Sprintf("quotarate-free-%d", time.Now().UnixNano())
 	q := float64(quota)
+	key := "producer_byte_rate"
+	if consume {
+		key = "consumer_byte_rate"
+		if err := backlog(ctx, bootstrap, topic, 2*quota*int64(duration/time.Second), size, batchMax); err != nil {
+			return err
+		}
+	}
 	res, err := adm.AlterClientQuotas(ctx, []kadm.AlterClientQuotaEntry{{
 		Entity: []kadm.ClientQuotaEntityComponent{{Type: "client-id", Name: &slowID}},
-		Ops:    []kadm.AlterClientQuotaOp{{Key: "producer_byte_rate", Value: q}},
+		Ops:    []kadm.AlterClientQuotaOp{{Key: key, Value: q}},
 	}})
 	if err != nil {
 		return fmt.Errorf("alter client quotas: %w", err)
@@ -144,17 +157,52 @@ func run(bootstrap, topic string, quota, freeRate int64, duration, warmup time.D
 		r.total, r.steady = total.Load(), steady.Load()
 		return nil
 	}
+	// read consumes the topic from its start until the time is up.
+	read := func(clientID string, r *result) error {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(bootstrap), kgo.ClientID(clientID), kgo.ConsumeTopics(topic),
+			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+			kgo.WithHooks(throttleHook{r: &r.throttles, max: &r.maxThrottle}))
+		if err != nil {
+			return err
+		}
+		defer cl.Close()
+		r.perSecond = make([]atomic.Int64, int(duration/time.Second)+1)
+		start := time.Now()
+		pctx, pcancel := context.WithDeadline(ctx, start.Add(duration))
+		defer pcancel()
+		for pctx.Err() == nil {
+			fs := cl.PollFetches(pctx)
+			since := time.Since(start)
+			if since >= duration {
+				break
+			}
+			fs.EachRecord(func(rec *kgo.Record) {
+				n := int64(len(rec.Value))
+				r.total += n
+				if since >= warmup {
+					r.steady += n
+				}
+				r.perSecond[int(since/time.Second)].Add(n)
+			})
+		}
+		return nil
+	}
 	var slow, fast result
 	errs := make(chan error, 2)
-	go func() { errs <- produce(slowID, &slow, 0) }()
-	go func() { errs <- produce(fastID, &fast, freeRate) }()
+	if consume {
+		go func() { errs <- read(slowID, &slow) }()
+		go func() { errs <- read(fastID, &fast) }()
+	} else {
+		go func() { errs <- produce(slowID, &slow, 0) }()
+		go func() { errs <- produce(fastID, &fast, freeRate) }()
+	}
 	for range 2 {
 		if err := <-errs; err != nil {
 			return err
 		}
 	}
 	secs, steadySecs := duration.Seconds(), (duration - warmup).Seconds()
-	fmt.Printf("quota producer_byte_rate=%d B/s on client id %s; %v, record %d B, batch max %d B\n", quota, slowID, duration, size, batchMax)
+	fmt.Printf("quota %s=%d B/s on client id %s; %v, record %d B, batch max %d B\n", key, quota, slowID, duration, size, batchMax)
 	for _, x := range []struct {
 		name string
 		r    *result
@@ -165,11 +213,38 @@ func run(bootstrap, topic string, quota, freeRate int64, duration, warmup time.D
 			x.r.throttles.Load(), x.r.maxThrottle.Load())
 	}
 	if timeline {
-		fmt.Printf("limited, acknowledged per second (x quota):")
+		fmt.Printf("limited, per second (x quota):")
 		for i := range slow.perSecond[:int(duration/time.Second)] {
 			fmt.Printf(" %.2f", float64(slow.perSecond[i].Load())/q)
 		}
 		fmt.Println()
+	}
+	return nil
+}
+
+// backlog produces n bytes of records to topic, as fast as it can.
+func backlog(ctx context.Context, bootstrap, topic string, n int64, size, batchMax int) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(bootstrap), kgo.DefaultProduceTopic(topic),
+		kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.ProducerBatchMaxBytes(int32(batchMax)))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	var failed atomic.Pointer[error]
+	for sent := int64(0); sent < n; sent += int64(size) {
+		value := make([]byte, size)
+		_, _ = rand.Read(value)
+		cl.Produce(ctx, &kgo.Record{Value: value}, func(_ *kgo.Record, err error) {
+			if err != nil {
+				failed.Store(&err)
+			}
+		})
+	}
+	if err := cl.Flush(ctx); err != nil {
+		return err
+	}
+	if err := failed.Load(); err != nil {
+		return fmt.Errorf("backlog: %w", *err)
 	}
 	return nil
 }
