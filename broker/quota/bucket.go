@@ -6,7 +6,7 @@ import (
 )
 
 // TokenBucket measures controller mutations as Kafka's TokenBucket stat
-// does (KIP-599), and produced bytes: a bucket of up to burst tokens,
+// does (KIP-599), and client byte rates: a bucket of up to burst tokens,
 // burst being the bound times samples windows, refilled at the bound per
 // second and emptied by what is recorded. It may go below zero: a
 // mutation is let through while the bucket is not negative, whatever its
