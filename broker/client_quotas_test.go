@@ -291,7 +291,10 @@ func TestClientQuotaProduceThrottle(t *testing.T) {
 // same partition is not throttled.
 func TestClientQuotaFetchThrottle(t *testing.T) {
 	t.Parallel()
-	b := startBroker(t)
+	// Windows of 5 s: a new bucket holds 5 s of quota, and the throttled
+	// second fetch below stays throttled for seconds, however slow the
+	// machine is between the two.
+	b := startBroker(t, func(c *Config) { c.QuotaWindowSize = 5 * time.Second })
 	w := dialWire(t, b)
 	id := w.createTopic("fq", 1, nil)
 	for i := range 4 {
@@ -302,7 +305,7 @@ func TestClientQuotaFetchThrottle(t *testing.T) {
 			t.Fatalf("produce %d: error %d, base offset %d", i, rp.ErrorCode, rp.BaseOffset)
 		}
 	}
-	const quota = 256 << 10 // a new bucket holds one window: 256 KiB
+	const quota = 40 << 10 // a new bucket holds one window: 200 KiB
 	if got := w.alterQuotas(1, false, quotaEntry([]string{"client-id=slowc"}, fmt.Sprintf("consumer_byte_rate=%d", quota))); got[0] != "client-id=slowc:0" {
 		t.Fatalf("alter: %v", got)
 	}
@@ -322,7 +325,7 @@ func TestClientQuotaFetchThrottle(t *testing.T) {
 	}
 	slow := dialWire(t, b)
 	slow.fmt = kmsg.NewRequestFormatter(kmsg.FormatterClientID("slowc"))
-	// First fetch: capped at 256 KiB, within the quota, and ended on a
+	// First fetch: capped at 200 KiB, within the quota, and ended on a
 	// batch boundary: the first batch alone, not part of the next.
 	r := fetch(slow, 0)
 	if r.ThrottleMillis != 0 || len(r.Topics) != 1 {
@@ -331,8 +334,8 @@ func TestClientQuotaFetchThrottle(t *testing.T) {
 	if n := len(r.Topics[0].Partitions[0].RecordBatches); n < 200000 || n > 201000 {
 		t.Fatalf("first fetch carried %d bytes, want the first batch alone (about 200 kB)", n)
 	}
-	// Second, at once: a window's cap again, but the bucket holds about
-	// 60 kB and the next batch is 200 kB.
+	// Second: a window's cap again, but the bucket holds about 5 kB and
+	// the next batch is 200 kB, 4.8 s of refill.
 	r = fetch(slow, 1)
 	if r.ThrottleMillis <= 0 || len(r.Topics) != 0 {
 		t.Fatalf("second fetch: throttle %d ms, %d topics; want a throttle and no partitions", r.ThrottleMillis, len(r.Topics))

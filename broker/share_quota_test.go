@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -18,10 +19,12 @@ import (
 // without the quota is not throttled.
 func TestShareFetchConsumerByteRate(t *testing.T) {
 	t.Parallel()
-	b := startBroker(t)
+	// Windows of 5 s: the throttled second fetch below stays throttled
+	// for seconds, however slow the machine is between the two.
+	b := startBroker(t, func(c *Config) { c.QuotaWindowSize = 5 * time.Second })
 	w := dialWire(t, b)
 	id := w.createTopic("sq", 1, nil)
-	const quota = 256 << 10 // a new bucket holds one window: 256 KiB
+	const quota = 40 << 10 // a new bucket holds one window: 200 KiB
 	if got := w.alterQuotas(1, false, quotaEntry([]string{"client-id=shq"}, fmt.Sprintf("consumer_byte_rate=%d", quota))); got[0] != "client-id=shq:0" {
 		t.Fatalf("alter: %v", got)
 	}
@@ -61,13 +64,13 @@ func TestShareFetchConsumerByteRate(t *testing.T) {
 			t.Fatalf("produce %d: error %d, base offset %d", i, rp.ErrorCode, rp.BaseOffset)
 		}
 	}
-	// Capped at 256 KiB: the first batch, within the quota.
+	// Capped at 200 KiB: the first batch, within the quota.
 	r := fetch(slow, "m1", 1)
 	if n, runs := acquired(r); r.ThrottleMillis != 0 || fmt.Sprint(runs) != "[0-0/1]" || n < 200000 {
 		t.Fatalf("first fetch: throttle %d ms, %d bytes, acquired %v; want offset 0 alone, unthrottled", r.ThrottleMillis, n, runs)
 	}
-	// The second: the bucket holds about 60 kB, the next batch is 200 kB:
-	// throttled, no records.
+	// The second: the bucket holds about 5 kB, the next batch is 200 kB
+	// (4.8 s of refill): throttled, no records.
 	r = fetch(slow, "m1", 2)
 	if n, runs := acquired(r); r.ThrottleMillis <= 0 || n != 0 || len(runs) != 0 || r.ErrorCode != 0 {
 		t.Fatalf("second fetch: throttle %d ms, %d bytes, acquired %v, error %d; want a throttle and nothing", r.ThrottleMillis, n, runs, r.ErrorCode)
