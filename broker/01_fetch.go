@@ -510,6 +510,16 @@ func (b *Broker) fetchRound(items []*sessionPartition, denied []bool, req *kmsg.
 		if err != nil {
 			res.code = errorCode(err)
 			failed = true
+			if res.code == protocol.OffsetOutOfRange && replicaID < 0 {
+				// A consumer resets on it, and one that was reading
+				// says the broker lost data: worth a line (one a second
+				// at most for the whole broker).
+				if now := time.Now().Unix(); b.rangeLogSecond.Swap(now) != now {
+					b.logger.Info("consumer fetch out of range (one line a second at most)", "topic", it.key.topic,
+						"topic_id", it.key.topicID, "partition", it.key.partition, "fetch_offset", it.fetchOffset,
+						"log_start", l.LogStartOffset(), "log_end", l.LogEndOffset(), "high_watermark", l.HighWatermark(), "err", err)
+				}
+			}
 			continue
 		}
 		if committed && rr.Len > 0 {

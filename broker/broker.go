@@ -109,7 +109,10 @@ type Broker struct {
 	// authLogSecond is when a failed SASL authentication was last logged,
 	// in Unix seconds (sasl_conn.go logs one a second at most).
 	authLogSecond atomic.Int64
-	logger        *slog.Logger // the "broker" component's (see loggers.go)
+	// rangeLogSecond is when a consumer fetch out of range was last
+	// logged, likewise.
+	rangeLogSecond atomic.Int64
+	logger         *slog.Logger // the "broker" component's (see loggers.go)
 	// logBase is the handler every component logs to; logLevels their
 	// levels (BROKER_LOGGER configs).
 	logBase   slog.Handler
