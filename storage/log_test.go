@@ -92,6 +92,20 @@ func TestReadBounds(t *testing.T) {
 	res.Release()
 }
 
+// randomIndexedLog opens a log with an index interval below maxInterval
+// and appends 200 random batches to it, all drawn from rng.
+func randomIndexedLog(t *testing.T, rng *rand.Rand, maxInterval int) (*Log, *appended) {
+	t.Helper()
+	cfg := testConfig()
+	cfg.IndexIntervalBytes = int64(rng.IntN(maxInterval))
+	l := openTestLog(t, t.TempDir(), cfg, OpenState{})
+	a := &appended{}
+	for _, b := range randomBatches(t, rng, 200) {
+		a.add(t, l, b)
+	}
+	return l, a
+}
+
 // TestReadWholeBatches: a read with WholeBatches returns whole batches
 // only, as many of them from the one holding the offset as fit MaxBytes
 // within its segment (the first alone, whatever its size, with
@@ -100,13 +114,7 @@ func TestReadWholeBatches(t *testing.T) {
 	t.Parallel()
 	for seed := uint64(0); seed < 4; seed++ {
 		rng := rand.New(rand.NewPCG(seed, 7))
-		cfg := testConfig()
-		cfg.IndexIntervalBytes = int64(rng.IntN(3000))
-		l := openTestLog(t, t.TempDir(), cfg, OpenState{})
-		var a appended
-		for _, b := range randomBatches(t, rng, 200) {
-			a.add(t, l, b)
-		}
+		l, a := randomIndexedLog(t, rng, 3000)
 		segBase := map[int64]bool{}
 		for _, s := range *l.segs.Load() {
 			segBase[s.base] = true
@@ -163,13 +171,7 @@ func TestIndexLookupMatchesScan(t *testing.T) {
 	t.Parallel()
 	for seed := uint64(0); seed < 5; seed++ {
 		rng := rand.New(rand.NewPCG(seed, 99))
-		cfg := testConfig()
-		cfg.IndexIntervalBytes = int64(rng.IntN(2000))
-		l := openTestLog(t, t.TempDir(), cfg, OpenState{})
-		var a appended
-		for _, b := range randomBatches(t, rng, 200) {
-			a.add(t, l, b)
-		}
+		l, _ := randomIndexedLog(t, rng, 2000)
 		for _, s := range *l.segs.Load() {
 			f, err := s.acquire()
 			if err != nil {

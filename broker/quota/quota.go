@@ -142,6 +142,10 @@ func (k Kind) String() string {
 	return "unknown"
 }
 
+// bucketed reports whether k is held with a token bucket (see the package
+// doc) rather than measured with a windowed rate.
+func (k Kind) bucketed() bool { return k == Produce || k == Fetch || k == ControllerMutation }
+
 // Config is how rates are measured.
 type Config struct {
 	// Samples is how many windows a rate is measured over
@@ -316,7 +320,7 @@ func (m *Manager) Record(k Kind, user, clientID string, value float64, now time.
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	s := m.sensorLocked(sensorKey{k, id}, nowMs)
-	if k == Produce || k == Fetch {
+	if k.bucketed() {
 		s.bucket.Record(value, bound, nowMs)
 		return BucketThrottleTime(s.bucket.Tokens(bound, nowMs), bound)
 	}
@@ -347,7 +351,7 @@ func (m *Manager) Unrecord(k Kind, user, clientID string, value float64, now tim
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	s := m.sensorLocked(sensorKey{k, id}, nowMs)
-	if k == Produce || k == Fetch {
+	if k.bucketed() {
 		s.bucket.Record(-value, bound, nowMs)
 		return
 	}
